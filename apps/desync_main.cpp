@@ -1,0 +1,128 @@
+// desync: asynchronous and communication-hiding iterative solvers on MPI.
+//
+//   mpirun -np 2 desync jacobi --mode async --local 50
+//   mpirun -np 4 desync jacobi --mode racy --global 200x100x80 --polish --json run.json
+#include <mpi.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fmt/format.h>
+
+#include "desync/communication/request_ledger.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/decomposition/field.hpp"
+#include "desync/run/error.hpp"
+#include "desync/run/field_io.hpp"
+#include "desync/run/options.hpp"
+#include "desync/run/report.hpp"
+#include "desync/solvers/jacobi/jacobi.hpp"
+
+namespace {
+
+using namespace desync;
+
+int finish(int code) {
+  MPI_Finalize();
+  return code;
+}
+
+int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
+  decomposition::CartGrid grid(MPI_COMM_WORLD, cmd.global_cells, cmd.process_grid);
+  decomposition::Field u(grid.local());
+  cmd.problem.initialise(grid, u);
+  solvers::JacobiResult result = solvers::solve_jacobi(grid, cmd.problem, cmd.solver, u);
+
+  run::RunReport report;
+  report.mode = cmd.mode;
+  report.reduction = cmd.reduction;
+  report.mpi_library = run::mpi_library_version();
+  report.ranks = size;
+  report.dims = grid.dims();
+  report.global = grid.global();
+  report.options = cmd.effective();
+  report.tolerance = cmd.solver.tol;
+  report.converged = result.converged;
+  report.stop_reason = solvers::to_string(result.stop);
+  report.message = result.message;
+  report.true_residual = result.true_residual;
+  report.tested_residual = result.tested_residual;
+  report.history = result.history;
+  double wall = result.stats.time.total;
+  MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  report.wall_time = wall;
+  long outstanding = comm::RequestLedger::outstanding();
+  MPI_Allreduce(MPI_IN_PLACE, &outstanding, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+  report.outstanding_requests = outstanding;
+  report.per_rank = run::gather_rank_stats(MPI_COMM_WORLD, result.stats);
+
+  if (rank == 0 && !cmd.quiet) std::fputs(run::format_summary(report).c_str(), stdout);
+  std::string io_error;
+  if (rank == 0 && !cmd.json_path.empty()) {
+    try {
+      run::write_json(report, cmd.json_path);
+    } catch (const std::exception& e) {
+      io_error = e.what();
+    }
+  }
+  if (!cmd.save_path.empty()) {
+    try {
+      run::save_field(grid, u, cmd.save_path);
+    } catch (const std::exception& e) {
+      if (rank == 0) io_error = e.what();
+    }
+  }
+  int io_failed = io_error.empty() ? 0 : 1;
+  MPI_Bcast(&io_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
+  if (io_failed) {
+    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", io_error.c_str());
+    return exit_internal;
+  }
+  if (outstanding != 0) {
+    if (rank == 0)
+      std::fprintf(stderr, "desync: error: %ld MPI request(s) still pending after the run\n", outstanding);
+    return exit_internal;
+  }
+  if (result.stop == solvers::StopReason::non_finite || result.stop == solvers::StopReason::diverged) {
+    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", result.message.c_str());
+    return exit_numerical;
+  }
+  return result.converged ? exit_converged : exit_not_converged;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+
+  CLI::App app{"desync: asynchronous and communication-hiding iterative solvers on MPI.\n"
+               "Example: mpirun -np 2 desync jacobi --mode async --local 50"};
+  app.require_subcommand(1);
+  run::JacobiCommand jacobi;
+  CLI::App* jacobi_app = app.add_subcommand("jacobi", "Jacobi's method on the 3D Laplace problem (paper 000)");
+  jacobi.add_options(*jacobi_app);
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    int code = 0;
+    if (rank == 0) code = app.exit(e);  // prints help or "error: ..." once
+    else code = e.get_exit_code();
+    return finish(code == 0 ? 0 : exit_bad_input);
+  }
+
+  try {
+    jacobi.finalise(MPI_COMM_WORLD);
+    return finish(run_jacobi(jacobi, rank, size));
+  } catch (const InputError& e) {
+    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", e.what());
+    return finish(exit_bad_input);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "desync: rank %d: internal error: %s\n", rank, e.what());
+    MPI_Abort(MPI_COMM_WORLD, exit_internal);
+  }
+  return exit_internal;
+}

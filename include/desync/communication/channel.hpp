@@ -1,0 +1,225 @@
+#pragma once
+// Asynchronous point-to-point channel between two ranks (paper 000, section 4.2).
+//
+// A channel carries fixed-size messages of doubles in both directions, each tagged with the sender's
+// time level (its iteration number when the message was packed). Handles of individual operations
+// are never exposed: flow control, completion and clean-up happen below this interface.
+//
+//   async mode  recv() delivers the newest whole message that has arrived and discards older ones;
+//               every value delivered together comes from one sender time level.
+//   racy mode   a message travels in `racy_chunks` pieces; each piece lands in the receive image as
+//               soon as it arrives (element-wise atomic stores), so the image may mix values from
+//               different sender time levels. Readers use atomic loads (see read_racy()).
+//
+// Flow control is end-to-end: at most `max_in_flight` messages per direction are unacknowledged,
+// where acknowledged means the receiving end has matched the message (MPI_Issend completion), not
+// that the application has read it.
+//
+// Transport: MPI two-sided. MPI forbids reading a buffer a pending receive may write, so racy mode
+// lands pieces in private slots and applies each to the receive image the moment the channel sees it
+// complete (during any call on the channel). The observable semantics are those of the paper's
+// single-buffer scheme at piece granularity.
+#include <mpi.h>
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <vector>
+
+namespace desync::comm {
+
+enum class ChannelMode { async, racy };
+
+struct ChannelConfig {
+  int peer = MPI_PROC_NULL;
+  std::size_t message_size = 0;  ///< doubles per message
+  int max_in_flight = 1;         ///< R: unacknowledged messages allowed per direction (>= 1)
+  ChannelMode mode = ChannelMode::async;
+  int racy_chunks = 4;  ///< racy mode: pieces per message (clamped to message_size)
+  int tag = 0;          ///< tag of the traffic this end sends; 0 <= tag < 4096
+  int recv_tag = -1;    ///< tag of the traffic this end receives; -1 means the same as `tag`
+};
+
+struct ChannelStats {
+  long messages_sent = 0;       ///< messages this end sent
+  long messages_arrived = 0;    ///< messages (or racy pieces / racy_chunks) that arrived here
+  long messages_delivered = 0;  ///< async: messages handed to the application by recv()
+  long messages_discarded = 0;  ///< async: arrived but superseded by a newer one before recv()
+  long pieces_arrived = 0;      ///< racy: pieces applied to the receive image
+  long blocked_sends = 0;       ///< send() calls that had to wait for a free slot
+};
+
+class Channel {
+ public:
+  /// Creates this end and blocks until the peer creates the matching end (same message size,
+  /// max_in_flight, mode and chunks; otherwise both ends throw desync::InputError).
+  Channel(MPI_Comm comm, const ChannelConfig& config);
+  /// Creates several channels at once (one handshake round), e.g. one per halo face. Collective
+  /// between each pair of ends; blocks until every peer has created its end.
+  static std::vector<std::unique_ptr<Channel>> connect(MPI_Comm comm,
+                                                       const std::vector<ChannelConfig>& configs);
+  /// Closes the channel if the application did not (see close()).
+  ~Channel();
+  Channel(const Channel&) = delete;
+  Channel& operator=(const Channel&) = delete;
+
+  /// destroy_channel: completes all outstanding traffic in both directions and blocks until the
+  /// peer closes its end. Messages still in flight are received and dropped; no request is left
+  /// pending. Afterwards only stats() may be called.
+  void close();
+  /// Closes many channels together (no ordering constraint between peers).
+  static void close_all(std::span<Channel* const> channels);
+
+  /// True if a send would not block: fewer than max_in_flight messages are unacknowledged.
+  bool can_send();
+  /// Staging area for the next message (message_size doubles): fill it, then call send().
+  double* send_buffer() { return staging_.data(); }
+  /// Sends the staging area tagged with `time_level`. Blocks until a slot is free if none is
+  /// (check can_send() first to avoid that). On return the staging area may be reused.
+  void send(std::int64_t time_level);
+
+  /// async: true if a message newer than the last delivered one has arrived. racy: always true.
+  bool can_recv();
+  /// async: copies the newest arrived message into recv_buffer(), discards older ones, and returns
+  /// its time level (or the previous level if nothing new arrived). racy: applies arrived pieces to
+  /// the receive image and returns the newest piece level seen.
+  std::int64_t recv();
+  /// async: calls consume(data, time_level) with the newest arrived message, if newer than the last
+  /// delivered one, before its slot is reused; returns true if it did. Avoids the copy of recv().
+  template <class Consume>
+  bool recv_with(Consume&& consume);
+  /// async: blocks until a message of time level >= min_level has arrived, then behaves as
+  /// recv_with(). Used by the synchronous (staleness 0) halo exchange.
+  template <class Consume>
+  void wait_recv_with(std::int64_t min_level, Consume&& consume);
+
+  /// async: blocks until a message of time level >= min_level has arrived, copies the newest into
+  /// recv_buffer() and returns its level.
+  std::int64_t wait_recv(std::int64_t min_level);
+
+  /// Receive image: async, the last delivered message; racy, pieces written as they land.
+  const double* recv_buffer() const { return image_.data(); }
+  /// racy: atomic (relaxed) load of element m of the receive image.
+  double read_racy(std::size_t m) const {
+    return std::atomic_ref<const double>(image_[m]).load(std::memory_order_relaxed);
+  }
+  /// Time level of the last delivered message (async) or newest piece (racy); -1 before any.
+  std::int64_t time_level() const { return level_; }
+  /// racy: number of pieces, their element ranges and the time level of each (-1: none yet).
+  int chunks() const { return static_cast<int>(chunk_begin_.size()) - 1; }
+  std::size_t chunk_begin(int c) const { return chunk_begin_[static_cast<std::size_t>(c)]; }
+  std::size_t chunk_end(int c) const { return chunk_begin_[static_cast<std::size_t>(c) + 1]; }
+  std::int64_t chunk_level(int c) const { return chunk_level_[static_cast<std::size_t>(c)]; }
+
+  const ChannelConfig& config() const { return config_; }
+  const ChannelStats& stats() const { return stats_; }
+  int in_flight() const;  ///< unacknowledged messages this end has sent
+  bool closed() const { return state_ == State::closed; }
+
+ private:
+  enum class State { open, closing, closed };
+  struct Header {
+    std::int64_t time_level;
+    std::int64_t chunk;
+  };
+  static constexpr std::size_t header_doubles = 2;
+
+  Channel(MPI_Comm comm, const ChannelConfig& config, bool defer_handshake);
+  void post_handshake();
+  void finish_handshake();
+  void post_receive(std::size_t slot);
+  std::size_t piece_capacity() const;  // doubles in one receive slot, header included
+  void progress_sends();
+  void progress_receives(bool block);
+  void apply_piece(const double* slot);
+  std::size_t free_send_slot() const;  // npos if none
+  void begin_close();
+  bool test_close();
+
+  MPI_Comm comm_;
+  ChannelConfig config_;
+  int send_tag_ = 0, recv_tag_ = 0;
+  State state_ = State::open;
+  ChannelStats stats_;
+
+  std::vector<double> staging_;
+  std::vector<double> image_;
+  std::vector<std::size_t> chunk_begin_;
+  std::vector<std::int64_t> chunk_level_;
+  std::int64_t level_ = -1;
+
+  // Send side: max_in_flight slots, each holding one message (racy: all its pieces).
+  std::size_t pieces_per_message_ = 1;
+  std::vector<std::vector<double>> send_slots_;
+  std::vector<MPI_Request> send_requests_;  // slot * pieces_per_message_ + piece
+
+  // Receive side: max_in_flight * pieces_per_message_ slots of one piece each.
+  std::vector<std::vector<double>> recv_slots_;
+  std::vector<MPI_Request> recv_requests_;
+  std::vector<char> recv_arrived_;  // async: slot completed, holds an undelivered message
+  std::vector<int> completed_indices_;
+
+  // Handshake and close.
+  std::int64_t handshake_out_[4] = {0, 0, 0, 0}, handshake_in_[4] = {0, 0, 0, 0};
+  std::int64_t close_out_ = 0, close_in_ = -1;
+  MPI_Request control_requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  long pieces_sent_ = 0, pieces_received_ = 0;
+};
+
+template <class Consume>
+bool Channel::recv_with(Consume&& consume) {
+  progress_receives(false);
+  std::size_t newest = recv_slots_.size();
+  std::int64_t newest_level = level_;
+  for (std::size_t s = 0; s < recv_slots_.size(); ++s) {
+    if (!recv_arrived_[s]) continue;
+    Header h;
+    std::memcpy(&h, recv_slots_[s].data(), sizeof h);
+    if (h.time_level > newest_level) {
+      newest_level = h.time_level;
+      newest = s;
+    }
+  }
+  for (std::size_t s = 0; s < recv_slots_.size(); ++s) {
+    if (!recv_arrived_[s]) continue;
+    if (s == newest) {
+      consume(static_cast<const double*>(recv_slots_[s].data() + header_doubles), newest_level);
+      ++stats_.messages_delivered;
+    } else {
+      ++stats_.messages_discarded;
+    }
+    recv_arrived_[s] = 0;
+    post_receive(s);
+  }
+  if (newest == recv_slots_.size()) return false;
+  level_ = newest_level;
+  return true;
+}
+
+template <class Consume>
+void Channel::wait_recv_with(std::int64_t min_level, Consume&& consume) {
+  for (;;) {
+    bool have = false;
+    for (std::size_t s = 0; s < recv_slots_.size(); ++s) {
+      if (!recv_arrived_[s]) continue;
+      Header h;
+      std::memcpy(&h, recv_slots_[s].data(), sizeof h);
+      if (h.time_level >= min_level) {
+        have = true;
+      } else {  // older than needed: free the slot so the wanted message can land
+        recv_arrived_[s] = 0;
+        ++stats_.messages_discarded;
+        post_receive(s);
+      }
+    }
+    if (have) break;
+    progress_receives(true);
+    progress_sends();
+  }
+  recv_with(consume);
+}
+
+}  // namespace desync::comm

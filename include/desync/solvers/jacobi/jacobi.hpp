@@ -1,0 +1,62 @@
+#pragma once
+// Jacobi's method for the 3D Laplace problem, synchronous, asynchronous and racy (paper 000,
+// sections 2 and 3.1), on the halo layer and the reductions of desync::comm.
+//
+//   sync   halo swap every `halo_period` iterations (staleness 0 at swap iterations), blocking
+//          allreduce for the convergence test every `check_every` iterations (3.1.1).
+//   async  up to `inflight` halo messages in flight per neighbour, newest whole message wins; the
+//          convergence test is a non-blocking reduction restarted as soon as the previous one
+//          completes (3.1.2). Every rank stops on the same reduction result.
+//   racy   as async, but halo elements may mix sender iterations (3.1.3).
+// After an asynchronous run the true residual is computed synchronously; `polish` continues with
+// synchronous sweeps until it meets the tolerance (the extension proposed in 3.1.2).
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "desync/communication/halo_exchange.hpp"
+#include "desync/communication/reduction.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/decomposition/field.hpp"
+#include "desync/problems/laplace3d.hpp"
+#include "desync/run/noise.hpp"
+#include "desync/run/stats.hpp"
+
+namespace desync::solvers {
+
+struct JacobiOptions {
+  comm::HaloMode mode = comm::HaloMode::sync;
+  int halo_period = 1;        ///< N: swap halos every N iterations
+  int inflight = 100;         ///< R: halo messages in flight per neighbour (async, racy)
+  int racy_chunks = 4;        ///< racy: pieces each halo message travels in
+  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async, racy
+  double tol = 1e-4;          ///< on ||b - A u|| / ||b||
+  int check_every = 100;      ///< sync: iterations between convergence tests
+  std::int64_t max_iters = 1000000;
+  double time_limit = 0;      ///< seconds, 0 = none
+  bool polish = false;
+  double divergence_factor = 1e6;  ///< stop if the residual grows beyond this times its first value
+  bool monitor = false;       ///< rank 0 prints each convergence test
+  run::NoiseOptions noise;
+};
+
+enum class StopReason { converged, max_iters, time_limit, non_finite, diverged };
+const char* to_string(StopReason reason);
+
+struct JacobiResult {
+  StopReason stop = StopReason::max_iters;
+  bool converged = false;      ///< true_residual <= tol
+  double true_residual = 0;    ///< ||b - A u|| / ||b|| of the final field, computed synchronously
+  double tested_residual = 0;  ///< last value the convergence test saw
+  std::string message;         ///< why a numerical failure stopped the run
+  std::vector<run::HistoryPoint> history;
+  run::RankStats stats;
+};
+
+/// Solves for `u`, which holds the initial guess and the Dirichlet halos on entry (see
+/// Laplace3D::initialise) and the final iterate on exit. Collective over the grid. A numerical
+/// failure (NaN, Inf, divergence) is reported in the result, agreed on by every rank.
+JacobiResult solve_jacobi(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
+                          const JacobiOptions& options, decomposition::Field& u);
+
+}  // namespace desync::solvers

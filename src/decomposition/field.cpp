@@ -1,0 +1,35 @@
+#include "desync/decomposition/field.hpp"
+
+namespace desync::decomposition {
+
+Field::Field(Index3 local, double value)
+    : n_(local),
+      sx_(static_cast<std::size_t>(local[0]) + 2),
+      sxy_(sx_ * (static_cast<std::size_t>(local[1]) + 2)),
+      data_(sxy_ * (static_cast<std::size_t>(local[2]) + 2), value) {}
+
+std::size_t Field::face_size(int face) const {
+  const int axis = face_axis(face);
+  std::size_t s = 1;
+  for (int a = 0; a < 3; ++a)
+    if (a != axis) s *= static_cast<std::size_t>(n_[a]);
+  return s;
+}
+
+void Field::pack_boundary(int face, double* out) const {
+  const double* d = data_.data();
+  for_each_boundary(face, [&](std::size_t m, std::size_t idx) { out[m] = d[idx]; });
+}
+
+void Field::unpack_halo(int face, const double* in) {
+  double* d = data_.data();
+  for_each_halo(face, [&](std::size_t m, std::size_t idx) { d[idx] = in[m]; });
+}
+
+void Field::copy_halo(int face, const Field& other) {
+  double* d = data_.data();
+  const double* o = other.data_.data();
+  for_each_halo(face, [&](std::size_t, std::size_t idx) { d[idx] = o[idx]; });
+}
+
+}  // namespace desync::decomposition

@@ -1,0 +1,151 @@
+#include "desync/run/options.hpp"
+
+#include <CLI/CLI.hpp>
+#include <cmath>
+#include <fmt/format.h>
+
+#include "desync/run/error.hpp"
+#include "desync/run/field_io.hpp"
+
+namespace desync::run {
+
+void JacobiCommand::add_options(CLI::App& app) {
+  auto& s = solver;
+  app.add_option("--local", local, "Cells per rank, N or NXxNYxNZ (weak scaling; default 50)");
+  app.add_option("--global", global, "Total cells, N or NXxNYxNZ (strong scaling)");
+  app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
+      ->capture_default_str();
+  app.add_option("--mode", mode, "sync | async | racy")->capture_default_str();
+  app.add_option("--tol", s.tol, "Tolerance on ||b - Au|| / ||b||")->capture_default_str();
+  app.add_option("--check-every", s.check_every, "sync: iterations between convergence tests")
+      ->capture_default_str();
+  app.add_option("--halo-period", s.halo_period, "Swap halos every N iterations")->capture_default_str();
+  app.add_option("--inflight", s.inflight, "async/racy: halo messages in flight per neighbour (R)")
+      ->capture_default_str();
+  app.add_option("--racy-chunks", s.racy_chunks, "racy: pieces each halo message travels in")
+      ->capture_default_str();
+  app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree")
+      ->capture_default_str();
+  app.add_flag("--polish", s.polish, "After an asynchronous stop, sweep synchronously until the true residual meets --tol");
+  app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
+  app.add_option("--time-limit", s.time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
+  app.add_option("--offset", problem.offset, "Added to every boundary and initial value (paper 000, 6.1)")
+      ->capture_default_str();
+  app.add_option("--source-radius", problem.source_radius, "Radius of the source disc on z = 0")
+      ->capture_default_str();
+  app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose sweeps are slowed (-1: none)")->capture_default_str();
+  app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's sweeps take this many times as long")
+      ->capture_default_str();
+  app.add_option("--perturb-rank", s.noise.perturb_rank, "Rank that overwrites a cell (-1: none)")
+      ->capture_default_str();
+  app.add_option("--perturb-iter", s.noise.perturb_iteration, "Iteration at which it does")->capture_default_str();
+  app.add_option("--perturb-value", s.noise.perturb_value, "Value written (nan, inf, 1e300, ...)");
+  app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
+  app.add_option("--save", save_path, "Write the solution field (.npy or .vti)");
+  app.add_flag("--monitor", s.monitor, "Print each convergence test on rank 0");
+  app.add_flag("--quiet", quiet, "Print no summary");
+}
+
+void JacobiCommand::finalise(MPI_Comm comm) {
+  int nranks = 1;
+  MPI_Comm_size(comm, &nranks);
+  auto& s = solver;
+  if (mode == "sync")
+    s.mode = comm::HaloMode::sync;
+  else if (mode == "async")
+    s.mode = comm::HaloMode::async;
+  else if (mode == "racy")
+    s.mode = comm::HaloMode::racy;
+  else
+    throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
+  s.reduction = comm::parse_reduction(reduction);
+  if (!(s.tol > 0) || !std::isfinite(s.tol)) throw InputError(fmt::format("--tol {}: must be > 0", s.tol));
+  if (s.check_every < 1) throw InputError("--check-every must be >= 1");
+  if (s.halo_period < 1) throw InputError("--halo-period must be >= 1");
+  if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));
+  if (s.racy_chunks < 1) throw InputError("--racy-chunks must be >= 1");
+  if (s.max_iters < 0) throw InputError("--max-iters must be >= 0");
+  if (!(s.time_limit >= 0)) throw InputError("--time-limit must be >= 0 seconds");
+  if (!std::isfinite(problem.offset)) throw InputError("--offset must be finite");
+  if (!(problem.source_radius >= 0)) throw InputError("--source-radius must be >= 0");
+  if (s.noise.slow_rank < -1 || s.noise.slow_rank >= nranks)
+    throw InputError(fmt::format("--slow-rank {}: no such rank in a run of {}", s.noise.slow_rank, nranks));
+  if (!(s.noise.slow_factor >= 1.0) || !std::isfinite(s.noise.slow_factor))
+    throw InputError("--slow-factor must be >= 1");
+  if (s.noise.perturb_rank < -1 || s.noise.perturb_rank >= nranks)
+    throw InputError(fmt::format("--perturb-rank {}: no such rank in a run of {}", s.noise.perturb_rank, nranks));
+  if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
+
+  // --dims accepts zeros (MPI chooses), which parse_extent rejects: parse it here.
+  {
+    decomposition::Index3 d{0, 0, 0};
+    int count = 0;
+    std::size_t pos = 0;
+    bool bad = false;
+    while (pos <= dims.size() && !bad) {
+      std::size_t end = dims.find('x', pos);
+      if (end == std::string::npos) end = dims.size();
+      const std::string part = dims.substr(pos, end - pos);
+      bad = part.empty() || part.size() > 6 || count == 3 || part.find_first_not_of("0123456789") != std::string::npos;
+      if (!bad) d[count++] = std::stoi(part);
+      pos = end + 1;
+    }
+    if (bad || count != 3) throw InputError("--dims '" + dims + "': expected PXxPYxPZ, e.g. 4x1x1 or 0x0x0");
+    process_grid = decomposition::choose_dims(nranks, d);
+  }
+  if (!global.empty()) {
+    global_cells = decomposition::parse_extent(global, "--global");
+  } else {
+    const auto l = decomposition::parse_extent(local.empty() ? "50" : local, "--local");
+    for (int a = 0; a < 3; ++a) {
+      const long long g = static_cast<long long>(l[a]) * process_grid[a];
+      if (g > 1000000000LL) throw InputError("--local: global size too large");
+      global_cells[a] = static_cast<int>(g);
+    }
+  }
+  const std::string split = decomposition::check_split(global_cells, process_grid);
+  if (!split.empty()) throw InputError(split);
+  if (!save_path.empty()) {
+    field_format_for(save_path);
+    check_writable(comm, save_path, "--save");
+  }
+  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+}
+
+std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() const {
+  const auto& s = solver;
+  auto g = fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2]);
+  return {{"mode", mode},
+          {"global", g},
+          {"local", local},
+          {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
+          {"tol", fmt::format("{}", s.tol)},
+          {"check-every", std::to_string(s.check_every)},
+          {"halo-period", std::to_string(s.halo_period)},
+          {"inflight", std::to_string(s.inflight)},
+          {"racy-chunks", std::to_string(s.racy_chunks)},
+          {"reduction", reduction},
+          {"polish", s.polish ? "true" : "false"},
+          {"max-iters", std::to_string(s.max_iters)},
+          {"time-limit", fmt::format("{}", s.time_limit)},
+          {"offset", fmt::format("{}", problem.offset)},
+          {"source-radius", fmt::format("{}", problem.source_radius)},
+          {"slow-rank", std::to_string(s.noise.slow_rank)},
+          {"slow-factor", fmt::format("{}", s.noise.slow_factor)},
+          {"perturb-rank", std::to_string(s.noise.perturb_rank)},
+          {"perturb-iter", std::to_string(s.noise.perturb_iteration)},
+          {"perturb-value", fmt::format("{}", s.noise.perturb_value)},
+          {"json", json_path},
+          {"save", save_path}};
+}
+
+std::string mpi_library_version() {
+  char buf[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(buf, &len);
+  std::string v(buf, static_cast<std::size_t>(len));
+  const auto nl = v.find_first_of("\n,");
+  return nl == std::string::npos ? v : v.substr(0, nl);
+}
+
+}  // namespace desync::run
