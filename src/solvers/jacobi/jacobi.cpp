@@ -13,7 +13,7 @@ using decomposition::Field;
 
 const char* to_string(StopReason reason) {
   switch (reason) {
-    case StopReason::converged: return "converged";
+    case StopReason::converged: return "tolerance_reached";
     case StopReason::max_iters: return "max_iters";
     case StopReason::time_limit: return "time_limit";
     case StopReason::non_finite: return "non_finite";

@@ -40,6 +40,8 @@ struct JacobiOptions {
   run::NoiseOptions noise;
 };
 
+/// Why the main phase stopped. `converged` means the convergence test met the tolerance (printed as
+/// "tolerance_reached"); whether the final field really meets it is JacobiResult::converged.
 enum class StopReason { converged, max_iters, time_limit, non_finite, diverged };
 const char* to_string(StopReason reason);
 

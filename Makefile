@@ -1,0 +1,64 @@
+# desync: the two commands a user needs.
+#   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
+#   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites
+# Other targets: build, build-mpich, bench, sanitize, install PREFIX=..., clean.
+JOBS    ?= 2
+PREFIX  ?= /usr/local
+OMPI    := build/openmpi
+MPICH   := build/mpich
+CMAKE_FLAGS ?=
+
+# Open MPI refuses to run as root without these; harmless otherwise.
+export OMPI_ALLOW_RUN_AS_ROOT := 1
+export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
+export OMPI_MCA_rmaps_base_oversubscribe := 1
+
+.PHONY: all deps build build-mpich demo test test-openmpi test-mpich bench sanitize install clean
+
+all: build
+
+deps:
+	@bash scripts/install-deps.sh
+
+$(OMPI)/CMakeCache.txt:
+	cmake -S . -B $(OMPI) -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+$(MPICH)/CMakeCache.txt:
+	cmake -S . -B $(MPICH) -DDESYNC_MPI=mpich -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: deps $(OMPI)/CMakeCache.txt
+	cmake --build $(OMPI) -j $(JOBS)
+
+build-mpich: deps $(MPICH)/CMakeCache.txt
+	cmake --build $(MPICH) -j $(JOBS)
+
+demo: build
+	@echo "== synchronous Jacobi, 2 ranks, 50^3 cells per rank (paper 000 default problem)"
+	mpirun -np 2 $(OMPI)/desync jacobi --mode sync --local 50
+	@echo "== asynchronous Jacobi, same problem, with synchronous polish of the final answer"
+	mpirun -np 2 $(OMPI)/desync jacobi --mode async --local 50 --polish
+	@echo "== racy Jacobi with rank 1 running at half speed (paper 000, section 6.1)"
+	mpirun -np 2 $(OMPI)/desync jacobi --mode racy --local 50 --polish --slow-rank 1 --slow-factor 2
+
+test-openmpi: build
+	cd $(OMPI) && ctest --output-on-failure -j 1
+
+test-mpich: build-mpich
+	cd $(MPICH) && ctest --output-on-failure -j 1
+
+test: test-openmpi test-mpich
+
+bench: deps
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	bash bench/run_all.sh build/bench
+
+sanitize: deps
+	cmake -S . -B build/asan -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Debug -DDESYNC_SANITIZE="address;undefined"
+	cmake --build build/asan -j $(JOBS)
+	cd build/asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j 1
+
+install: build
+	cmake --install $(OMPI) --prefix $(PREFIX)
+
+clean:
+	rm -rf build

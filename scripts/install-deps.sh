@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs what desync needs from Debian's packages, only if something is missing.
+# Needs root (or sudo) when it has to install.
+set -euo pipefail
+packages=(build-essential cmake libopenmpi-dev openmpi-bin libmpich-dev mpich
+          libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3)
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+echo "desync: installing missing packages: ${missing[*]}"
+sudo=""
+if [ "$(id -u)" -ne 0 ]; then
+  command -v sudo >/dev/null || { echo "desync: need root or sudo to install: ${missing[*]}" >&2; exit 1; }
+  sudo="sudo"
+fi
+export DEBIAN_FRONTEND=noninteractive
+$sudo apt-get update -qq
+$sudo apt-get install -y -qq --no-install-recommends "${missing[@]}"
