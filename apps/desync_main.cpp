@@ -34,7 +34,7 @@ int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
 
   run::RunReport report;
   report.mode = cmd.mode;
-  report.reduction = cmd.reduction;
+  report.reduction = cmd.solver.mode == comm::HaloMode::sync ? "allreduce" : cmd.reduction;
   report.mpi_library = run::mpi_library_version();
   report.ranks = size;
   report.dims = grid.dims();
@@ -108,10 +108,15 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    int code = 0;
-    if (rank == 0) code = app.exit(e);  // prints help or "error: ..." once
-    else code = e.get_exit_code();
-    return finish(code == 0 ? 0 : exit_bad_input);
+    const bool help = e.get_exit_code() == 0;  // --help and friends
+    if (rank == 0) {
+      if (help)
+        app.exit(e);
+      else
+        std::fprintf(stderr, "desync: error: %s\nRun 'desync --help' or 'desync jacobi --help' for the options.\n",
+                     e.what());
+    }
+    return finish(help ? 0 : exit_bad_input);
   }
 
   try {

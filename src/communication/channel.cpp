@@ -128,7 +128,10 @@ void Channel::apply_piece(const double* slot) {
   std::memcpy(&h, slot, sizeof h);
   const auto c = static_cast<std::size_t>(h.chunk);
   ++stats_.pieces_arrived;
-  if (h.time_level <= chunk_level_[c]) return;  // an older piece overtaken by a newer one
+  if (h.time_level <= chunk_level_[c]) {  // an older piece overtaken by a newer one
+    ++stats_.pieces_discarded;
+    return;
+  }
   const double* payload = slot + header_doubles;
   for (std::size_t m = chunk_begin_[c]; m < chunk_begin_[c + 1]; ++m)
     std::atomic_ref<double>(image_[m]).store(payload[m - chunk_begin_[c]], std::memory_order_relaxed);
@@ -158,8 +161,10 @@ void Channel::progress_receives(bool block) {
       ++stats_.messages_arrived;
     }
   }
-  if (config_.mode == ChannelMode::racy)
+  if (config_.mode == ChannelMode::racy) {
     stats_.messages_arrived = stats_.pieces_arrived / static_cast<long>(pieces_per_message_);
+    stats_.messages_discarded = stats_.pieces_discarded / static_cast<long>(pieces_per_message_);
+  }
 }
 
 std::size_t Channel::free_send_slot() const {

@@ -19,11 +19,12 @@ const char* to_string(HaloMode mode) {
 }
 
 void DelayStats::record(std::int64_t age) {
-  if (age < 0) age = 0;
-  ++histogram[static_cast<std::size_t>(std::min<std::int64_t>(age, bins - 1))];
+  min = count == 0 ? age : std::min(min, age);
+  max = count == 0 ? age : std::max(max, age);
   ++count;
   sum += static_cast<double>(age);
-  max = std::max(max, age);
+  if (age < 0) ++ahead;
+  ++histogram[static_cast<std::size_t>(std::clamp<std::int64_t>(age, 0, bins - 1))];
 }
 
 HaloExchange::HaloExchange(const decomposition::CartGrid& grid, HaloConfig config)
@@ -90,20 +91,17 @@ void HaloExchange::push(const Field& u, std::int64_t time_level) {
 void HaloExchange::pull(Field& u, std::int64_t own_level) {
   for (std::size_t n = 0; n < faces_.size(); ++n) {
     Channel& ch = *channels_[n];
-    const int face = faces_[n];
     if (config_.mode == HaloMode::racy) {
       ch.recv();
-      double* d = u.data();
-      u.for_each_halo(face, [&](std::size_t m, std::size_t idx) { d[idx] = ch.read_racy(m); });
       for (int c = 0; c < ch.chunks(); ++c)
         if (ch.chunk_level(c) >= 0) stats_.delay.record(own_level - ch.chunk_level(c));
     } else {
       const long before = ch.stats().messages_delivered;
       ch.recv();
       stats_.messages_received += ch.stats().messages_delivered - before;
-      u.unpack_halo(face, ch.recv_buffer());
       if (ch.time_level() >= 0) stats_.delay.record(own_level - ch.time_level());
     }
+    install(u, n);
   }
   long discarded = 0, arrived = 0;
   for (auto& ch : channels_) {
@@ -114,16 +112,24 @@ void HaloExchange::pull(Field& u, std::int64_t own_level) {
   if (config_.mode == HaloMode::racy) stats_.messages_received = arrived;
 }
 
-void HaloExchange::refresh(Field& u) const {
-  for (std::size_t n = 0; n < faces_.size(); ++n) {
-    const Channel& ch = *channels_[n];
-    if (config_.mode == HaloMode::racy) {
-      double* d = u.data();
-      u.for_each_halo(faces_[n], [&](std::size_t m, std::size_t idx) { d[idx] = ch.read_racy(m); });
-    } else {
-      u.unpack_halo(faces_[n], ch.recv_buffer());
-    }
+void HaloExchange::install(Field& u, std::size_t n) const {
+  const Channel& ch = *channels_[n];
+  const int face = faces_[n];
+  if (config_.mode != HaloMode::racy) {
+    // Nothing received yet: keep the halo the field was initialised with.
+    if (ch.time_level() >= 0) u.unpack_halo(face, ch.recv_buffer());
+    return;
   }
+  double* d = u.data();
+  int c = 0;
+  u.for_each_halo(face, [&](std::size_t m, std::size_t idx) {
+    while (m >= ch.chunk_end(c)) ++c;
+    if (ch.chunk_level(c) >= 0) d[idx] = ch.read_racy(m);
+  });
+}
+
+void HaloExchange::refresh(Field& u) const {
+  for (std::size_t n = 0; n < faces_.size(); ++n) install(u, n);
 }
 
 std::int64_t HaloExchange::halo_level(int face) const {

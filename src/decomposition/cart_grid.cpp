@@ -53,7 +53,8 @@ Index3 choose_dims(int nranks, Index3 hint) {
   bool all_fixed = hint[0] > 0 && hint[1] > 0 && hint[2] > 0;
   if (all_fixed) {
     if (fixed != nranks)
-      throw InputError("process grid " + std::to_string(fixed) + " ranks, but run has " +
+      throw InputError("process grid " + std::to_string(hint[0]) + "x" + std::to_string(hint[1]) + "x" +
+                       std::to_string(hint[2]) + " has " + std::to_string(fixed) + " rank(s), but the run has " +
                        std::to_string(nranks));
     return hint;
   }

@@ -29,13 +29,14 @@ void Laplace3D::initialise(const decomposition::CartGrid& grid, Field& u) const 
 }
 
 double Laplace3D::local_source_norm_sq(const decomposition::CartGrid& grid, const Field& u) const {
-  // b_c = sum of the Dirichlet halo values next to cell c; cells on edges get several.
+  // s_c = sum of the source parts (Dirichlet value - offset) of the halo values next to cell c;
+  // cells on edges get several.
   Field b(u.extent(), 0.0);
   double* bd = b.data();
   for (int f = 0; f < num_faces; ++f) {
     if (!grid.on_global_boundary(f)) continue;
     std::vector<double> halo(u.face_size(f));
-    u.for_each_halo(f, [&](std::size_t m, std::size_t idx) { halo[m] = u.data()[idx]; });
+    u.for_each_halo(f, [&](std::size_t m, std::size_t idx) { halo[m] = u.data()[idx] - offset; });
     b.for_each_boundary(f, [&](std::size_t m, std::size_t idx) { bd[idx] += halo[m]; });
   }
   double s = 0;

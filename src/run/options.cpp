@@ -26,7 +26,8 @@ void JacobiCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree")
       ->capture_default_str();
-  app.add_flag("--polish", s.polish, "After an asynchronous stop, sweep synchronously until the true residual meets --tol");
+  app.add_flag("--polish", s.polish,
+               "If the final true residual is above --tol, continue with synchronous sweeps until it is not");
   app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
   app.add_option("--time-limit", s.time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
   app.add_option("--offset", problem.offset, "Added to every boundary and initial value (paper 000, 6.1)")
@@ -74,6 +75,8 @@ void JacobiCommand::finalise(MPI_Comm comm) {
     throw InputError("--slow-factor must be >= 1");
   if (s.noise.perturb_rank < -1 || s.noise.perturb_rank >= nranks)
     throw InputError(fmt::format("--perturb-rank {}: no such rank in a run of {}", s.noise.perturb_rank, nranks));
+  if ((s.noise.perturb_rank >= 0) != (s.noise.perturb_iteration >= 0))
+    throw InputError("--perturb-rank and --perturb-iter go together");
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
   // --dims accepts zeros (MPI chooses), which parse_extent rejects: parse it here.
@@ -117,7 +120,7 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
   auto g = fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2]);
   return {{"mode", mode},
           {"global", g},
-          {"local", local},
+          {"local", local.empty() && global.empty() ? "50" : local},
           {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
           {"tol", fmt::format("{}", s.tol)},
           {"check-every", std::to_string(s.check_every)},
@@ -135,6 +138,8 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
           {"perturb-rank", std::to_string(s.noise.perturb_rank)},
           {"perturb-iter", std::to_string(s.noise.perturb_iteration)},
           {"perturb-value", fmt::format("{}", s.noise.perturb_value)},
+          {"monitor", s.monitor ? "true" : "false"},
+          {"quiet", quiet ? "true" : "false"},
           {"json", json_path},
           {"save", save_path}};
 }
@@ -144,6 +149,8 @@ std::string mpi_library_version() {
   int len = 0;
   MPI_Get_library_version(buf, &len);
   std::string v(buf, static_cast<std::size_t>(len));
+  for (char& c : v)
+    if (c == '\t') c = ' ';
   const auto nl = v.find_first_of("\n,");
   return nl == std::string::npos ? v : v.substr(0, nl);
 }

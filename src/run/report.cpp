@@ -29,7 +29,8 @@ namespace {
 struct Means {
   TimeSplit time;
   double sent_per_it = 0, recv_per_it = 0, skipped_per_it = 0, delay_mean = 0;
-  std::int64_t delay_max = 0, polish_iterations = 0;
+  std::int64_t delay_max = 0, delay_min = 0, polish_iterations = 0;
+  long delay_ahead = 0;
 };
 
 Means means(const std::vector<RankStats>& ranks) {
@@ -37,6 +38,7 @@ Means means(const std::vector<RankStats>& ranks) {
   if (ranks.empty()) return m;
   long delay_count = 0;
   double delay_sum = 0;
+  bool any_delay = false;
   for (const auto& r : ranks) {
     m.time.compute += r.time.compute;
     m.time.halo += r.time.halo;
@@ -51,7 +53,12 @@ Means means(const std::vector<RankStats>& ranks) {
     m.skipped_per_it += static_cast<double>(r.halo.sends_skipped) / its;
     delay_count += r.halo.delay.count;
     delay_sum += r.halo.delay.sum;
-    m.delay_max = std::max(m.delay_max, r.halo.delay.max);
+    if (r.halo.delay.count > 0) {
+      m.delay_max = any_delay ? std::max(m.delay_max, r.halo.delay.max) : r.halo.delay.max;
+      m.delay_min = any_delay ? std::min(m.delay_min, r.halo.delay.min) : r.halo.delay.min;
+      any_delay = true;
+    }
+    m.delay_ahead += r.halo.delay.ahead;
     m.polish_iterations = std::max(m.polish_iterations, r.polish_iterations);
   }
   const double n = static_cast<double>(ranks.size());
@@ -60,6 +67,13 @@ Means means(const std::vector<RankStats>& ranks) {
     *x /= n;
   m.delay_mean = delay_count ? delay_sum / static_cast<double>(delay_count) : 0.0;
   return m;
+}
+
+// Iterations per second of the main (sync or async) phase: mean iterations over the mean time spent
+// in that phase (polish and the final drain / true residual excluded).
+double iteration_rate(const IterationSummary& it, const Means& m) {
+  const double main_phase = m.time.total - m.time.polish - m.time.finish;
+  return main_phase > 0 ? it.mean / main_phase : 0.0;
 }
 
 nlohmann::json time_json(const TimeSplit& t) {
@@ -91,8 +105,8 @@ std::string format_summary(const RunReport& r) {
   s += fmt::format("  iterations       min {:.0f}  mean {:.1f}  max {:.0f}", it.min, it.mean, it.max);
   if (m.polish_iterations > 0) s += fmt::format("  (+{} synchronous polish)", m.polish_iterations);
   s += "\n";
-  s += fmt::format("  wall time        {:.4f} s   iteration rate {:.1f} it/s (mean iterations / wall time)\n",
-                   r.wall_time, r.wall_time > 0 ? it.mean / r.wall_time : 0.0);
+  s += fmt::format("  wall time        {:.4f} s   iteration rate {:.1f} it/s (main phase)\n", r.wall_time,
+                   iteration_rate(it, m));
   const double tot = m.time.total > 0 ? m.time.total : 1.0;
   s += fmt::format(
       "  time split       compute {:.4f} s ({:.1f}%)  halo {:.4f} s ({:.1f}%)  reduction {:.4f} s ({:.1f}%)\n",
@@ -103,7 +117,8 @@ std::string format_summary(const RunReport& r) {
   s += fmt::format("  messages/iter    sent {:.3f}  received {:.3f}  sends skipped {:.3f}  (per rank)\n",
                    m.sent_per_it, m.recv_per_it, m.skipped_per_it);
   if (r.mode != "sync")
-    s += fmt::format("  halo delay       mean {:.2f}  max {} iterations\n", m.delay_mean, m.delay_max);
+    s += fmt::format("  halo delay       mean {:.2f}  min {}  max {} iterations (own iteration - sender's)\n",
+                     m.delay_mean, m.delay_min, m.delay_max);
   s += fmt::format("  residual         true {:.6e} (tolerance {:.1e}), last tested {:.6e}\n", r.true_residual,
                    r.tolerance, r.tested_residual);
   s += fmt::format("  result           {} (stopped: {})\n", r.converged ? "CONVERGED" : "NOT CONVERGED", r.stop_reason);
@@ -145,7 +160,7 @@ void write_json(const RunReport& r, const std::string& path) {
   j["iterations"] = {{"min", it.min}, {"mean", it.mean}, {"max", it.max}};
   j["polish_iterations"] = m.polish_iterations;
   j["wall_time"] = r.wall_time;
-  j["iteration_rate"] = r.wall_time > 0 ? it.mean / r.wall_time : 0.0;
+  j["iteration_rate"] = iteration_rate(it, m);
   j["time_split"] = time_json(m.time);
   j["messages_per_iteration"] = {{"sent", m.sent_per_it}, {"received", m.recv_per_it}, {"skipped", m.skipped_per_it}};
   j["outstanding_requests"] = r.outstanding_requests;
@@ -174,9 +189,12 @@ void write_json(const RunReport& r, const std::string& path) {
                      {"messages_discarded", p.halo.messages_discarded},
                      {"sends_skipped", p.halo.sends_skipped},
                      {"delay_mean", p.halo.delay.mean()},
-                     {"delay_max", p.halo.delay.max}});
+                     {"delay_min", p.halo.delay.min},
+                     {"delay_max", p.halo.delay.max},
+                     {"delay_ahead", p.halo.delay.ahead}});
   }
-  j["delay"] = {{"mean", m.delay_mean}, {"max", m.delay_max}, {"histogram", hist}};
+  j["delay"] = {{"mean", m.delay_mean}, {"min", m.delay_min}, {"max", m.delay_max},
+                {"ahead", m.delay_ahead}, {"histogram", hist}};
   j["per_rank"] = ranks;
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write JSON output '" + path + "'");

@@ -4,7 +4,7 @@ namespace desync::run {
 
 namespace {
 // Fixed layout of one rank's stats as doubles for a single MPI_Gather.
-constexpr int scalars = 26;
+constexpr int scalars = 27;
 constexpr int width = scalars + comm::DelayStats::bins;
 
 std::vector<double> pack(const RankStats& s) {
@@ -27,7 +27,8 @@ std::vector<double> pack(const RankStats& s) {
   put(static_cast<double>(s.halo.delay.count));
   put(s.halo.delay.sum);
   put(static_cast<double>(s.halo.delay.max));
-  put(0.0);  // reserved
+  put(static_cast<double>(s.halo.delay.min));
+  put(static_cast<double>(s.halo.delay.ahead));
   for (long h : s.halo.delay.histogram) put(static_cast<double>(h));
   return v;
 }
@@ -52,7 +53,8 @@ RankStats unpack(const double* v) {
   s.halo.delay.count = static_cast<long>(get());
   s.halo.delay.sum = get();
   s.halo.delay.max = static_cast<std::int64_t>(get());
-  get();
+  s.halo.delay.min = static_cast<std::int64_t>(get());
+  s.halo.delay.ahead = static_cast<long>(get());
   for (auto& h : s.halo.delay.histogram) h = static_cast<long>(get());
   return s;
 }

@@ -47,8 +47,9 @@ struct ChannelStats {
   long messages_sent = 0;       ///< messages this end sent
   long messages_arrived = 0;    ///< messages (or racy pieces / racy_chunks) that arrived here
   long messages_delivered = 0;  ///< async: messages handed to the application by recv()
-  long messages_discarded = 0;  ///< async: arrived but superseded by a newer one before recv()
-  long pieces_arrived = 0;      ///< racy: pieces applied to the receive image
+  long messages_discarded = 0;  ///< superseded before being read (racy: pieces_discarded / chunks)
+  long pieces_arrived = 0;      ///< racy: pieces that arrived
+  long pieces_discarded = 0;    ///< racy: pieces older than the image's piece, not applied
   long blocked_sends = 0;       ///< send() calls that had to wait for a free slot
 };
 

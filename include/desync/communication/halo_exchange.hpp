@@ -32,13 +32,17 @@ struct HaloConfig {
   int tag_base = 0;       ///< channel tags used: tag_base .. tag_base + 5
 };
 
-/// Ages of the halo data used by the sweeps: age = own iteration - sender's time level.
+/// Ages of the halo data used by the sweeps: age = own iteration - sender's time level, recorded
+/// per face (racy: per piece) each time halos are installed. A negative age means the sender is
+/// ahead in iteration count (the receiver is the slower rank); those count in `ahead` and in bin 0.
 struct DelayStats {
   static constexpr int bins = 64;  ///< ages 0..62, the last bin counts 63 and older
   std::array<long, bins> histogram{};
   long count = 0;
-  double sum = 0;
+  long ahead = 0;   ///< records with a negative age
+  double sum = 0;   ///< signed
   std::int64_t max = 0;
+  std::int64_t min = 0;
   void record(std::int64_t age);
   double mean() const { return count ? sum / static_cast<double>(count) : 0.0; }
 };
@@ -82,6 +86,8 @@ class HaloExchange {
   int neighbours() const { return static_cast<int>(faces_.size()); }
 
  private:
+  void install(decomposition::Field& u, std::size_t n) const;  // latest data of channel n -> halo
+
   const decomposition::CartGrid& grid_;
   HaloConfig config_;
   std::vector<int> faces_;                         // faces with a neighbour

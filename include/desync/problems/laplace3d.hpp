@@ -8,8 +8,11 @@
 // and to the initial interior value 0 (paper 000, section 6.1: avoids exact zeros).
 //
 // The discrete system is A u = b with (A u)_c = 6 u_c - sum of interior neighbours and b_c = sum of
-// the Dirichlet values next to cell c. The residual norm reported everywhere is ||b - A u||_2 / ||b||_2
-// ("normalised by the source"); it is 1 for the initial guess u = 0 with offset 0.
+// the Dirichlet values next to cell c. The residual norm reported everywhere is ||b - A u||_2 / ||s||_2
+// ("normalised by the source"), where s is b without the offset: the contribution of the source
+// disc alone. The offset shifts the solution by a constant that A maps to the offset's part of b, so
+// the residual, its normalisation and hence the work to converge do not depend on the offset
+// (paper 000, section 6.1). The initial residual is 1 for any offset.
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
 
@@ -24,7 +27,7 @@ struct Laplace3D {
   /// Sets the interior of u to the initial guess and every global-boundary halo to its Dirichlet
   /// value; halos towards neighbours are set to the initial guess too.
   void initialise(const decomposition::CartGrid& grid, decomposition::Field& u) const;
-  /// Local part of ||b||^2 (needs the boundary halos set by initialise()).
+  /// Local part of ||s||^2, s the source part of b (needs the boundary halos set by initialise()).
   double local_source_norm_sq(const decomposition::CartGrid& grid, const decomposition::Field& u) const;
 };
 

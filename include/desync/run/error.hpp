@@ -11,7 +11,8 @@ namespace desync {
 /// Exit codes of the `desync` executable.
 enum ExitCode : int {
   exit_converged = 0,      // the run met its tolerance (true residual checked)
-  exit_not_converged = 1,  // stopped by --max-iters or --time-limit before the tolerance
+  exit_not_converged = 1,  // the final true residual is above the tolerance (limits reached, or an
+                           // asynchronous test met it but the true residual did not: see --polish)
   exit_bad_input = 2,      // invalid option, size or combination; nothing was run
   exit_numerical = 3,      // NaN, Inf or runaway growth stopped the run
   exit_internal = 4,       // an MPI or I/O failure during the run
@@ -19,12 +20,6 @@ enum ExitCode : int {
 
 /// Invalid user input, detected identically on every rank (or agreed on collectively).
 class InputError : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
-
-/// A numerical failure agreed on by all ranks (through the convergence reduction).
-class NumericalError : public std::runtime_error {
  public:
   using std::runtime_error::runtime_error;
 };

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <cstdio>
+#include <optional>
 #include <utility>
 
 #include "desync/solvers/jacobi/sweep.hpp"
@@ -45,21 +46,31 @@ class JacobiRun {
   JacobiResult run() {
     cur_ = &u_;
     next_ = &v_;
-    if (opt_.mode == comm::HaloMode::sync)
-      run_sync(opt_.halo_period, result_.stats.iterations, result_.stats.time);
-    else
+    auto& st = result_.stats;
+    if (opt_.mode == comm::HaloMode::sync) {
+      result_.stop = run_sync(Phase::main, st.iterations, st.time);
+    } else {
       run_async();
+    }
+    result_.tested_residual = last_tested_;
 
     const bool failed = result_.stop == StopReason::non_finite || result_.stop == StopReason::diverged;
     run::Stopwatch finish;
     result_.true_residual = true_residual();
-    result_.stats.time.finish += finish.seconds();
-    if (opt_.polish && !failed && !(result_.true_residual <= opt_.tol)) {
+    st.time.finish += finish.seconds();
+    // Polish only when the main phase ended on its convergence test (not on a limit or a failure).
+    if (opt_.polish && result_.stop == StopReason::converged && !(result_.true_residual <= opt_.tol)) {
       run::Stopwatch polish;
-      run::TimeSplit polish_split;  // folded into time.polish
-      run_sync(1, result_.stats.polish_iterations, polish_split);
-      result_.stats.time.polish += polish.seconds();
+      run::TimeSplit polish_split;  // reported as a whole in time.polish
+      const StopReason polish_stop = run_sync(Phase::polish, st.polish_iterations, polish_split);
+      if (polish_stop == StopReason::non_finite || polish_stop == StopReason::diverged) {
+        result_.stop = polish_stop;
+      }
+      run::Stopwatch t_true;
       result_.true_residual = true_residual();
+      polish_split.finish += t_true.seconds();
+      st.time.polish += polish.seconds() - polish_split.finish;
+      st.time.finish += polish_split.finish;
     }
     result_.converged = !failed && result_.true_residual <= opt_.tol;
     if (cur_ != &u_) u_ = *cur_;
@@ -68,10 +79,17 @@ class JacobiRun {
   }
 
  private:
-  // Figure 1 with the paper's sync halo swap (3.1.1); also the --polish phase.
-  void run_sync(int period, std::int64_t& iterations, run::TimeSplit& time) {
-    comm::HaloExchange halo(grid_, {comm::HaloMode::sync, 1, 1, sync_tag_base_});
-    sync_tag_base_ += 8;
+  enum class Phase { main, polish };
+
+  // Figure 1 with the paper's sync halo swap (3.1.1). The --polish phase uses it too, with a halo
+  // swap every iteration, a test every min(check_every, 10) iterations, no perturbation, and its
+  // own --max-iters budget; its history points continue the main phase's iteration numbers.
+  StopReason run_sync(Phase phase, std::int64_t& iterations, run::TimeSplit& time) {
+    const bool polishing = phase == Phase::polish;
+    const int period = polishing ? 1 : opt_.halo_period;
+    const int check_every = polishing ? std::min(opt_.check_every, 10) : opt_.check_every;
+    iteration_offset_ = polishing ? result_.stats.iterations : 0;
+    comm::HaloExchange halo(grid_, {comm::HaloMode::sync, 1, 1, polishing ? 16 : 8});
     for (std::int64_t it = 0;; ++it) {
       run::Stopwatch t_halo;
       if (it % period == 0)
@@ -79,10 +97,10 @@ class JacobiRun {
       else
         halo.refresh(*cur_);  // keep the last swapped values (the buffers alternate)
       time.halo += t_halo.seconds();
-      perturb(it);
+      if (!polishing) perturb(it);
 
       const bool at_limit = it >= opt_.max_iters;
-      const bool check = it % opt_.check_every == 0 || at_limit;
+      const bool check = it % check_every == 0 || at_limit;
       run::Stopwatch t_sweep;
       double local_sq = check ? jacobi_sweep_residual(*cur_, *next_) : (jacobi_sweep(*cur_, *next_), 0.0);
       const double sweep_s = t_sweep.seconds();
@@ -96,10 +114,13 @@ class JacobiRun {
         time.reduction += t_red.seconds();
         ++result_.stats.reductions;
         // The test judged *cur_; stopping keeps it and drops the sweep just made.
-        if (decide(votes, it)) {
+        if (const auto stop = decide(votes, it)) {
           iterations = it;
-          if (&iterations == &result_.stats.iterations) result_.stats.halo = halo.stats();
-          return;
+          if (!polishing) result_.stats.halo = halo.stats();
+          run::Stopwatch t_close;
+          halo.close();
+          time.finish += t_close.seconds();
+          return *stop;
         }
       }
       std::swap(cur_, next_);
@@ -156,7 +177,10 @@ class JacobiRun {
         ++st.reductions;
         double votes[vote_count];
         std::copy(reduction->result().begin(), reduction->result().end(), votes);
-        if (decide(votes, it)) break;
+        if (const auto stop = decide(votes, it)) {
+          result_.stop = *stop;
+          break;
+        }
       }
     }
     run::Stopwatch t_finish;
@@ -167,10 +191,11 @@ class JacobiRun {
     st.halo = halo.stats();
   }
 
-  // Common reading of a completed convergence test; true when the run must stop.
-  bool decide(const double* votes, std::int64_t it) {
+  // Common reading of a completed convergence test: why to stop, or nothing to go on.
+  std::optional<StopReason> decide(const double* votes, std::int64_t it) {
     const double residual = std::sqrt(votes[vote_residual_sq]) / source_norm_;
-    result_.tested_residual = residual;
+    if (iteration_offset_ == 0) last_tested_ = residual;
+    it += iteration_offset_;
     result_.history.push_back({clock_.seconds(), it, residual});
     if (first_residual_ < 0 && std::isfinite(residual)) first_residual_ = std::max(residual, 1e-300);
     if (opt_.monitor && grid_.rank() == 0) {
@@ -179,32 +204,21 @@ class JacobiRun {
       std::fflush(stdout);
     }
     if (votes[vote_non_finite] > 0 || !std::isfinite(residual)) {
-      result_.stop = StopReason::non_finite;
       result_.message = "non-finite value (NaN or Inf) in the solution at iteration " + std::to_string(it) + " on " +
                         std::to_string(static_cast<int>(votes[vote_non_finite])) + " rank(s)";
-      return true;
+      return StopReason::non_finite;
     }
     if (residual > opt_.divergence_factor * first_residual_) {
-      result_.stop = StopReason::diverged;
       char buf[160];
       std::snprintf(buf, sizeof buf, "residual grew from %.3e to %.3e (more than %.0e times): diverging",
                     first_residual_, residual, opt_.divergence_factor);
       result_.message = buf;
-      return true;
+      return StopReason::diverged;
     }
-    if (residual <= opt_.tol) {
-      result_.stop = StopReason::converged;
-      return true;
-    }
-    if (votes[vote_at_max_iters] > 0) {
-      result_.stop = StopReason::max_iters;
-      return true;
-    }
-    if (votes[vote_at_time_limit] > 0) {
-      result_.stop = StopReason::time_limit;
-      return true;
-    }
-    return false;
+    if (residual <= opt_.tol) return StopReason::converged;
+    if (votes[vote_at_max_iters] > 0) return StopReason::max_iters;
+    if (votes[vote_at_time_limit] > 0) return StopReason::time_limit;
+    return std::nullopt;
   }
 
   bool over_time() const { return opt_.time_limit > 0 && clock_.seconds() > opt_.time_limit; }
@@ -229,7 +243,8 @@ class JacobiRun {
   Field* next_ = nullptr;
   double source_norm_ = 1;
   double first_residual_ = -1;
-  int sync_tag_base_ = 8;
+  double last_tested_ = 0;
+  std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering
   run::Stopwatch clock_;
   JacobiResult result_;
 };
