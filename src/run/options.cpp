@@ -16,7 +16,7 @@ void JacobiCommand::add_options(CLI::App& app) {
   app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
       ->capture_default_str();
   app.add_option("--mode", mode, "sync | async | racy")->capture_default_str();
-  app.add_option("--tol", s.tol, "Tolerance on ||b - Au|| / ||b||")->capture_default_str();
+  app.add_option("--tol", s.tol, "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)")->capture_default_str();
   app.add_option("--check-every", s.check_every, "sync: iterations between convergence tests")
       ->capture_default_str();
   app.add_option("--halo-period", s.halo_period, "Swap halos every N iterations")->capture_default_str();

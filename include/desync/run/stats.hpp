@@ -28,7 +28,7 @@ struct TimeSplit {
   double halo = 0;       ///< halo exchange: pack, send, receive, wait, unpack
   double reduction = 0;  ///< convergence reductions: start, test, wait
   double noise = 0;      ///< injected slowness (--slow-rank)
-  double polish = 0;     ///< synchronous polishing after an asynchronous run
+  double polish = 0;     ///< synchronous sweeps of the --polish phase
   double finish = 0;     ///< draining channels, true residual
   double total = 0;
   double other() const { return total - compute - halo - reduction - noise - polish - finish; }

@@ -8,8 +8,9 @@
 //          convergence test is a non-blocking reduction restarted as soon as the previous one
 //          completes (3.1.2). Every rank stops on the same reduction result.
 //   racy   as async, but halo elements may mix sender iterations (3.1.3).
-// After an asynchronous run the true residual is computed synchronously; `polish` continues with
-// synchronous sweeps until it meets the tolerance (the extension proposed in 3.1.2).
+// After every run the true residual is computed synchronously; if the convergence test met the
+// tolerance but the true residual does not (asynchronous runs, or sync with halo_period > 1),
+// `polish` continues with synchronous sweeps until it does (the extension proposed in 3.1.2).
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -30,7 +31,7 @@ struct JacobiOptions {
   int inflight = 100;         ///< R: halo messages in flight per neighbour (async, racy)
   int racy_chunks = 4;        ///< racy: pieces each halo message travels in
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async, racy
-  double tol = 1e-4;          ///< on ||b - A u|| / ||b||
+  double tol = 1e-4;          ///< on ||b - A u|| / ||s||, s the source part of b
   int check_every = 100;      ///< sync: iterations between convergence tests
   std::int64_t max_iters = 1000000;
   double time_limit = 0;      ///< seconds, 0 = none
@@ -48,7 +49,7 @@ const char* to_string(StopReason reason);
 struct JacobiResult {
   StopReason stop = StopReason::max_iters;
   bool converged = false;      ///< true_residual <= tol
-  double true_residual = 0;    ///< ||b - A u|| / ||b|| of the final field, computed synchronously
+  double true_residual = 0;    ///< ||b - A u|| / ||s|| of the final field, computed synchronously
   double tested_residual = 0;  ///< last value the convergence test saw
   std::string message;         ///< why a numerical failure stopped the run
   std::vector<run::HistoryPoint> history;
