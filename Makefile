@@ -2,6 +2,8 @@
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
 #   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites
 # Other targets: build, build-mpich, bench, sanitize, install PREFIX=..., clean.
+# The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
+# CMake directly on (or for) the compute nodes.
 JOBS    ?= 2
 PREFIX  ?= /usr/local
 OMPI    := build/openmpi
@@ -21,9 +23,9 @@ deps:
 	@bash scripts/install-deps.sh
 
 $(OMPI)/CMakeCache.txt:
-	cmake -S . -B $(OMPI) -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(OMPI) -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Release -DDESYNC_NATIVE=ON $(CMAKE_FLAGS)
 $(MPICH)/CMakeCache.txt:
-	cmake -S . -B $(MPICH) -DDESYNC_MPI=mpich -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+	cmake -S . -B $(MPICH) -DDESYNC_MPI=mpich -DCMAKE_BUILD_TYPE=Release -DDESYNC_NATIVE=ON $(CMAKE_FLAGS)
 
 build: deps $(OMPI)/CMakeCache.txt
 	cmake --build $(OMPI) -j $(JOBS)

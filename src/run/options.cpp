@@ -11,14 +11,17 @@ namespace desync::run {
 
 void JacobiCommand::add_options(CLI::App& app) {
   auto& s = solver;
+  s.check_every = 0;  // 0: the mode's default, resolved in finalise()
   app.add_option("--local", local, "Cells per rank, N or NXxNYxNZ (weak scaling; default 50)");
   app.add_option("--global", global, "Total cells, N or NXxNYxNZ (strong scaling)");
   app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
       ->capture_default_str();
   app.add_option("--mode", mode, "sync | async | racy")->capture_default_str();
   app.add_option("--tol", s.tol, "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)")->capture_default_str();
-  app.add_option("--check-every", s.check_every, "sync: iterations between convergence tests")
-      ->capture_default_str();
+  app.add_option("--check-every", s.check_every,
+                 "Iterations between convergence tests. sync: a blocking test every N (default 100); "
+                 "async/racy: a new non-blocking test starts N iterations after the previous one started, "
+                 "or when it completes if that is later (default 1: as soon as it completes)");
   app.add_option("--halo-period", s.halo_period, "Swap halos every N iterations")->capture_default_str();
   app.add_option("--inflight", s.inflight, "async/racy: halo messages in flight per neighbour (R)")
       ->capture_default_str();
@@ -61,6 +64,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
     throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
   s.reduction = comm::parse_reduction(reduction);
   if (!(s.tol > 0) || !std::isfinite(s.tol)) throw InputError(fmt::format("--tol {}: must be > 0", s.tol));
+  if (s.check_every == 0) s.check_every = s.mode == comm::HaloMode::sync ? 100 : 1;
   if (s.check_every < 1) throw InputError("--check-every must be >= 1");
   if (s.halo_period < 1) throw InputError("--halo-period must be >= 1");
   if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));

@@ -136,6 +136,7 @@ class JacobiRun {
     std::int64_t it = 0;
     bool local_done = false;  // reached --max-iters or --time-limit: wait for the global decision
     bool non_finite = false;
+    bool fresh_residual = false;  // this iteration's sweep computed the local residual
     double last_local_sq = 0;
     for (;;) {
       if (!local_done) {
@@ -145,10 +146,12 @@ class JacobiRun {
         st.time.halo += t_halo.seconds();
         perturb(it);
 
-        const bool start_test = !reduction->active();
+        fresh_residual = !reduction->active() && it >= next_test_;
         run::Stopwatch t_sweep;
-        if (start_test)
+        if (fresh_residual) {
           last_local_sq = jacobi_sweep_residual(*cur_, *next_);
+          next_test_ = it + opt_.check_every;
+        }
         else
           jacobi_sweep(*cur_, *next_);
         const double sweep_s = t_sweep.seconds();
@@ -159,6 +162,7 @@ class JacobiRun {
         ++it;
         if (it >= opt_.max_iters || over_time()) local_done = true;
       } else {
+        fresh_residual = false;
         // Keep receiving so that neighbours' sends complete; no new sweeps.
         run::Stopwatch t_halo;
         halo.pull(*cur_, it);
@@ -166,7 +170,7 @@ class JacobiRun {
       }
 
       run::Stopwatch t_red;
-      if (!reduction->active()) {
+      if (!reduction->active() && (fresh_residual || local_done)) {
         double votes[vote_count] = {last_local_sq, it >= opt_.max_iters ? 1.0 : 0.0, over_time() ? 1.0 : 0.0,
                                     non_finite ? 1.0 : 0.0};
         reduction->start(votes);
@@ -244,6 +248,7 @@ class JacobiRun {
   double source_norm_ = 1;
   double first_residual_ = -1;
   double last_tested_ = 0;
+  std::int64_t next_test_ = 0;  // async: earliest iteration at which the next test may start
   std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering
   run::Stopwatch clock_;
   JacobiResult result_;
