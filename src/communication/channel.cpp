@@ -55,7 +55,7 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
   send_requests_.assign(R * pieces_per_message_, MPI_REQUEST_NULL);
   recv_slots_.assign(R * pieces_per_message_, std::vector<double>(piece_capacity()));
   recv_requests_.assign(recv_slots_.size(), MPI_REQUEST_NULL);
-  recv_arrived_.assign(recv_slots_.size(), 0);
+  newest_.assign(config.message_size, 0.0);
   completed_indices_.resize(std::max(recv_requests_.size(), send_requests_.size()));
 }
 
@@ -139,6 +139,19 @@ void Channel::apply_piece(const double* slot) {
   level_ = std::max(level_, h.time_level);
 }
 
+void Channel::keep_if_newest(const double* slot) {
+  Header h;
+  std::memcpy(&h, slot, sizeof h);
+  ++stats_.messages_arrived;
+  if (h.time_level <= newest_level_) {  // overtaken by a newer message already here
+    ++stats_.messages_discarded;
+    return;
+  }
+  if (newest_level_ > level_) ++stats_.messages_discarded;  // the undelivered one it replaces
+  std::memcpy(newest_.data(), slot + header_doubles, config_.message_size * sizeof(double));
+  newest_level_ = h.time_level;
+}
+
 void Channel::progress_receives(bool block) {
   int count = 0;
   if (block)
@@ -155,11 +168,10 @@ void Channel::progress_receives(bool block) {
     if (state_ != State::open) continue;  // draining: drop, the reposting policy is test_close's
     if (config_.mode == ChannelMode::racy) {
       apply_piece(recv_slots_[s].data());
-      post_receive(s);
     } else {
-      recv_arrived_[s] = 1;
-      ++stats_.messages_arrived;
+      keep_if_newest(recv_slots_[s].data());
     }
+    post_receive(s);
   }
   if (config_.mode == ChannelMode::racy) {
     stats_.messages_arrived = stats_.pieces_arrived / static_cast<long>(pieces_per_message_);
@@ -224,32 +236,25 @@ void Channel::send(std::int64_t time_level) {
 
 bool Channel::can_recv() {
   progress_receives(false);
-  if (config_.mode == ChannelMode::racy) return true;
-  for (std::size_t s = 0; s < recv_slots_.size(); ++s) {
-    if (!recv_arrived_[s]) continue;
-    Header h;
-    std::memcpy(&h, recv_slots_[s].data(), sizeof h);
-    if (h.time_level > level_) return true;
-  }
-  return false;
+  return config_.mode == ChannelMode::racy || newest_level_ > level_;
 }
 
 std::int64_t Channel::recv() {
-  if (config_.mode == ChannelMode::racy) {
-    progress_receives(false);
-    return level_;
+  progress_receives(false);
+  if (config_.mode == ChannelMode::async && newest_level_ > level_) {
+    image_.swap(newest_);  // newest_ now holds stale data, but newest_level_ == level_ marks it read
+    level_ = newest_level_;
+    ++stats_.messages_delivered;
   }
-  recv_with([&](const double* data, std::int64_t) {
-    std::copy(data, data + config_.message_size, image_.begin());
-  });
   return level_;
 }
 
 std::int64_t Channel::wait_recv(std::int64_t min_level) {
-  wait_recv_with(min_level, [&](const double* data, std::int64_t) {
-    std::copy(data, data + config_.message_size, image_.begin());
-  });
-  return level_;
+  while (newest_level_ < min_level) {
+    progress_receives(true);
+    progress_sends();
+  }
+  return recv();
 }
 
 void Channel::begin_close() {

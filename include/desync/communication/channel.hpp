@@ -15,10 +15,13 @@
 // where acknowledged means the receiving end has matched the message (MPI_Issend completion), not
 // that the application has read it.
 //
-// Transport: MPI two-sided. MPI forbids reading a buffer a pending receive may write, so racy mode
-// lands pieces in private slots and applies each to the receive image the moment the channel sees it
-// complete (during any call on the channel). The observable semantics are those of the paper's
-// single-buffer scheme at piece granularity.
+// Transport: MPI two-sided. Receives land in private slots that are reposted the moment the channel
+// sees them complete (during any call on the channel): async mode keeps a copy of the newest
+// message, racy mode applies each piece to the receive image. So the receiving end always has
+// max_in_flight receives posted and a sender is never held up by an application that does not
+// call recv(). MPI forbids reading a buffer a pending receive may write, hence the slots; the
+// observable semantics of racy mode are those of the paper's single-buffer scheme at piece
+// granularity.
 #include <mpi.h>
 
 #include <atomic>
@@ -102,6 +105,7 @@ class Channel {
   std::int64_t wait_recv(std::int64_t min_level);
 
   /// Receive image: async, the last delivered message; racy, pieces written as they land.
+  /// async: the pointer may change at each recv(); fetch it again after every call.
   const double* recv_buffer() const { return image_.data(); }
   /// racy: atomic (relaxed) load of element m of the receive image.
   double read_racy(std::size_t m) const {
@@ -136,6 +140,7 @@ class Channel {
   void progress_sends();
   void progress_receives(bool block);
   void apply_piece(const double* slot);
+  void keep_if_newest(const double* slot);
   std::size_t free_send_slot() const;  // npos if none
   void begin_close();
   bool test_close();
@@ -157,11 +162,14 @@ class Channel {
   std::vector<std::vector<double>> send_slots_;
   std::vector<MPI_Request> send_requests_;  // slot * pieces_per_message_ + piece
 
-  // Receive side: max_in_flight * pieces_per_message_ slots of one piece each.
+  // Receive side: max_in_flight * pieces_per_message_ slots of one piece each, always reposted as
+  // soon as they complete, so matching never waits for the application to call recv().
   std::vector<std::vector<double>> recv_slots_;
   std::vector<MPI_Request> recv_requests_;
-  std::vector<char> recv_arrived_;  // async: slot completed, holds an undelivered message
   std::vector<int> completed_indices_;
+  // async: the newest message that has arrived (delivered when newest_level_ > level_).
+  std::vector<double> newest_;
+  std::int64_t newest_level_ = -1;
 
   // Handshake and close.
   std::int64_t handshake_out_[4] = {0, 0, 0, 0}, handshake_in_[4] = {0, 0, 0, 0};
@@ -173,50 +181,16 @@ class Channel {
 template <class Consume>
 bool Channel::recv_with(Consume&& consume) {
   progress_receives(false);
-  std::size_t newest = recv_slots_.size();
-  std::int64_t newest_level = level_;
-  for (std::size_t s = 0; s < recv_slots_.size(); ++s) {
-    if (!recv_arrived_[s]) continue;
-    Header h;
-    std::memcpy(&h, recv_slots_[s].data(), sizeof h);
-    if (h.time_level > newest_level) {
-      newest_level = h.time_level;
-      newest = s;
-    }
-  }
-  for (std::size_t s = 0; s < recv_slots_.size(); ++s) {
-    if (!recv_arrived_[s]) continue;
-    if (s == newest) {
-      consume(static_cast<const double*>(recv_slots_[s].data() + header_doubles), newest_level);
-      ++stats_.messages_delivered;
-    } else {
-      ++stats_.messages_discarded;
-    }
-    recv_arrived_[s] = 0;
-    post_receive(s);
-  }
-  if (newest == recv_slots_.size()) return false;
-  level_ = newest_level;
+  if (newest_level_ <= level_) return false;
+  consume(static_cast<const double*>(newest_.data()), newest_level_);
+  level_ = newest_level_;
+  ++stats_.messages_delivered;
   return true;
 }
 
 template <class Consume>
 void Channel::wait_recv_with(std::int64_t min_level, Consume&& consume) {
-  for (;;) {
-    bool have = false;
-    for (std::size_t s = 0; s < recv_slots_.size(); ++s) {
-      if (!recv_arrived_[s]) continue;
-      Header h;
-      std::memcpy(&h, recv_slots_[s].data(), sizeof h);
-      if (h.time_level >= min_level) {
-        have = true;
-      } else {  // older than needed: free the slot so the wanted message can land
-        recv_arrived_[s] = 0;
-        ++stats_.messages_discarded;
-        post_receive(s);
-      }
-    }
-    if (have) break;
+  while (newest_level_ < min_level) {
     progress_receives(true);
     progress_sends();
   }
