@@ -92,6 +92,7 @@ int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  run::prepare_mpi_io_environment();
   int provided = 0;
   MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
   int rank = 0, size = 1;

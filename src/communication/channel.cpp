@@ -56,6 +56,7 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
   recv_slots_.assign(R * pieces_per_message_, std::vector<double>(piece_capacity()));
   recv_requests_.assign(recv_slots_.size(), MPI_REQUEST_NULL);
   newest_.assign(config.message_size, 0.0);
+  previous_.assign(config.message_size, 0.0);
   completed_indices_.resize(std::max(recv_requests_.size(), send_requests_.size()));
 }
 
@@ -143,13 +144,21 @@ void Channel::keep_if_newest(const double* slot) {
   Header h;
   std::memcpy(&h, slot, sizeof h);
   ++stats_.messages_arrived;
-  if (h.time_level <= newest_level_) {  // overtaken by a newer message already here
-    ++stats_.messages_discarded;
-    return;
+  const double* payload = slot + header_doubles;
+  const std::size_t bytes = config_.message_size * sizeof(double);
+  if (h.time_level > newest_level_) {
+    if (previous_level_ > level_) ++stats_.messages_discarded;  // undelivered, now third newest
+    previous_.swap(newest_);
+    previous_level_ = newest_level_;
+    std::memcpy(newest_.data(), payload, bytes);
+    newest_level_ = h.time_level;
+  } else if (h.time_level > previous_level_ && h.time_level > level_) {  // arrived out of order
+    if (previous_level_ > level_) ++stats_.messages_discarded;
+    std::memcpy(previous_.data(), payload, bytes);
+    previous_level_ = h.time_level;
+  } else {
+    ++stats_.messages_discarded;  // older than what is held or delivered
   }
-  if (newest_level_ > level_) ++stats_.messages_discarded;  // the undelivered one it replaces
-  std::memcpy(newest_.data(), slot + header_doubles, config_.message_size * sizeof(double));
-  newest_level_ = h.time_level;
 }
 
 void Channel::progress_receives(bool block) {
@@ -241,12 +250,16 @@ bool Channel::can_recv() {
 
 std::int64_t Channel::recv() {
   progress_receives(false);
-  if (config_.mode == ChannelMode::async && newest_level_ > level_) {
-    image_.swap(newest_);  // newest_ now holds stale data, but newest_level_ == level_ marks it read
-    level_ = newest_level_;
-    ++stats_.messages_delivered;
-  }
+  if (config_.mode == ChannelMode::async) deliver_newest();
   return level_;
+}
+
+void Channel::deliver_newest() {
+  if (newest_level_ <= level_) return;
+  if (previous_level_ > level_) ++stats_.messages_discarded;  // superseded, never delivered
+  image_.swap(newest_);  // newest_ now holds stale data, but newest_level_ == level_ marks it read
+  level_ = newest_level_;
+  ++stats_.messages_delivered;
 }
 
 std::int64_t Channel::wait_recv(std::int64_t min_level) {
@@ -254,7 +267,15 @@ std::int64_t Channel::wait_recv(std::int64_t min_level) {
     progress_receives(true);
     progress_sends();
   }
-  return recv();
+  // No further progress here: it could replace the wanted level by the next one.
+  if (previous_level_ >= min_level && previous_level_ > level_) {
+    image_.swap(previous_);  // deliver the older one; the newest stays held for the next call
+    level_ = previous_level_;
+    ++stats_.messages_delivered;
+    return level_;
+  }
+  deliver_newest();
+  return level_;
 }
 
 void Channel::begin_close() {

@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <stdexcept>
@@ -11,7 +13,21 @@
 
 namespace desync::run {
 
+void prepare_mpi_io_environment() { setenv("OMPI_MCA_fbtl_posix_write_datasieving", "0", /*overwrite=*/0); }
+
 namespace {
+// True on an Open MPI older than 5.0.6 whose ompio data sieving is on (the default there).
+bool collective_write_unsafe() {
+  char version[MPI_MAX_LIBRARY_VERSION_STRING];
+  int len = 0;
+  MPI_Get_library_version(version, &len);
+  int major = 0, minor = 0, patch = 0;
+  if (std::sscanf(version, "Open MPI v%d.%d.%d", &major, &minor, &patch) < 2) return false;
+  const bool fixed = major > 5 || (major == 5 && (minor > 0 || patch >= 6));
+  const char* sieving = std::getenv("OMPI_MCA_fbtl_posix_write_datasieving");
+  return !fixed && !(sieving && std::string(sieving) == "0");
+}
+
 bool ends_with(const std::string& s, const std::string& suffix) {
   return s.size() >= suffix.size() && s.compare(s.size() - suffix.size(), suffix.size(), suffix) == 0;
 }
@@ -116,8 +132,18 @@ void save_field(const decomposition::CartGrid& grid, const decomposition::Field&
   int msize[3] = {n[2] + 2, n[1] + 2, n[0] + 2}, mstart[3] = {1, 1, 1};
   MPI_Type_create_subarray(3, msize, lsize, mstart, MPI_ORDER_C, MPI_DOUBLE, &memtype);
   MPI_Type_commit(&memtype);
-  MPI_File_set_view(file, data_start, MPI_DOUBLE, filetype, "native", MPI_INFO_NULL);
-  rc = MPI_File_write_all(file, u.data(), 1, memtype, MPI_STATUS_IGNORE);
+  if (collective_write_unsafe()) {
+    rc = MPI_SUCCESS;
+    for (int k = 0; k < n[2] && rc == MPI_SUCCESS; ++k)
+      for (int j = 0; j < n[1] && rc == MPI_SUCCESS; ++j) {
+        const MPI_Offset at = data_start + static_cast<MPI_Offset>(sizeof(double)) *
+                                               grid.global_index(0, j, k);
+        rc = MPI_File_write_at(file, at, u.data() + u.index(0, j, k), n[0], MPI_DOUBLE, MPI_STATUS_IGNORE);
+      }
+  } else {
+    MPI_File_set_view(file, data_start, MPI_DOUBLE, filetype, "native", MPI_INFO_NULL);
+    rc = MPI_File_write_all(file, u.data(), 1, memtype, MPI_STATUS_IGNORE);
+  }
   MPI_Type_free(&filetype);
   MPI_Type_free(&memtype);
   MPI_File_close(&file);

@@ -91,17 +91,10 @@ class Channel {
   /// its time level (or the previous level if nothing new arrived). racy: applies arrived pieces to
   /// the receive image and returns the newest piece level seen.
   std::int64_t recv();
-  /// async: calls consume(data, time_level) with the newest arrived message, if newer than the last
-  /// delivered one, before its slot is reused; returns true if it did. Avoids the copy of recv().
-  template <class Consume>
-  bool recv_with(Consume&& consume);
-  /// async: blocks until a message of time level >= min_level has arrived, then behaves as
-  /// recv_with(). Used by the synchronous (staleness 0) halo exchange.
-  template <class Consume>
-  void wait_recv_with(std::int64_t min_level, Consume&& consume);
-
-  /// async: blocks until a message of time level >= min_level has arrived, copies the newest into
-  /// recv_buffer() and returns its level.
+  /// async: blocks until a message of time level >= min_level has arrived and delivers the oldest
+  /// such message still held (see below) into recv_buffer(); returns its level. With one message
+  /// in flight per direction and both ends alternating send / wait_recv (a synchronous exchange),
+  /// this is exactly level min_level: the peer can be at most one level ahead.
   std::int64_t wait_recv(std::int64_t min_level);
 
   /// Receive image: async, the last delivered message; racy, pieces written as they land.
@@ -141,6 +134,7 @@ class Channel {
   void progress_receives(bool block);
   void apply_piece(const double* slot);
   void keep_if_newest(const double* slot);
+  void deliver_newest();
   std::size_t free_send_slot() const;  // npos if none
   void begin_close();
   bool test_close();
@@ -167,9 +161,10 @@ class Channel {
   std::vector<std::vector<double>> recv_slots_;
   std::vector<MPI_Request> recv_requests_;
   std::vector<int> completed_indices_;
-  // async: the newest message that has arrived (delivered when newest_level_ > level_).
-  std::vector<double> newest_;
-  std::int64_t newest_level_ = -1;
+  // async: the two most recent messages that have arrived; one is undelivered while its level is
+  // above level_. recv() takes the newest; wait_recv(L) the oldest held with level >= L.
+  std::vector<double> newest_, previous_;
+  std::int64_t newest_level_ = -1, previous_level_ = -1;
 
   // Handshake and close.
   std::int64_t handshake_out_[4] = {0, 0, 0, 0}, handshake_in_[4] = {0, 0, 0, 0};
@@ -177,24 +172,5 @@ class Channel {
   MPI_Request control_requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   long pieces_sent_ = 0, pieces_received_ = 0;
 };
-
-template <class Consume>
-bool Channel::recv_with(Consume&& consume) {
-  progress_receives(false);
-  if (newest_level_ <= level_) return false;
-  consume(static_cast<const double*>(newest_.data()), newest_level_);
-  level_ = newest_level_;
-  ++stats_.messages_delivered;
-  return true;
-}
-
-template <class Consume>
-void Channel::wait_recv_with(std::int64_t min_level, Consume&& consume) {
-  while (newest_level_ < min_level) {
-    progress_receives(true);
-    progress_sends();
-  }
-  recv_with(consume);
-}
 
 }  // namespace desync::comm

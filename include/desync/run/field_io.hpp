@@ -15,7 +15,16 @@ enum class FieldFormat { npy, vti };
 /// Format from the file name's extension; throws InputError for anything but .npy and .vti.
 FieldFormat field_format_for(const std::string& path);
 
-/// Writes the interior of `u` as the global array. Collective over the grid.
+/// Open MPI before 5.0.6 can corrupt collective writes with holes (its ompio layer's data sieving
+/// does an unlocked read-modify-write). Call before MPI_Init: it sets
+/// OMPI_MCA_fbtl_posix_write_datasieving=0 unless the environment already sets it. The desync
+/// executable does this.
+void prepare_mpi_io_environment();
+
+/// Writes the interior of `u` as the global array. Collective over the grid: one
+/// MPI_File_write_all through a subarray view; on an Open MPI older than 5.0.6 whose data sieving
+/// is still enabled (see prepare_mpi_io_environment), each rank writes its x-rows with
+/// MPI_File_write_at instead, which that bug cannot corrupt.
 /// Throws std::runtime_error on every rank if the file cannot be opened or written.
 void save_field(const decomposition::CartGrid& grid, const decomposition::Field& u, const std::string& path);
 

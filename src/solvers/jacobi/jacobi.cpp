@@ -41,10 +41,11 @@ class JacobiRun {
     result_.stats.coords = grid.coords();
     result_.stats.local = grid.local();
     result_.stats.neighbours = grid.num_neighbours();
+    cur_ = &u_;
+    initial_residual_ = std::max(true_residual(), opt_.tol);
   }
 
   JacobiResult run() {
-    cur_ = &u_;
     next_ = &v_;
     auto& st = result_.stats;
     if (opt_.mode == comm::HaloMode::sync) {
@@ -201,7 +202,6 @@ class JacobiRun {
     if (iteration_offset_ == 0) last_tested_ = residual;
     it += iteration_offset_;
     result_.history.push_back({clock_.seconds(), it, residual});
-    if (first_residual_ < 0 && std::isfinite(residual)) first_residual_ = std::max(residual, 1e-300);
     if (opt_.monitor && grid_.rank() == 0) {
       std::printf("  iteration %10lld  time %9.3f s  residual %.6e\n", static_cast<long long>(it), clock_.seconds(),
                   residual);
@@ -212,10 +212,10 @@ class JacobiRun {
                         std::to_string(static_cast<int>(votes[vote_non_finite])) + " rank(s)";
       return StopReason::non_finite;
     }
-    if (residual > opt_.divergence_factor * first_residual_) {
+    if (residual > opt_.divergence_factor * initial_residual_) {
       char buf[160];
       std::snprintf(buf, sizeof buf, "residual grew from %.3e to %.3e (more than %.0e times): diverging",
-                    first_residual_, residual, opt_.divergence_factor);
+                    initial_residual_, residual, opt_.divergence_factor);
       result_.message = buf;
       return StopReason::diverged;
     }
@@ -246,7 +246,9 @@ class JacobiRun {
   Field* cur_ = nullptr;
   Field* next_ = nullptr;
   double source_norm_ = 1;
-  double first_residual_ = -1;
+  // Baseline of the divergence safeguard: the true residual of the initial guess, computed
+  // synchronously before the solve (an asynchronous first test may already be perturbed).
+  double initial_residual_ = 1;
   double last_tested_ = 0;
   std::int64_t next_test_ = 0;  // async: earliest iteration at which the next test may start
   std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering

@@ -1,0 +1,391 @@
+// desync_bench_sweep: how close the Jacobi sweep kernel comes to the machine's memory bandwidth.
+//
+//   mpirun -np 1 desync_bench_sweep [--local 200] [--cache-local 50] [--reps 10] [--triad-mib 64] [--json F]
+//   mpirun -np 2 desync_bench_sweep ...
+//
+// Every rank runs every kernel at the same time (MPI_Barrier before each repetition), so with 2 ranks
+// the two cores compete for memory exactly as they do in a 2-rank solve. Measured:
+//
+//   triad      a[i] = b[i] + s * c[i] on three arrays of --triad-mib MiB each (far beyond L3),
+//              counted as 32 B per element: read b, read c, write a plus the write-allocate read of a.
+//   sweep      desync::solvers::jacobi_sweep on a --local^3 Field (two Fields, swapped after every
+//              sweep), counted as desync::solvers::sweep_bytes_per_update = 24 B per lattice update:
+//              read u, write u_new plus its write-allocate read.
+//   sweep+res  desync::solvers::jacobi_sweep_residual, same byte count (the residual reads nothing more).
+//   the same two sweeps on a --cache-local^3 Field (50^3, the paper's default problem), whose two
+//              Fields fit in L3: a cache-resident figure, in lattice updates per second only.
+//
+// Each figure is the best of --reps repetitions. "aggregate" divides the bytes of all ranks by the
+// slowest rank's time in that repetition; "per rank" is each rank's own best.
+#include <mpi.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <numeric>
+#include <string>
+#include <unistd.h>
+#include <vector>
+
+#include "desync/decomposition/field.hpp"
+#include "desync/solvers/jacobi/sweep.hpp"
+
+namespace {
+
+using desync::decomposition::Field;
+using clock_type = std::chrono::steady_clock;
+
+constexpr double triad_bytes_per_element = 32.0;  // read b, read c, write a (+ write-allocate of a)
+constexpr double scale_bytes_per_element = 24.0;  // read b, write a (+ write-allocate of a)
+
+struct Options {
+  int local = 200;
+  int cache_local = 50;
+  int reps = 10;
+  double triad_mib = 64;
+  std::string json;
+};
+
+double seconds_since(clock_type::time_point t0) {
+  return std::chrono::duration<double>(clock_type::now() - t0).count();
+}
+
+[[noreturn]] void usage_error(int rank, const char* msg) {
+  if (rank == 0)
+    std::fprintf(stderr,
+                 "desync_bench_sweep: %s\n"
+                 "usage: desync_bench_sweep [--local N] [--cache-local N] [--reps R] [--triad-mib M] [--json FILE]\n",
+                 msg);
+  MPI_Finalize();
+  std::exit(2);
+}
+
+Options parse(int argc, char** argv, int rank) {
+  Options o;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "-h" || arg == "--help") {
+      if (rank == 0)
+        std::printf(
+            "usage: desync_bench_sweep [--local N] [--cache-local N] [--reps R] [--triad-mib M] [--json FILE]\n"
+            "  --local N        memory-bound sweep on N^3 cells per rank (default 200)\n"
+            "  --cache-local N  cache-resident sweep on N^3 cells per rank (default 50; 0 skips it)\n"
+            "  --reps R         repetitions, the best is reported (default 10)\n"
+            "  --triad-mib M    size of each of the three triad arrays in MiB (default 64)\n"
+            "  --json FILE      also write the results as JSON\n");
+      MPI_Finalize();
+      std::exit(0);
+    }
+    if (a + 1 >= argc) usage_error(rank, ("missing value after " + arg).c_str());
+    const char* v = argv[++a];
+    char* end = nullptr;
+    if (arg == "--local") o.local = static_cast<int>(std::strtol(v, &end, 10));
+    else if (arg == "--cache-local") o.cache_local = static_cast<int>(std::strtol(v, &end, 10));
+    else if (arg == "--reps") o.reps = static_cast<int>(std::strtol(v, &end, 10));
+    else if (arg == "--triad-mib") o.triad_mib = std::strtod(v, &end);
+    else if (arg == "--json") { o.json = v; continue; }
+    else usage_error(rank, ("unknown option " + arg).c_str());
+    if (end == v || *end != '\0') usage_error(rank, ("bad value for " + arg).c_str());
+  }
+  if (o.local < 1 || o.local > 1000) usage_error(rank, "--local must be in 1..1000");
+  if (o.cache_local < 0 || o.cache_local > 1000) usage_error(rank, "--cache-local must be in 0..1000");
+  if (o.reps < 1) usage_error(rank, "--reps must be >= 1");
+  if (!(o.triad_mib >= 1)) usage_error(rank, "--triad-mib must be >= 1");
+  return o;
+}
+
+// Last-level cache size in bytes (0 if unknown), for the "far beyond cache" check.
+long l3_bytes() {
+  // sysfs first: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) is wrong on some AMD guests (10x too large).
+  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
+  std::string text;
+  if (f >> text && !text.empty()) {
+    long v = std::atol(text.c_str());
+    const char u = text.back();
+    if (u == 'K') v *= 1024;
+    else if (u == 'M') v *= 1024 * 1024;
+    if (v > 0) return v;
+  }
+  long s = 0;
+#ifdef _SC_LEVEL3_CACHE_SIZE
+  s = sysconf(_SC_LEVEL3_CACHE_SIZE);
+#endif
+  return s > 0 ? s : 0;
+}
+
+std::string cpu_model() {
+  std::ifstream f("/proc/cpuinfo");
+  std::string line;
+  while (std::getline(f, line))
+    if (line.rfind("model name", 0) == 0) {
+      const auto p = line.find(':');
+      return p == std::string::npos ? line : line.substr(p + 2);
+    }
+  return "unknown";
+}
+
+// Result of one kernel on every rank: per repetition, each rank's time.
+struct Timing {
+  std::string name;
+  double work_per_rank = 0;   // elements (triad) or lattice updates (sweeps) per repetition
+  double bytes_per_unit = 0;  // bytes counted per element / update
+  bool memory_bound = true;
+  std::vector<double> best_per_rank;  // seconds, rank 0 only
+  double best_aggregate = 0;          // min over reps of the max over ranks, seconds
+  std::string working_set;            // e.g. "3 x 64.0 MiB"
+  double working_set_bytes = 0;
+
+  double aggregate_rate(int nranks) const { return work_per_rank * nranks / best_aggregate; }
+  double aggregate_gbs(int nranks) const { return aggregate_rate(nranks) * bytes_per_unit * 1e-9; }
+  double rank_rate(int r) const { return work_per_rank / best_per_rank[static_cast<std::size_t>(r)]; }
+  double rank_gbs(int r) const { return rank_rate(r) * bytes_per_unit * 1e-9; }
+};
+
+// Runs `body` (one repetition) `reps` times after a warm-up, all ranks starting together.
+template <class F>
+void time_reps(int reps, Timing& t, F&& body) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  MPI_Barrier(MPI_COMM_WORLD);
+  body();  // warm-up: page faults, frequency ramp, cache state
+  double mine_best = 1e300, agg_best = 1e300;
+  for (int r = 0; r < reps; ++r) {
+    MPI_Barrier(MPI_COMM_WORLD);
+    const auto t0 = clock_type::now();
+    body();
+    double dt = seconds_since(t0);
+    mine_best = std::min(mine_best, dt);
+    MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    agg_best = std::min(agg_best, dt);
+  }
+  t.best_aggregate = agg_best;
+  t.best_per_rank.assign(static_cast<std::size_t>(size), 0.0);
+  MPI_Gather(&mine_best, 1, MPI_DOUBLE, t.best_per_rank.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+}
+
+volatile double sink = 0;  // keeps results observable
+
+// STREAM triad a = b + s c (32 B/element) and, for a kernel with the sweep's own traffic pattern
+// (one read stream, one write stream), STREAM scale a = s b (24 B/element with write-allocate).
+std::vector<Timing> bench_stream(const Options& o) {
+  const std::size_t n = static_cast<std::size_t>(o.triad_mib * 1024 * 1024 / sizeof(double));
+  // First touch on this rank; no value-initialising vector so the pages are written once, here.
+  std::unique_ptr<double[]> a(new double[n]), b(new double[n]), c(new double[n]);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = 0.0;
+    b[i] = 1.0;
+    c[i] = 2.0;
+  }
+  const double s = 3.0;
+  double* __restrict pa = a.get();
+  const double* __restrict pb = b.get();
+  const double* __restrict pc = c.get();
+  char buf[64];
+  std::vector<Timing> out(2);
+  Timing& t = out[0];
+  t.name = "triad";
+  t.work_per_rank = static_cast<double>(n);
+  t.bytes_per_unit = triad_bytes_per_element;
+  t.working_set_bytes = 3.0 * static_cast<double>(n) * sizeof(double);
+  std::snprintf(buf, sizeof buf, "3 x %.1f MiB", o.triad_mib);
+  t.working_set = buf;
+  time_reps(o.reps, t, [&] {
+#pragma omp simd
+    for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
+  });
+  Timing& sc = out[1];
+  sc.name = "scale";
+  sc.work_per_rank = static_cast<double>(n);
+  sc.bytes_per_unit = scale_bytes_per_element;
+  sc.working_set_bytes = 2.0 * static_cast<double>(n) * sizeof(double);
+  std::snprintf(buf, sizeof buf, "2 x %.1f MiB", o.triad_mib);
+  sc.working_set = buf;
+  time_reps(o.reps, sc, [&] {
+#pragma omp simd
+    for (std::size_t i = 0; i < n; ++i) pa[i] = s * pb[i];
+  });
+  sink = sink + pa[n / 2] + pa[n - 1];
+  return out;
+}
+
+// Sweeps of `local`^3 cells; `residual` selects jacobi_sweep_residual. A repetition is enough
+// sweeps to make at least ~2e7 updates, so cache-resident repetitions are not dominated by timer
+// and barrier overhead.
+Timing bench_sweep(const Options& o, int local, bool residual, bool memory_bound) {
+  const desync::decomposition::Index3 ext{local, local, local};
+  Field u(ext, 0.0), v(ext, 0.0);
+  // Smooth, non-trivial data (no denormals, no all-equal shortcuts); halos included.
+  for (std::size_t i = 0; i < u.storage_size(); ++i) u.data()[i] = 1.0 + 1e-3 * static_cast<double>(i % 997);
+  std::copy(u.data(), u.data() + u.storage_size(), v.data());
+  const double updates = static_cast<double>(local) * local * local;
+  const int sweeps = std::max(1, static_cast<int>(std::ceil(2e7 / updates)));
+  Timing t;
+  t.name = residual ? "sweep+residual" : "sweep";
+  t.work_per_rank = updates * sweeps;
+  t.bytes_per_unit = desync::solvers::sweep_bytes_per_update;
+  t.memory_bound = memory_bound;
+  t.working_set_bytes = 2.0 * static_cast<double>(u.storage_size()) * sizeof(double);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "2 x %d^3 (%.1f MiB), %d sweep%s/rep", local,
+                t.working_set_bytes / (1024.0 * 1024.0), sweeps, sweeps == 1 ? "" : "s");
+  t.working_set = buf;
+  Field* cur = &u;
+  Field* next = &v;
+  double acc = 0;
+  time_reps(o.reps, t, [&] {
+    for (int s = 0; s < sweeps; ++s) {
+      if (residual)
+        acc += desync::solvers::jacobi_sweep_residual(*cur, *next);
+      else
+        desync::solvers::jacobi_sweep(*cur, *next);
+      std::swap(cur, next);
+    }
+  });
+  sink = sink + acc + (*cur)(local / 2, local / 2, local / 2);
+  return t;
+}
+
+std::string json_escape(const std::string& s) {
+  std::string r;
+  for (char ch : s) {
+    if (ch == '"' || ch == '\\') r += '\\';
+    if (static_cast<unsigned char>(ch) >= 0x20) r += ch;
+  }
+  return r;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank = 0, size = 1;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  const Options o = parse(argc, argv, rank);
+
+  char host[256] = "?";
+  gethostname(host, sizeof host - 1);
+  const long l3 = l3_bytes();
+
+  // Memory-bound kernels first, then the cache-resident ones.
+  std::vector<Timing> big = bench_stream(o), small;  // big: triad, scale, sweep, sweep+residual
+  big.push_back(bench_sweep(o, o.local, false, true));
+  big.push_back(bench_sweep(o, o.local, true, true));
+  if (o.cache_local > 0) {
+    small.push_back(bench_sweep(o, o.cache_local, false, false));
+    small.push_back(bench_sweep(o, o.cache_local, true, false));
+  }
+
+  if (rank == 0) {
+    const Timing& triad = big[0];
+    const Timing& scale = big[1];
+    const Timing& sweep = big[2];
+    const Timing& sweep_res = big[3];
+    const char* s_ranks = size == 1 ? "" : "s";
+    std::printf("desync_bench_sweep: %d rank%s, %s, host %s\n", size, s_ranks, cpu_model().c_str(), host);
+    std::printf("  L3 %.0f MiB; best of %d repetitions; all ranks run each kernel concurrently\n",
+                static_cast<double>(l3) / (1024.0 * 1024.0), o.reps);
+    std::printf("  bytes counted: triad 32 B/element (read b, c; write a + write-allocate), scale 24 B/element,\n"
+                "                 sweep %.0f B/update (read u; write u_new + write-allocate)\n\n",
+                desync::solvers::sweep_bytes_per_update);
+    for (const Timing& t : big)
+      if (l3 > 0 && t.working_set_bytes < 3.0 * static_cast<double>(l3))
+        std::printf("  WARNING: %s working set %.0f MiB per rank is less than 3x L3: not far beyond cache\n",
+                    t.name.c_str(), t.working_set_bytes / (1024.0 * 1024.0));
+
+    std::printf("Memory-bound (working set far beyond L3), aggregate over %d rank%s:\n", size, s_ranks);
+    std::printf("  %-15s %-36s %11s %9s %9s %9s\n", "kernel", "working set per rank", "Mupdates/s", "GB/s",
+                "vs triad", "vs scale");
+    for (const Timing& t : big) {
+      const bool stream = &t == &triad || &t == &scale;
+      char rate[32] = "-";
+      if (!stream) std::snprintf(rate, sizeof rate, "%.1f", t.aggregate_rate(size) * 1e-6);
+      std::printf("  %-15s %-36s %11s %9.2f %8.3fx %8.3fx\n", t.name.c_str(), t.working_set.c_str(), rate,
+                  t.aggregate_gbs(size), t.aggregate_gbs(size) / triad.aggregate_gbs(size),
+                  t.aggregate_gbs(size) / scale.aggregate_gbs(size));
+    }
+    std::printf("\nMemory-bound, per rank (each rank's own best), GB/s:\n");
+    std::printf("  %-5s %9s %9s %9s %12s %11s %12s\n", "rank", "triad", "scale", "sweep", "sweep/triad", "sweep+res",
+                "+res/triad");
+    for (int r = 0; r < size; ++r)
+      std::printf("  %-5d %9.2f %9.2f %9.2f %11.3fx %11.2f %11.3fx\n", r, triad.rank_gbs(r), scale.rank_gbs(r),
+                  sweep.rank_gbs(r), sweep.rank_gbs(r) / triad.rank_gbs(r), sweep_res.rank_gbs(r),
+                  sweep_res.rank_gbs(r) / triad.rank_gbs(r));
+    if (!small.empty()) {
+      std::printf("\nCACHE-RESIDENT (%d^3 per rank, the paper's default problem: the two Fields fit in L3, so\n"
+                  "GB/s is only the equivalent traffic and a ratio to triad means nothing; compare Mupdates/s):\n",
+                  o.cache_local);
+      std::printf("  %-15s %-36s %11s %14s %12s\n", "kernel", "working set per rank", "Mupdates/s", "per rank",
+                  "equiv. GB/s");
+      for (const Timing& t : small)
+        std::printf("  %-15s %-36s %11.1f %14.1f %12.2f\n", t.name.c_str(), t.working_set.c_str(),
+                    t.aggregate_rate(size) * 1e-6, t.aggregate_rate(size) * 1e-6 / size, t.aggregate_gbs(size));
+      for (int r = 0; r < size; ++r)
+        std::printf("  rank %d own best: sweep %.1f, sweep+residual %.1f Mupdates/s\n", r, small[0].rank_rate(r) * 1e-6,
+                    small[1].rank_rate(r) * 1e-6);
+    }
+    std::printf("\nSUMMARY %d rank%s: sweep/triad %.3f (per rank", size, s_ranks,
+                sweep.aggregate_gbs(size) / triad.aggregate_gbs(size));
+    for (int r = 0; r < size; ++r) std::printf(" %.3f", sweep.rank_gbs(r) / triad.rank_gbs(r));
+    std::printf("), sweep/scale %.3f, sweep+residual/triad %.3f\n", sweep.aggregate_gbs(size) / scale.aggregate_gbs(size),
+                sweep_res.aggregate_gbs(size) / triad.aggregate_gbs(size));
+
+    if (!o.json.empty()) {
+      std::FILE* f = std::fopen(o.json.c_str(), "w");
+      if (!f) {
+        std::fprintf(stderr, "desync_bench_sweep: cannot write %s\n", o.json.c_str());
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      auto kernel_json = [&](const Timing& t, bool ratios) {
+        std::fprintf(f, "    {\"kernel\": \"%s\", \"memory_bound\": %s, \"working_set\": \"%s\", "
+                        "\"working_set_bytes_per_rank\": %.0f, \"bytes_per_unit\": %.1f, \"units_per_rep_per_rank\": %.0f,\n",
+                     t.name.c_str(), t.memory_bound ? "true" : "false", json_escape(t.working_set).c_str(),
+                     t.working_set_bytes, t.bytes_per_unit, t.work_per_rank);
+        std::fprintf(f, "     \"aggregate\": {\"seconds\": %.6e, \"units_per_s\": %.6e, \"gb_per_s\": %.4f",
+                     t.best_aggregate, t.aggregate_rate(size), t.aggregate_gbs(size));
+        if (ratios)
+          std::fprintf(f, ", \"ratio_to_triad\": %.4f, \"ratio_to_scale\": %.4f",
+                       t.aggregate_gbs(size) / triad.aggregate_gbs(size), t.aggregate_gbs(size) / scale.aggregate_gbs(size));
+        std::fprintf(f, "},\n     \"per_rank\": [");
+        for (int r = 0; r < size; ++r) {
+          std::fprintf(f, "%s{\"rank\": %d, \"seconds\": %.6e, \"units_per_s\": %.6e, \"gb_per_s\": %.4f", r ? ", " : "",
+                       r, t.best_per_rank[static_cast<std::size_t>(r)], t.rank_rate(r), t.rank_gbs(r));
+          if (ratios)
+            std::fprintf(f, ", \"ratio_to_triad\": %.4f, \"ratio_to_scale\": %.4f", t.rank_gbs(r) / triad.rank_gbs(r),
+                         t.rank_gbs(r) / scale.rank_gbs(r));
+          std::fprintf(f, "}");
+        }
+        std::fprintf(f, "]}");
+      };
+      std::fprintf(f, "{\n  \"benchmark\": \"desync_bench_sweep\",\n  \"ranks\": %d,\n  \"cpu\": \"%s\",\n"
+                      "  \"host\": \"%s\",\n  \"l3_bytes\": %ld,\n  \"reps\": %d,\n  \"local\": %d,\n"
+                      "  \"cache_local\": %d,\n  \"triad_mib_per_array\": %.1f,\n  \"kernels\": [\n",
+                   size, json_escape(cpu_model()).c_str(), json_escape(host).c_str(), l3, o.reps, o.local,
+                   o.cache_local, o.triad_mib);
+      std::vector<const Timing*> all;
+      for (const Timing& t : big) all.push_back(&t);
+      for (const Timing& t : small) all.push_back(&t);
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        kernel_json(*all[i], all[i]->memory_bound && all[i] != &big[0] && all[i] != &big[1]);
+        std::fprintf(f, "%s\n", i + 1 < all.size() ? "," : "");
+      }
+      std::fprintf(f, "  ],\n  \"sweep_over_triad\": %.4f,\n  \"sweep_over_triad_per_rank\": [", 
+                   sweep.aggregate_gbs(size) / triad.aggregate_gbs(size));
+      for (int r = 0; r < size; ++r) std::fprintf(f, "%s%.4f", r ? ", " : "", sweep.rank_gbs(r) / triad.rank_gbs(r));
+      std::fprintf(f, "],\n  \"sweep_over_scale\": %.4f,\n  \"sweep_residual_over_triad\": %.4f,\n"
+                      "  \"cache_resident_updates_per_s\": %.6e\n}\n",
+                   sweep.aggregate_gbs(size) / scale.aggregate_gbs(size),
+                   sweep_res.aggregate_gbs(size) / triad.aggregate_gbs(size),
+                   small.empty() ? 0.0 : small[0].aggregate_rate(size));
+      std::fclose(f);
+    }
+  }
+  MPI_Finalize();
+  return 0;
+}

@@ -1,0 +1,172 @@
+// Global sums: blocking allreduce, MPI_Iallreduce and the asynchronous binary tree. Values are
+// integer-valued doubles, so the sum is exact whatever the order of additions.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "desync/communication/reduction.hpp"
+#include "desync/communication/request_ledger.hpp"
+#include "desync/run/error.hpp"
+#include "test_util.hpp"
+
+using desync::comm::make_reduction;
+using desync::comm::NonblockingReduction;
+using desync::comm::ReductionKind;
+using desync::comm::RequestLedger;
+
+namespace {
+
+constexpr int count = 4;
+
+/// Rank r's contribution in round k.
+std::vector<double> contribution(int r, int k) {
+  return {static_cast<double>(r + 1 + k), static_cast<double>((r * 7 + k) % 5), 1e6 * r - 3.0 * k,
+          static_cast<double>(k % 2 ? -r : r * r)};
+}
+
+std::vector<double> expected_sum(int size, int k) {
+  std::vector<double> s(count, 0.0);
+  for (int r = 0; r < size; ++r) {
+    auto c = contribution(r, k);
+    for (int i = 0; i < count; ++i) s[static_cast<std::size_t>(i)] += c[static_cast<std::size_t>(i)];
+  }
+  return s;
+}
+
+/// Spins for about `micro` microseconds (ranks reach test() at different times).
+void busy(int micro) {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(micro);
+  while (std::chrono::steady_clock::now() < until) {
+  }
+}
+
+class Reduction : public ::testing::TestWithParam<ReductionKind> {};
+
+}  // namespace
+
+TEST_P(Reduction, ConsecutiveRoundsGiveExactSumOnEveryRank) {
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  const int rounds = 25;
+  {
+    auto red = make_reduction(GetParam(), comm, count);
+    ASSERT_NE(red, nullptr);
+    EXPECT_STREQ(red->name(), desync::comm::to_string(GetParam()));
+    EXPECT_FALSE(red->active());
+    EXPECT_FALSE(red->test()) << "test() with nothing started";
+    EXPECT_EQ(red->completed(), 0);
+    std::vector<double> all_results;
+    for (int k = 0; k < rounds; ++k) {
+      red->start(contribution(rank, k));
+      EXPECT_TRUE(red->active());
+      long tests = 0;
+      const bool done = desync_test::poll_until([&] {
+        ++tests;
+        busy(((rank + k) % 3) * 50);  // "compute" between tests, unevenly over ranks
+        return red->test();
+      });
+      ASSERT_TRUE(done) << "round " << k << " did not complete";
+      EXPECT_FALSE(red->active());
+      EXPECT_EQ(red->completed(), k + 1);
+      const auto want = expected_sum(size, k);
+      ASSERT_EQ(red->result().size(), static_cast<std::size_t>(count));
+      for (int i = 0; i < count; ++i)
+        EXPECT_EQ(red->result()[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)])
+            << "round " << k << " entry " << i;
+      all_results.insert(all_results.end(), red->result().begin(), red->result().end());
+    }
+    // Identical on every rank (bitwise): compare with rank 0's.
+    std::vector<double> root = all_results;
+    MPI_Bcast(root.data(), static_cast<int>(root.size()), MPI_DOUBLE, 0, comm);
+    EXPECT_EQ(root, all_results);
+    red->finish();
+    EXPECT_EQ(RequestLedger::outstanding(), 0) << "after finish()";
+  }
+  EXPECT_EQ(RequestLedger::outstanding(), 0);
+}
+
+// Rounds started immediately, with no work between the tests; the destructor finishes.
+TEST_P(Reduction, BackToBackRoundsAndDestructorFinishes) {
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  {
+    auto red = make_reduction(GetParam(), comm, count);
+    for (int k = 0; k < 100; ++k) {
+      red->start(contribution(rank, k));
+      ASSERT_TRUE(desync_test::poll_until([&] { return red->test(); })) << "round " << k;
+      const auto want = expected_sum(size, k);
+      for (int i = 0; i < count; ++i)
+        EXPECT_EQ(red->result()[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]) << "round " << k;
+    }
+    EXPECT_EQ(red->completed(), 100);
+  }
+  EXPECT_EQ(RequestLedger::outstanding(), 0);
+}
+
+// The input is copied by start(): changing the caller's vector afterwards does not change the sum.
+TEST_P(Reduction, StartCopiesItsInput) {
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  auto red = make_reduction(GetParam(), comm, count);
+  std::vector<double> v = contribution(rank, 3);
+  red->start(v);
+  std::fill(v.begin(), v.end(), -12345.0);
+  ASSERT_TRUE(desync_test::poll_until([&] { return red->test(); }));
+  const auto want = expected_sum(size, 3);
+  for (int i = 0; i < count; ++i) EXPECT_EQ(red->result()[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]);
+  red->finish();
+  EXPECT_EQ(RequestLedger::outstanding(), 0);
+}
+
+INSTANTIATE_TEST_SUITE_P(Kinds, Reduction, ::testing::Values(ReductionKind::iallreduce, ReductionKind::tree),
+                         [](const ::testing::TestParamInfo<ReductionKind>& info) {
+                           return std::string(desync::comm::to_string(info.param));
+                         });
+
+TEST(Reduction, TwoReductionsInterleaved) {
+  // The solver's tree and iallreduce never share traffic: both on the same communicator at once.
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  auto a = make_reduction(ReductionKind::tree, comm, count);
+  auto b = make_reduction(ReductionKind::iallreduce, comm, count);
+  for (int k = 0; k < 10; ++k) {
+    a->start(contribution(rank, k));
+    b->start(contribution(rank, k + 1));
+    bool da = false, db = false;
+    ASSERT_TRUE(desync_test::poll_until([&] {
+      da = da || a->test();
+      db = db || b->test();
+      return da && db;
+    }));
+    const auto wa = expected_sum(size, k), wb = expected_sum(size, k + 1);
+    for (int i = 0; i < count; ++i) {
+      EXPECT_EQ(a->result()[static_cast<std::size_t>(i)], wa[static_cast<std::size_t>(i)]);
+      EXPECT_EQ(b->result()[static_cast<std::size_t>(i)], wb[static_cast<std::size_t>(i)]);
+    }
+  }
+  a->finish();
+  b->finish();
+  EXPECT_EQ(RequestLedger::outstanding(), 0);
+}
+
+TEST(Reduction, BlockingAllreduceSum) {
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  auto v = contribution(rank, 7);
+  desync::comm::allreduce_sum(comm, v);
+  EXPECT_EQ(v, expected_sum(size, 7));
+}
+
+TEST(Reduction, ParseAndNames) {
+  EXPECT_EQ(desync::comm::parse_reduction("iallreduce"), ReductionKind::iallreduce);
+  EXPECT_EQ(desync::comm::parse_reduction("tree"), ReductionKind::tree);
+  EXPECT_THROW(desync::comm::parse_reduction("bogus"), desync::InputError);
+  EXPECT_THROW(desync::comm::parse_reduction(""), desync::InputError);
+  EXPECT_THROW(desync::comm::parse_reduction("Tree"), desync::InputError);
+  EXPECT_STREQ(desync::comm::to_string(ReductionKind::tree), "tree");
+  EXPECT_STREQ(desync::comm::to_string(ReductionKind::iallreduce), "iallreduce");
+}

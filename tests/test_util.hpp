@@ -1,0 +1,72 @@
+#pragma once
+// Small helpers shared by the MPI test programs.
+#include <mpi.h>
+
+#include <chrono>
+#include <cstdint>
+#include <thread>
+
+namespace desync_test {
+
+inline int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+
+inline int world_size() {
+  int s = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &s);
+  return s;
+}
+
+/// A private duplicate of MPI_COMM_WORLD per test, so no test's traffic can match another's.
+class TestComm {
+ public:
+  TestComm() { MPI_Comm_dup(MPI_COMM_WORLD, &comm_); }
+  ~TestComm() { MPI_Comm_free(&comm_); }
+  TestComm(const TestComm&) = delete;
+  TestComm& operator=(const TestComm&) = delete;
+  MPI_Comm get() const { return comm_; }
+  operator MPI_Comm() const { return comm_; }
+
+ private:
+  MPI_Comm comm_ = MPI_COMM_NULL;
+};
+
+/// Calls step() until it returns true or `seconds` pass; yields the core between calls (the test
+/// machine runs more ranks than cores). Returns whether step() succeeded.
+template <class Step>
+bool poll_until(Step&& step, double seconds = 30.0) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  for (;;) {
+    if (step()) return true;
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    std::this_thread::yield();
+  }
+}
+
+/// Calls step() repeatedly for `seconds` (it keeps the channel progressing), then returns.
+template <class Step>
+void keep_calling(Step&& step, double seconds) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::duration<double>(seconds);
+  while (std::chrono::steady_clock::now() < deadline) {
+    step();
+    std::this_thread::yield();
+  }
+}
+
+/// True on every rank iff `ok` is true on every rank.
+inline bool all_ranks(bool ok, MPI_Comm comm = MPI_COMM_WORLD) {
+  int mine = ok ? 1 : 0, all = 0;
+  MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MIN, comm);
+  return all == 1;
+}
+
+inline long long sum_over_ranks(long long v, MPI_Comm comm = MPI_COMM_WORLD) {
+  long long s = 0;
+  MPI_Allreduce(&v, &s, 1, MPI_LONG_LONG, MPI_SUM, comm);
+  return s;
+}
+
+}  // namespace desync_test
