@@ -28,8 +28,10 @@ namespace desync::solvers {
 struct JacobiOptions {
   comm::HaloMode mode = comm::HaloMode::sync;
   int halo_period = 1;        ///< N: swap halos every N iterations
-  int inflight = 100;         ///< R: halo messages in flight per neighbour (async, racy)
-  int racy_chunks = 4;        ///< racy: pieces each halo message travels in
+  /// R: halo messages in flight per neighbour (async, racy). Paper 000 started with 100 and found
+  /// one buffer fastest (section 6.3); docs/benchmarks.md has the measurements behind the default.
+  int inflight = 1;
+  int racy_chunks = 2;        ///< racy: pieces each halo message travels in
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async, racy
   double tol = 1e-4;          ///< on ||b - A u|| / ||s||, s the source part of b
   /// sync: iterations between blocking convergence tests. async/racy: minimum iterations between
