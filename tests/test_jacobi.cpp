@@ -515,15 +515,25 @@ TEST_P(Perturbed, NanIsReportedByEveryRank) {
 }
 
 // A huge value makes the residual grow more than divergence_factor (1e6) times the initial
-// guess's true residual (computed synchronously before the solve, so an asynchronous first test
-// that already contains the perturbation cannot hide the growth): reported as `diverged`.
+// guess's true residual (computed synchronously before the solve): reported as `diverged`. sync
+// tests at iteration 10 and must see it. An asynchronous test samples whenever its reduction
+// completes; on oversubscribed ranks that can be thousands of sweeps later, when Jacobi (a
+// contraction) has already smoothed the perturbation away. Then the run must genuinely converge.
 TEST_P(Perturbed, HugeValueIsReportedAsDivergence) {
   desync_test::TestComm comm;
   const JacobiResult r = solve_perturbed(comm, GetParam(), 1e100);
   ASSERT_FALSE(r.history.empty());
-  EXPECT_EQ(r.stop, StopReason::diverged) << solvers::to_string(r.stop) << " " << r.message;
-  EXPECT_FALSE(r.converged);
-  EXPECT_NE(r.message.find("diverg"), std::string::npos) << r.message;
+  bool saw_growth = false;
+  for (const auto& h : r.history) saw_growth = saw_growth || !(h.residual < 1e6);
+  if (GetParam() == comm::HaloMode::sync || saw_growth) {
+    EXPECT_EQ(r.stop, StopReason::diverged) << solvers::to_string(r.stop) << " " << r.message;
+    EXPECT_FALSE(r.converged);
+    EXPECT_NE(r.message.find("diverg"), std::string::npos) << r.message;
+  } else {
+    EXPECT_EQ(r.stop, StopReason::converged) << solvers::to_string(r.stop) << " " << r.message;
+    EXPECT_EQ(r.converged, r.true_residual <= 1e-4);
+    RecordProperty("perturbation_smoothed_before_a_test", 1);
+  }
   EXPECT_TRUE(same_on_all_ranks(comm, static_cast<long long>(r.stop)));
   EXPECT_EQ(comm::RequestLedger::outstanding(), 0);
 }
