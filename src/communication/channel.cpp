@@ -1,6 +1,7 @@
 #include "desync/communication/channel.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <string>
 
 #include "desync/communication/request_ledger.hpp"

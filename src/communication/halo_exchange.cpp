@@ -28,7 +28,7 @@ void DelayStats::record(std::int64_t age) {
 }
 
 HaloExchange::HaloExchange(const decomposition::CartGrid& grid, HaloConfig config)
-    : grid_(grid), config_(config) {
+    : config_(config) {
   if (config_.mode == HaloMode::sync) config_.max_in_flight = 1;
   const Field shape(grid.local());
   std::vector<ChannelConfig> configs;

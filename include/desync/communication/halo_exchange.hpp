@@ -88,7 +88,6 @@ class HaloExchange {
  private:
   void install(decomposition::Field& u, std::size_t n) const;  // latest data of channel n -> halo
 
-  const decomposition::CartGrid& grid_;
   HaloConfig config_;
   std::vector<int> faces_;                         // faces with a neighbour
   std::vector<std::unique_ptr<Channel>> channels_;  // parallel to faces_
