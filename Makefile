@@ -1,7 +1,7 @@
 # desync: the two commands a user needs.
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
 #   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites
-# Other targets: build, build-mpich, bench, sanitize, install PREFIX=..., clean.
+# Other targets: build, build-mpich, bench, bench-petsc, sanitize, install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
 # CMake directly on (or for) the compute nodes.
 JOBS    ?= 2
@@ -15,7 +15,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all deps build build-mpich demo test test-openmpi test-mpich bench sanitize install clean
+.PHONY: all deps build build-mpich demo test test-openmpi test-mpich bench bench-petsc sanitize install clean
 
 all: build
 
@@ -53,6 +53,19 @@ bench: deps
 	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
 	cmake --build build/bench -j $(JOBS)
 	bash bench/run_all.sh build/bench
+
+# Optional, not part of deps/test: desync's CG family side by side with PETSc's (docs/benchmarks.md).
+# Installs petsc-dev when missing. CG_COMPARE_ARGS: further bench/cg_compare.py arguments, e.g. --reps 5.
+CG_COMPARE_ARGS ?=
+bench-petsc:
+	@bash scripts/install-deps.sh --petsc
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	@test -x build/bench/petsc_poisson3d || { echo "bench-petsc: build/bench/petsc_poisson3d was not built (see the cmake output)"; exit 1; }
+	mkdir -p build/bench/bench-results
+	python3 bench/cg_compare.py --desync build/bench/desync --petsc build/bench/petsc_poisson3d \
+	    --mpirun /usr/bin/mpirun.openmpi --json build/bench/bench-results/cg_compare.json $(CG_COMPARE_ARGS) \
+	    > build/bench/bench-results/cg_compare.txt; status=$$?; cat build/bench/bench-results/cg_compare.txt; exit $$status
 
 sanitize: deps
 	cmake -S . -B build/asan -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Debug -DDESYNC_SANITIZE="address;undefined"

@@ -6,11 +6,14 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <string>
 #include <fmt/format.h>
 
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
+#include "desync/run/cg_options.hpp"
+#include "desync/run/cg_report.hpp"
 #include "desync/run/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/options.hpp"
@@ -94,7 +97,15 @@ int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
 int main(int argc, char** argv) {
   run::prepare_mpi_io_environment();
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // `--progress thread` runs a progress thread that calls MPI while the interior rows are computed:
+  // it needs MPI_THREAD_MULTIPLE, which is requested only then (the operators check the level).
+  int required = MPI_THREAD_FUNNELED;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    if (arg == "--progress=thread" || (arg == "--progress" && a + 1 < argc && std::string(argv[a + 1]) == "thread"))
+      required = MPI_THREAD_MULTIPLE;
+  }
+  MPI_Init_thread(&argc, &argv, required, &provided);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);
@@ -105,6 +116,10 @@ int main(int argc, char** argv) {
   run::JacobiCommand jacobi;
   CLI::App* jacobi_app = app.add_subcommand("jacobi", "Jacobi's method on the 3D Laplace problem (paper 000)");
   jacobi.add_options(*jacobi_app);
+  run::CgCommand cg;
+  CLI::App* cg_app = app.add_subcommand(
+      "cg", "Conjugate gradients: cg, cg-cg, pipecg, groppcg (papers 002, 004) on poisson3d, elasticity3d or a matrix");
+  cg.add_options(*cg_app);
 
   try {
     app.parse(argc, argv);
@@ -114,13 +129,17 @@ int main(int argc, char** argv) {
       if (help)
         app.exit(e);
       else
-        std::fprintf(stderr, "desync: error: %s\nRun 'desync --help' or 'desync jacobi --help' for the options.\n",
+        std::fprintf(stderr, "desync: error: %s\nRun 'desync --help' or 'desync <command> --help' for the options.\n",
                      e.what());
     }
     return finish(help ? 0 : exit_bad_input);
   }
 
   try {
+    if (cg_app->parsed()) {
+      cg.finalise(MPI_COMM_WORLD);
+      return finish(run::run_cg(cg));
+    }
     jacobi.finalise(MPI_COMM_WORLD);
     return finish(run_jacobi(jacobi, rank, size));
   } catch (const InputError& e) {

@@ -1,9 +1,17 @@
 #!/usr/bin/env bash
 # Installs what desync needs from Debian's packages, only if something is missing.
 # Needs root (or sudo) when it has to install.
+#   --petsc  also PETSc (petsc-dev, built with Open MPI) and pkg-config, for the optional comparison
+#            with PETSc (make bench-petsc, docs/benchmarks.md); not needed to build or test desync.
 set -euo pipefail
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libmpich-dev mpich
           libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3)
+for arg in "$@"; do
+  case "$arg" in
+    --petsc) packages+=(petsc-dev pkg-config) ;;
+    *) echo "usage: bash scripts/install-deps.sh [--petsc]" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,6 +1,7 @@
 // GoogleTest main for tests that run under mpiexec.
 //
-//  * MPI_Init_thread / MPI_Finalize around the whole run.
+//  * MPI_Init_thread / MPI_Finalize around the whole run (MPI_THREAD_FUNNELED, or
+//    MPI_THREAD_MULTIPLE when the environment sets DESYNC_TEST_MPI_THREAD=multiple).
 //  * Only rank 0 prints GoogleTest's usual output. The other ranks drop the default printer but
 //    still report every failed assertion (and the failing test's name) on stderr, tagged with the
 //    rank, so a failure seen by rank 3 alone is not lost.
@@ -12,6 +13,7 @@
 #include <mpi.h>
 
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <vector>
 
@@ -70,7 +72,10 @@ class LedgerCheck : public ::testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   int provided = 0;
-  MPI_Init_thread(&argc, &argv, MPI_THREAD_FUNNELED, &provided);
+  // DESYNC_TEST_MPI_THREAD=multiple asks for MPI_THREAD_MULTIPLE (tests of progress threads).
+  const char* level = std::getenv("DESYNC_TEST_MPI_THREAD");
+  const bool multiple = level != nullptr && std::string(level) == "multiple";
+  MPI_Init_thread(&argc, &argv, multiple ? MPI_THREAD_MULTIPLE : MPI_THREAD_FUNNELED, &provided);
   const int rank = world_rank();
   int size = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &size);

@@ -31,12 +31,20 @@ enum class Progress {
 };
 const char* to_string(ExchangeEngine e);
 const char* to_string(Progress p);
+/// "p2p", "neighbor", "blocking"; throws desync::InputError naming the choices otherwise.
+ExchangeEngine parse_exchange_engine(const std::string& text);
+/// "none", "test", "thread"; throws desync::InputError naming the choices otherwise.
+Progress parse_progress(const std::string& text);
 
 struct SpmvConfig {
   ExchangeEngine engine = ExchangeEngine::p2p;
   Progress progress = Progress::none;
   int test_interval = 1024;  ///< rows between MPI_Test calls with Progress::test
 };
+/// MPI thread level apply() needs with `cfg`: MPI_THREAD_MULTIPLE for Progress::thread (unless the
+/// engine is blocking), MPI_THREAD_FUNNELED otherwise. The operators check it with MPI_Query_thread
+/// and throw desync::InputError when the library provides less.
+int required_thread_level(const SpmvConfig& cfg);
 
 /// Time and traffic of apply() on this rank, accumulated over calls.
 struct SpmvStats {

@@ -1,0 +1,53 @@
+#pragma once
+// Matrix Market (coordinate and array text formats) input and output for distributed matrices.
+//
+// Reading is parallel: every rank reads the header, parses a byte range of the entries (a line
+// belongs to the rank whose range holds its first character) and the entries are redistributed
+// to the owners of their rows with MPI_Alltoallv. Rows are distributed in contiguous balanced
+// ranges: with n rows over p ranks every rank gets floor(n / p) rows and the first n mod p one more.
+//
+// Every error is a desync::InputError thrown on every rank with the same message (the first
+// error in file order), of the form "<path>:<line>: <what>" when a line is to blame.
+#include <mpi.h>
+
+#include <span>
+#include <string>
+#include <vector>
+
+#include "desync/linalg/csr.hpp"
+
+namespace desync::linalg {
+
+/// Reads a symmetric matrix from a Matrix Market file: `matrix coordinate`, field `real` or
+/// `integer`, storage `general` or `symmetric` (a symmetric file holds the lower triangle, i >= j;
+/// its entries are mirrored). Duplicate entries are summed; columns are sorted in every row. The
+/// result has block_size 1 and comm = `comm`. Collective.
+///
+/// Rejected (InputError): a missing or unreadable file; a malformed banner, size line or entry;
+/// an index out of range; the wrong number of entries; a non-square matrix; an entry above the
+/// diagonal in a `symmetric` file; unsupported kinds (complex, pattern, hermitian,
+/// skew-symmetric, array); a `general` matrix that is not symmetric, structurally (a(i,j) stored
+/// but a(j,i) not) or numerically (|a(i,j) - a(j,i)| > 1e-12 max|a|, after duplicates are summed);
+/// a diagonal entry that is missing or not positive (the matrix cannot be positive definite).
+DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path);
+
+/// Reads a vector of layout.global_rows() entries and returns this rank's part (layout.local_rows()
+/// entries, in layout's row distribution; block_size is respected). Accepted: `matrix array`
+/// real/integer general of n x 1, or `matrix coordinate` real/integer general of n x 1 (missing
+/// entries are 0, duplicates summed). Collective over `comm` (the communicator of layout).
+std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& path, const DistributedCsr& layout);
+
+/// Writes A as `matrix coordinate real general` (every stored entry) or, with `symmetric`, as
+/// `matrix coordinate real symmetric` (the stored entries with row >= column; A is assumed to be
+/// symmetric, which is not checked). A block matrix is written in scalar rows and columns with all
+/// block_size^2 entries of every stored block, explicit zeros included. Values are printed with 17
+/// significant digits, so reading the file back gives A exactly. Collective (MPI-IO); throws
+/// InputError on every rank if the file cannot be written.
+void write_matrix_market(const DistributedCsr& A, const std::string& path, bool symmetric);
+
+/// Writes a distributed vector (this rank's part `local`, distributed like `layout`'s rows) as
+/// `matrix array real general` of n x 1. Collective.
+void write_matrix_market_vector(const DistributedCsr& layout, std::span<const double> local,
+                                const std::string& path);
+
+}  // namespace desync::linalg

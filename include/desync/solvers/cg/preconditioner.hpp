@@ -1,0 +1,68 @@
+#pragma once
+// Preconditioners of the CG family: u = M^-1 r on this rank's entries, without communication.
+//
+//   none          M = I
+//   jacobi        M = diag(A) (point Jacobi)
+//   bjacobi-ic0   block Jacobi: M is block diagonal with one block per rank, each rank's block being
+//                 the IC(0) factorisation L L^T of its diagonal block of A (incomplete Cholesky with
+//                 zero fill-in: L has the sparsity of the lower triangle of the block). Applying it
+//                 is a forward and a backward triangular solve (paper 004, section 2: IC(0) with
+//                 block-Jacobi localisation).
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "desync/linalg/csr.hpp"
+#include "desync/linalg/operator.hpp"
+
+namespace desync::solvers {
+
+enum class PcKind { none, jacobi, bjacobi_ic0 };
+const char* to_string(PcKind kind);
+/// "none", "jacobi" or "bjacobi-ic0"; throws InputError otherwise.
+PcKind parse_pc(const std::string& name);
+
+/// Set-up failure of a preconditioner on this rank (a zero, negative or non-finite pivot or
+/// diagonal entry). The message names the cause, the rank and the row.
+class PcSetupError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+class Preconditioner {
+ public:
+  virtual ~Preconditioner() = default;
+  virtual PcKind kind() const = 0;
+  /// u = M^-1 r; r and u do not overlap.
+  virtual void apply(std::span<const double> r, std::span<double> u) const = 0;
+  /// u = M^-1 r and returns this rank's part of (r, u), in one pass where the method allows.
+  virtual double apply_dot(std::span<const double> r, std::span<double> u) const = 0;
+  /// jacobi only: 1 / diag(A); empty otherwise.
+  virtual std::span<const double> inverse_diagonal() const { return {}; }
+};
+
+/// Builds the preconditioner of `kind` for `A` (local work only). Throws PcSetupError on this rank
+/// if it breaks down; the caller agrees on failure across ranks.
+std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A);
+
+/// Zero fill-in incomplete Cholesky factor of a symmetric local matrix (only its lower triangle,
+/// diagonal included, is read). Throws PcSetupError naming the row of a pivot that is not positive
+/// (or a row without a diagonal entry). `rank` and `first_global_row` only label the message.
+class Ic0Factor {
+ public:
+  Ic0Factor(const linalg::LocalCsr& a, int rank = 0, std::int64_t first_global_row = 0);
+  /// u = (L L^T)^-1 r; returns (r, u) of the entries (accumulated during the backward solve).
+  double solve(std::span<const double> r, std::span<double> u) const;
+  std::int64_t rows() const { return n_; }
+
+ private:
+  std::int64_t n_ = 0;
+  std::vector<std::int64_t> ptr_;  ///< strictly lower part of L, by rows
+  std::vector<std::int32_t> col_;
+  std::vector<double> val_;
+  std::vector<double> inv_diag_;  ///< 1 / L_ii
+};
+
+}  // namespace desync::solvers

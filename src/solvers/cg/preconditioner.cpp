@@ -1,0 +1,200 @@
+#include "desync/solvers/cg/preconditioner.hpp"
+
+#include <fmt/format.h>
+
+#include <cmath>
+
+#include "desync/linalg/vector.hpp"
+#include "desync/run/error.hpp"
+
+namespace desync::solvers {
+
+const char* to_string(PcKind kind) {
+  switch (kind) {
+    case PcKind::none: return "none";
+    case PcKind::jacobi: return "jacobi";
+    case PcKind::bjacobi_ic0: return "bjacobi-ic0";
+  }
+  return "?";
+}
+
+PcKind parse_pc(const std::string& name) {
+  if (name == "none") return PcKind::none;
+  if (name == "jacobi") return PcKind::jacobi;
+  if (name == "bjacobi-ic0") return PcKind::bjacobi_ic0;
+  throw InputError("--pc '" + name + "': unknown preconditioner (expected none, jacobi or bjacobi-ic0)");
+}
+
+// ---- IC(0) ------------------------------------------------------------------------------------
+
+Ic0Factor::Ic0Factor(const linalg::LocalCsr& a, int rank, std::int64_t first_global_row) : n_(a.rows) {
+  const auto n = static_cast<std::size_t>(n_);
+  // Pattern of the strictly lower triangle; values start as A's.
+  ptr_.assign(n + 1, 0);
+  for (std::int64_t i = 0; i < n_; ++i) {
+    std::int64_t count = 0;
+    for (std::int64_t e = a.row_ptr[static_cast<std::size_t>(i)]; e < a.row_ptr[static_cast<std::size_t>(i) + 1]; ++e)
+      if (a.col[static_cast<std::size_t>(e)] < i) ++count;
+    ptr_[static_cast<std::size_t>(i) + 1] = ptr_[static_cast<std::size_t>(i)] + count;
+  }
+  col_.resize(static_cast<std::size_t>(ptr_[n]));
+  val_.resize(static_cast<std::size_t>(ptr_[n]));
+  inv_diag_.assign(n, 0.0);
+  std::vector<double> diag(n, 0.0), work(n, 0.0);
+  std::vector<char> has_diag(n, 0);
+  for (std::int64_t i = 0; i < n_; ++i) {
+    std::int64_t k = ptr_[static_cast<std::size_t>(i)];
+    for (std::int64_t e = a.row_ptr[static_cast<std::size_t>(i)]; e < a.row_ptr[static_cast<std::size_t>(i) + 1]; ++e) {
+      const auto c = a.col[static_cast<std::size_t>(e)];
+      if (c < i) {
+        col_[static_cast<std::size_t>(k)] = c;
+        val_[static_cast<std::size_t>(k)] = a.val[static_cast<std::size_t>(e)];
+        ++k;
+      } else if (c == i) {
+        diag[static_cast<std::size_t>(i)] += a.val[static_cast<std::size_t>(e)];
+        has_diag[static_cast<std::size_t>(i)] = 1;
+      }
+    }
+  }
+  auto fail = [&](std::int64_t i, const std::string& what) {
+    throw PcSetupError(fmt::format(
+        "bjacobi-ic0: IC(0) factorisation failed on rank {} at local row {} (global row {}): {}; the matrix "
+        "is not symmetric positive definite, or IC(0) breaks down on it (try --pc jacobi or none)",
+        rank, i, first_global_row + i, what));
+  };
+  // Row i of L: for each j < i in the pattern, ascending:
+  //   L_ij = (a_ij - sum_{k < j} L_ik L_jk) / L_jj,   L_ii = sqrt(a_ii - sum_{k < i} L_ik^2),
+  // sums over the pattern only. `work` holds row i's finished entries scattered by column (zero
+  // elsewhere), so sum_{k<j} L_ik L_jk is a walk over row j.
+  for (std::int64_t i = 0; i < n_; ++i) {
+    const auto b = static_cast<std::size_t>(ptr_[static_cast<std::size_t>(i)]);
+    const auto e = static_cast<std::size_t>(ptr_[static_cast<std::size_t>(i) + 1]);
+    double d = diag[static_cast<std::size_t>(i)];
+    for (std::size_t t = b; t < e; ++t) {
+      const auto j = static_cast<std::size_t>(col_[t]);
+      double v = val_[t];
+      for (auto s = static_cast<std::size_t>(ptr_[j]); s < static_cast<std::size_t>(ptr_[j + 1]); ++s)
+        v -= val_[s] * work[static_cast<std::size_t>(col_[s])];
+      v *= inv_diag_[j];
+      val_[t] = v;
+      work[j] = v;
+      d -= v * v;
+    }
+    for (std::size_t t = b; t < e; ++t) work[static_cast<std::size_t>(col_[t])] = 0.0;
+    if (!has_diag[static_cast<std::size_t>(i)]) fail(i, "no diagonal entry");
+    if (!std::isfinite(d)) fail(i, "non-finite pivot");
+    if (!(d > 0)) fail(i, fmt::format("pivot {:.6e} is {}", d, d == 0 ? "zero" : "negative"));
+    inv_diag_[static_cast<std::size_t>(i)] = 1.0 / std::sqrt(d);
+  }
+}
+
+double Ic0Factor::solve(std::span<const double> r, std::span<double> u) const {
+  const double* rp = r.data();
+  double* up = u.data();
+  const std::int64_t* ptr = ptr_.data();
+  const std::int32_t* col = col_.data();
+  const double* val = val_.data();
+  const double* id = inv_diag_.data();
+  // Forward: L y = r (row-oriented).
+  for (std::int64_t i = 0; i < n_; ++i) {
+    double v = rp[i];
+    for (std::int64_t t = ptr[i]; t < ptr[i + 1]; ++t) v -= val[t] * up[col[t]];
+    up[i] = v * id[i];
+  }
+  // Backward: L^T u = y, column-oriented over L's rows, in place; (r, u) accumulated as u_i is final.
+  double ru = 0;
+  for (std::int64_t i = n_ - 1; i >= 0; --i) {
+    const double ui = up[i] * id[i];
+    up[i] = ui;
+    ru += rp[i] * ui;
+    for (std::int64_t t = ptr[i]; t < ptr[i + 1]; ++t) up[col[t]] -= val[t] * ui;
+  }
+  return ru;
+}
+
+// ---- the preconditioners ----------------------------------------------------------------------
+
+namespace {
+
+class IdentityPc final : public Preconditioner {
+ public:
+  PcKind kind() const override { return PcKind::none; }
+  void apply(std::span<const double> r, std::span<double> u) const override { linalg::copy(r, u); }
+  double apply_dot(std::span<const double> r, std::span<double> u) const override {
+    linalg::copy(r, u);
+    return linalg::dot(r, r);
+  }
+};
+
+class JacobiPc final : public Preconditioner {
+ public:
+  explicit JacobiPc(std::vector<double> inv) : inv_(std::move(inv)) {}
+  PcKind kind() const override { return PcKind::jacobi; }
+  void apply(std::span<const double> r, std::span<double> u) const override {
+    const double* rp = r.data();
+    const double* d = inv_.data();
+    double* up = u.data();
+    const auto n = static_cast<std::int64_t>(r.size());
+#pragma omp simd
+    for (std::int64_t i = 0; i < n; ++i) up[i] = d[i] * rp[i];
+  }
+  double apply_dot(std::span<const double> r, std::span<double> u) const override {
+    const double* rp = r.data();
+    const double* d = inv_.data();
+    double* up = u.data();
+    const auto n = static_cast<std::int64_t>(r.size());
+    double s = 0;
+#pragma omp simd reduction(+ : s)
+    for (std::int64_t i = 0; i < n; ++i) {
+      const double z = d[i] * rp[i];
+      up[i] = z;
+      s += rp[i] * z;
+    }
+    return s;
+  }
+  std::span<const double> inverse_diagonal() const override { return inv_; }
+
+ private:
+  std::vector<double> inv_;
+};
+
+class BlockIc0Pc final : public Preconditioner {
+ public:
+  explicit BlockIc0Pc(Ic0Factor f) : f_(std::move(f)) {}
+  PcKind kind() const override { return PcKind::bjacobi_ic0; }
+  void apply(std::span<const double> r, std::span<double> u) const override { f_.solve(r, u); }
+  double apply_dot(std::span<const double> r, std::span<double> u) const override { return f_.solve(r, u); }
+
+ private:
+  Ic0Factor f_;
+};
+
+}  // namespace
+
+std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A) {
+  int rank = 0;
+  MPI_Comm_rank(A.comm(), &rank);
+  // First global row of this rank: the exclusive prefix sum of the local sizes.
+  std::int64_t local = A.local_size(), first = 0;
+  MPI_Exscan(&local, &first, 1, MPI_INT64_T, MPI_SUM, A.comm());
+  if (rank == 0) first = 0;
+  switch (kind) {
+    case PcKind::none: return std::make_unique<IdentityPc>();
+    case PcKind::jacobi: {
+      std::vector<double> d = A.diagonal();
+      for (std::size_t i = 0; i < d.size(); ++i) {
+        if (!(d[i] > 0) || !std::isfinite(d[i]))
+          throw PcSetupError(fmt::format(
+              "jacobi: diagonal entry {:.6e} of global row {} on rank {} is not positive; the matrix is "
+              "not symmetric positive definite",
+              d[i], first + static_cast<std::int64_t>(i), rank));
+        d[i] = 1.0 / d[i];
+      }
+      return std::make_unique<JacobiPc>(std::move(d));
+    }
+    case PcKind::bjacobi_ic0: return std::make_unique<BlockIc0Pc>(Ic0Factor(A.diagonal_block(), rank, first));
+  }
+  return nullptr;
+}
+
+}  // namespace desync::solvers

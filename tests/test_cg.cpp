@@ -1,0 +1,440 @@
+// The CG family: every method with every preconditioner reaches the tolerance and matches a dense
+// direct solve of the same system; the methods agree on iteration counts; the reduction modes
+// agree; residual replacement keeps the true residual honest; failures are reported, not NaNs.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/linalg/csr.hpp"
+#include "desync/linalg/csr_operator.hpp"
+#include "desync/linalg/vector.hpp"
+#include "desync/problems/elasticity3d.hpp"
+#include "desync/problems/poisson3d.hpp"
+#include "desync/solvers/cg/cg.hpp"
+#include "desync/solvers/cg/preconditioner.hpp"
+#include "test_util.hpp"
+
+using namespace desync;
+using decomposition::CartGrid;
+using decomposition::Index3;
+using linalg::DistributedCsr;
+using solvers::CgMethod;
+using solvers::CgOptions;
+using solvers::CgResult;
+using solvers::CgStop;
+using solvers::PcKind;
+
+namespace {
+
+const CgMethod all_methods[] = {CgMethod::cg, CgMethod::cg_cg, CgMethod::pipecg, CgMethod::groppcg};
+const PcKind all_pcs[] = {PcKind::none, PcKind::jacobi, PcKind::bjacobi_ic0};
+
+std::string label(CgMethod m, PcKind p, bool nonblocking = true) {
+  return std::string(solvers::to_string(m)) + "/" + solvers::to_string(p) + (nonblocking ? "/nonblocking" : "/blocking");
+}
+
+/// The whole of a distributed vector on rank 0 (empty elsewhere).
+std::vector<double> gather(MPI_Comm comm, const std::vector<double>& local) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  int n = static_cast<int>(local.size());
+  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size));
+  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  int total = 0;
+  for (int r = 0; r < size; ++r) {
+    displs[static_cast<std::size_t>(r)] = total;
+    total += counts[static_cast<std::size_t>(r)];
+  }
+  std::vector<double> all(rank == 0 ? static_cast<std::size_t>(total) : 0);
+  MPI_Gatherv(local.data(), n, MPI_DOUBLE, all.data(), counts.data(), displs.data(), MPI_DOUBLE, 0, comm);
+  return all;
+}
+
+/// The matrix as a dense row-major N x N array on rank 0 (scalar rows and columns).
+std::vector<double> gather_dense(const DistributedCsr& A) {
+  const int bs = A.block_size;
+  const std::int64_t N = A.global_rows();
+  std::vector<double> triplets;  // row, col, value
+  const std::int64_t first = A.first_block_row();
+  for (std::int64_t i = 0; i < A.local_block_rows(); ++i)
+    for (std::int64_t e = A.row_ptr[static_cast<std::size_t>(i)]; e < A.row_ptr[static_cast<std::size_t>(i) + 1]; ++e)
+      for (int a = 0; a < bs; ++a)
+        for (int c = 0; c < bs; ++c) {
+          triplets.push_back(static_cast<double>((first + i) * bs + a));
+          triplets.push_back(static_cast<double>(A.col[static_cast<std::size_t>(e)] * bs + c));
+          triplets.push_back(A.val[static_cast<std::size_t>(e) * bs * bs + a * bs + c]);
+        }
+  const auto all = gather(A.comm, triplets);
+  std::vector<double> dense;
+  if (!all.empty() || A.rank() == 0) {
+    dense.assign(static_cast<std::size_t>(N * N), 0.0);
+    for (std::size_t t = 0; t + 2 < all.size(); t += 3)
+      dense[static_cast<std::size_t>(all[t]) * static_cast<std::size_t>(N) + static_cast<std::size_t>(all[t + 1])] +=
+          all[t + 2];
+  }
+  return dense;
+}
+
+/// Solves the dense SPD system by Cholesky (rank 0 only).
+std::vector<double> cholesky_solve(std::vector<double> a, std::vector<double> b) {
+  const auto n = b.size();
+  for (std::size_t j = 0; j < n; ++j) {
+    double d = a[j * n + j];
+    for (std::size_t k = 0; k < j; ++k) d -= a[j * n + k] * a[j * n + k];
+    if (!(d > 0)) ADD_FAILURE() << "dense Cholesky: matrix not positive definite at row " << j;
+    d = std::sqrt(d);
+    a[j * n + j] = d;
+    for (std::size_t i = j + 1; i < n; ++i) {
+      double v = a[i * n + j];
+      for (std::size_t k = 0; k < j; ++k) v -= a[i * n + k] * a[j * n + k];
+      a[i * n + j] = v / d;
+    }
+  }
+  for (std::size_t i = 0; i < n; ++i) {  // L y = b
+    double v = b[i];
+    for (std::size_t k = 0; k < i; ++k) v -= a[i * n + k] * b[k];
+    b[i] = v / a[i * n + i];
+  }
+  for (std::size_t i = n; i-- > 0;) {  // L^T x = y
+    double v = b[i];
+    for (std::size_t k = i + 1; k < n; ++k) v -= a[k * n + i] * b[k];
+    b[i] = v / a[i * n + i];
+  }
+  return b;
+}
+
+/// A system with its direct solution on rank 0.
+struct System {
+  std::unique_ptr<CartGrid> grid;
+  std::unique_ptr<linalg::Operator> op;
+  std::vector<double> b;
+  std::vector<double> exact;  ///< rank 0
+};
+
+void add_direct_solution(System& s, const DistributedCsr& A) {
+  const auto dense = gather_dense(A);
+  const auto b_all = gather(A.comm, s.b);
+  if (A.rank() == 0) s.exact = cholesky_solve(dense, b_all);
+}
+
+System poisson(Index3 global, bool assembled) {
+  System s;
+  s.grid = std::make_unique<CartGrid>(MPI_COMM_WORLD, global, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
+  const auto A = problems::assemble_poisson3d(*s.grid);
+  s.op = assembled ? linalg::make_csr_operator(A, {}) : problems::make_poisson3d_operator(*s.grid, {});
+  s.b = problems::poisson3d_rhs(*s.grid);
+  add_direct_solution(s, A);
+  return s;
+}
+
+System elasticity(Index3 nodes) {
+  System s;
+  s.grid = std::make_unique<CartGrid>(MPI_COMM_WORLD, nodes, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
+  auto sys = problems::assemble_elasticity3d(*s.grid);
+  s.op = linalg::make_csr_operator(sys.A, {});
+  s.b = sys.b;
+  add_direct_solution(s, sys.A);
+  return s;
+}
+
+CgResult solve(System& s, CgMethod m, PcKind pc, double rtol, std::vector<double>& x, bool nonblocking = true,
+               int replace_every = 0) {
+  CgOptions o;
+  o.method = m;
+  o.pc = pc;
+  o.rtol = rtol;
+  o.nonblocking = nonblocking;
+  o.replace_every = replace_every;
+  o.max_iters = 2000;
+  x.assign(static_cast<std::size_t>(s.op->local_size()), 0.0);
+  return solvers::solve_cg(*s.op, s.b, x, o);
+}
+
+/// ||x - exact|| / ||exact|| on rank 0, broadcast.
+double error_vs_direct(const System& s, const std::vector<double>& x) {
+  const auto all = gather(s.op->comm(), x);
+  double e = 0;
+  if (!s.exact.empty()) {
+    double num = 0, den = 0;
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      num += (all[i] - s.exact[i]) * (all[i] - s.exact[i]);
+      den += s.exact[i] * s.exact[i];
+    }
+    e = std::sqrt(num / den);
+  }
+  MPI_Bcast(&e, 1, MPI_DOUBLE, 0, s.op->comm());
+  return e;
+}
+
+/// Every method with every preconditioner converges and matches the direct solution; returns, per
+/// preconditioner, the largest difference between the methods' iteration counts.
+std::vector<std::int64_t> check_all_methods(System& s, double rtol, double max_error) {
+  std::vector<std::int64_t> spread;
+  for (auto pc : all_pcs) {
+    std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
+    for (auto m : all_methods) {
+      std::vector<double> x;
+      const CgResult r = solve(s, m, pc, rtol, x);
+      SCOPED_TRACE(label(m, pc));
+      EXPECT_EQ(r.stop, CgStop::converged) << r.message;
+      EXPECT_TRUE(r.converged);
+      EXPECT_LE(r.true_residual, rtol);
+      EXPECT_GT(r.iterations, 0);
+      EXPECT_LE(error_vs_direct(s, x), max_error);
+      EXPECT_EQ(r.stats.iterations, r.iterations);
+      lo = std::min(lo, r.iterations);
+      hi = std::max(hi, r.iterations);
+    }
+    spread.push_back(hi - lo);
+  }
+  return spread;
+}
+
+// ---- small units --------------------------------------------------------------------------------
+
+TEST(CgVector, FusedKernelsMatchPlainOnes) {
+  const std::size_t n = 37;
+  std::vector<double> a(n), b(n), c(n), d(n);
+  for (std::size_t i = 0; i < n; ++i) {
+    a[i] = 1.0 + 0.1 * static_cast<double>(i);
+    b[i] = std::sin(static_cast<double>(i));
+    c[i] = 0.5 - 0.01 * static_cast<double>(i);
+    d[i] = 2.0 + std::cos(static_cast<double>(i));
+  }
+  // update_r_jacobi == r -= alpha q; u = d r; sums
+  auto r = a, u = c;
+  const auto s = linalg::update_r_jacobi(0.3, b, r, d, u);
+  double ru = 0, rr = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double ri = a[i] - 0.3 * b[i];
+    EXPECT_DOUBLE_EQ(r[i], ri);
+    EXPECT_DOUBLE_EQ(u[i], d[i] * ri);
+    ru += ri * d[i] * ri;
+    rr += ri * ri;
+  }
+  EXPECT_NEAR(s[0], ru, 1e-12 * std::fabs(ru));
+  EXPECT_NEAR(s[1], rr, 1e-12 * rr);
+  // update_pqxr with u = r aliasing (the unpreconditioned cg-cg)
+  auto p = b, q = c, x = d, r2 = a;
+  const double rr2 = linalg::update_pqxr(0.2, 0.7, r2, a, p, q, x, r2);
+  double ref = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double pi = a[i] + 0.7 * b[i], qi = a[i] + 0.7 * c[i], ri = a[i] - 0.2 * qi;
+    EXPECT_DOUBLE_EQ(p[i], pi);
+    EXPECT_DOUBLE_EQ(q[i], qi);
+    EXPECT_DOUBLE_EQ(x[i], d[i] + 0.2 * pi);
+    EXPECT_DOUBLE_EQ(r2[i], ri);
+    ref += ri * ri;
+  }
+  EXPECT_NEAR(rr2, ref, 1e-12 * ref);
+}
+
+TEST(CgVector, GlobalSumBlockingAndNonblocking) {
+  desync_test::TestComm comm;
+  for (bool nb : {false, true}) {
+    linalg::GlobalSum sum(comm, nb);
+    const double v[3] = {1.0, 2.0, static_cast<double>(desync_test::world_rank())};
+    sum.start(v, 3);
+    const double* g = sum.wait();
+    const int p = desync_test::world_size();
+    EXPECT_EQ(g[0], p);
+    EXPECT_EQ(g[1], 2.0 * p);
+    EXPECT_EQ(g[2], p * (p - 1) / 2.0);
+    EXPECT_EQ(sum.stats().count, 1);
+  }
+}
+
+TEST(CgIc0, TridiagonalFactorIsExactCholesky) {
+  // IC(0) of a tridiagonal matrix has no fill-in to drop: it is the Cholesky factor, so
+  // M^-1 (A y) == y.
+  const std::int64_t n = 20;
+  linalg::LocalCsr a;
+  a.rows = n;
+  a.row_ptr.push_back(0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    if (i > 0) {
+      a.col.push_back(static_cast<std::int32_t>(i - 1));
+      a.val.push_back(-1.0);
+    }
+    a.col.push_back(static_cast<std::int32_t>(i));
+    a.val.push_back(2.5);
+    if (i + 1 < n) {
+      a.col.push_back(static_cast<std::int32_t>(i + 1));
+      a.val.push_back(-1.0);
+    }
+    a.row_ptr.push_back(static_cast<std::int64_t>(a.col.size()));
+  }
+  std::vector<double> y(n), ay(n, 0.0), z(n);
+  for (std::int64_t i = 0; i < n; ++i) y[static_cast<std::size_t>(i)] = std::cos(0.3 * static_cast<double>(i));
+  for (std::int64_t i = 0; i < n; ++i)
+    for (std::int64_t e = a.row_ptr[static_cast<std::size_t>(i)]; e < a.row_ptr[static_cast<std::size_t>(i) + 1]; ++e)
+      ay[static_cast<std::size_t>(i)] += a.val[static_cast<std::size_t>(e)] * y[static_cast<std::size_t>(a.col[static_cast<std::size_t>(e)])];
+  solvers::Ic0Factor f(a);
+  const double dot = f.solve(ay, z);
+  double ref = 0;
+  for (std::int64_t i = 0; i < n; ++i) {
+    EXPECT_NEAR(z[static_cast<std::size_t>(i)], y[static_cast<std::size_t>(i)], 1e-12);
+    ref += ay[static_cast<std::size_t>(i)] * z[static_cast<std::size_t>(i)];
+  }
+  EXPECT_NEAR(dot, ref, 1e-12 * std::fabs(ref));
+}
+
+TEST(CgIc0, NonPositivePivotIsNamed) {
+  linalg::LocalCsr a;  // [[1, 2], [2, 1]]: symmetric, indefinite; pivot 2 is 1 - 4 = -3
+  a.rows = 2;
+  a.row_ptr = {0, 2, 4};
+  a.col = {0, 1, 0, 1};
+  a.val = {1, 2, 2, 1};
+  try {
+    solvers::Ic0Factor f(a, 0, 10);
+    ADD_FAILURE() << "no error";
+  } catch (const solvers::PcSetupError& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("pivot"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("negative"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("global row 11"), std::string::npos) << msg;
+  }
+}
+
+// ---- whole solves -------------------------------------------------------------------------------
+
+TEST(Cg, Poisson3dMatrixFreeAllMethodsAndPcsMatchDirectSolve) {
+  System s = poisson({12, 10, 9}, false);
+  // The problem is well conditioned: the four methods' iteration counts differ by at most 2.
+  const auto spread = check_all_methods(s, 1e-8, 1e-6);
+  for (std::size_t i = 0; i < spread.size(); ++i)
+    EXPECT_LE(spread[i], 2) << "methods' iteration counts differ, pc " << solvers::to_string(all_pcs[i]);
+}
+
+TEST(Cg, Poisson3dCsrAllMethodsAndPcsMatchDirectSolve) {
+  System s = poisson({9, 8, 7}, true);
+  check_all_methods(s, 1e-8, 1e-6);
+}
+
+TEST(Cg, ElasticityBcsrAllMethodsAndPcsMatchDirectSolve) {
+  System s = elasticity({4, 4, 4});
+  check_all_methods(s, 1e-8, 1e-4);
+}
+
+TEST(Cg, MatrixFreeAndAssembledPoissonGiveTheSameIterates) {
+  // The two operators give bitwise the same products, and the solver is deterministic.
+  System a = poisson({8, 7, 6}, false), b = poisson({8, 7, 6}, true);
+  for (auto m : all_methods) {
+    std::vector<double> xa, xb;
+    const auto ra = solve(a, m, PcKind::jacobi, 1e-8, xa);
+    const auto rb = solve(b, m, PcKind::jacobi, 1e-8, xb);
+    EXPECT_EQ(ra.iterations, rb.iterations) << solvers::to_string(m);
+    EXPECT_EQ(xa, xb) << solvers::to_string(m);
+  }
+}
+
+TEST(Cg, BlockingAndNonblockingReductionsAgree) {
+  System s = poisson({8, 7, 6}, true);
+  for (auto m : {CgMethod::pipecg, CgMethod::groppcg})
+    for (auto pc : all_pcs) {
+      std::vector<double> x1, x2;
+      const auto a = solve(s, m, pc, 1e-6, x1, true);
+      const auto b = solve(s, m, pc, 1e-6, x2, false);
+      EXPECT_TRUE(a.converged && b.converged) << label(m, pc);
+      EXPECT_LE(std::abs(a.iterations - b.iterations), 1) << label(m, pc);
+    }
+}
+
+TEST(Cg, ResidualReplacementKeepsTrueResidualBelowTolerance) {
+  System s = poisson({8, 7, 6}, false);
+  for (auto m : all_methods)
+    for (auto pc : {PcKind::none, PcKind::bjacobi_ic0}) {
+      std::vector<double> x;
+      const auto r = solve(s, m, pc, 1e-10, x, true, 4);
+      SCOPED_TRACE(label(m, pc));
+      EXPECT_EQ(r.stop, CgStop::converged) << r.message;
+      EXPECT_LE(r.true_residual, 1e-10);
+      EXPECT_GE(r.stats.replacements, 1);
+      EXPECT_LE(error_vs_direct(s, x), 1e-8);
+    }
+}
+
+/// A diagonal matrix diag(d_0, d_1, ...) distributed in contiguous rows.
+DistributedCsr diagonal_matrix(MPI_Comm comm, std::int64_t n, double (*d)(std::int64_t)) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  DistributedCsr A;
+  A.comm = comm;
+  for (int r = 0; r <= size; ++r) A.row_offsets.push_back(n * r / size);
+  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank)];
+  const std::int64_t last = A.row_offsets[static_cast<std::size_t>(rank) + 1];
+  A.row_ptr.push_back(0);
+  for (std::int64_t i = first; i < last; ++i) {
+    A.col.push_back(i);
+    A.val.push_back(d(i));
+    A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
+  }
+  return A;
+}
+
+TEST(Cg, IndefiniteMatrixBreaksDownWithAClearMessage) {
+  desync_test::TestComm comm;
+  const auto A = diagonal_matrix(comm, 16, [](std::int64_t i) { return i % 2 == 0 ? 1.0 : -1.0; });
+  auto op = linalg::make_csr_operator(A, {});
+  const std::vector<double> b(static_cast<std::size_t>(op->local_size()), 1.0);
+  for (auto m : all_methods) {
+    // no preconditioner: (p, Ap) = sum of +1 and -1 = 0 at the first step
+    std::vector<double> x(b.size(), 0.0);
+    CgOptions o;
+    o.method = m;
+    const auto r = solvers::solve_cg(*op, b, x, o);
+    EXPECT_EQ(r.stop, CgStop::breakdown) << solvers::to_string(m) << ": " << r.message;
+    EXPECT_NE(r.message.find("not positive definite"), std::string::npos) << r.message;
+    EXPECT_FALSE(r.converged);
+    EXPECT_TRUE(solvers::is_numerical_failure(r.stop));
+    // jacobi: negative diagonal entry; IC(0): negative pivot
+    for (auto pc : {PcKind::jacobi, PcKind::bjacobi_ic0}) {
+      o.pc = pc;
+      const auto f = solvers::solve_cg(*op, b, x, o);
+      EXPECT_EQ(f.stop, CgStop::pc_failed) << label(m, pc);
+      EXPECT_NE(f.message.find(pc == PcKind::jacobi ? "diagonal" : "pivot"), std::string::npos) << f.message;
+    }
+  }
+}
+
+TEST(Cg, NonFiniteRightHandSideIsReported) {
+  System s = poisson({6, 5, 4}, false);
+  if (desync_test::world_rank() == 0) s.b[0] = std::numeric_limits<double>::quiet_NaN();
+  std::vector<double> x;
+  const auto r = solve(s, CgMethod::pipecg, PcKind::none, 1e-6, x);
+  EXPECT_EQ(r.stop, CgStop::non_finite);
+  EXPECT_NE(r.message.find("NaN or Inf"), std::string::npos) << r.message;
+}
+
+TEST(Cg, LimitsAndZeroRightHandSide) {
+  System s = poisson({8, 7, 6}, false);
+  CgOptions o;
+  o.max_iters = 5;
+  for (auto m : all_methods) {
+    o.method = m;
+    std::vector<double> x(s.b.size(), 0.0);
+    const auto r = solvers::solve_cg(*s.op, s.b, x, o);
+    EXPECT_EQ(r.stop, CgStop::max_iters) << solvers::to_string(m);
+    EXPECT_EQ(r.iterations, 5);
+    EXPECT_FALSE(r.converged);
+    EXPECT_GT(r.true_residual, 1e-6);
+    EXPECT_EQ(r.history.size(), 6u);
+  }
+  o.max_iters = 100;
+  const std::vector<double> zero(s.b.size(), 0.0);
+  std::vector<double> x(s.b.size(), 3.0);
+  const auto r = solvers::solve_cg(*s.op, zero, x, o);
+  EXPECT_TRUE(r.converged);
+  EXPECT_EQ(r.iterations, 0);
+  for (double v : x) EXPECT_EQ(v, 0.0);
+}
+
+}  // namespace

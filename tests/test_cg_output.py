@@ -1,0 +1,118 @@
+#!/usr/bin/env python3
+"""Checks the JSON record of `desync cg` (standard library only).
+
+  test_cg_output.py --desync PATH --mpiexec PATH [--np-flag -n] [--preflag X ...] --workdir DIR
+
+Runs a converging and a limited run on 2 ranks and checks the keys, types and consistency of the
+record. Exits 0 if every check passes.
+"""
+import argparse
+import json
+import os
+import subprocess
+import sys
+
+FAILURES = []
+
+
+def check(cond, what):
+    if not cond:
+        FAILURES.append(what)
+        print(f"FAIL: {what}", file=sys.stderr)
+    return cond
+
+
+def is_number(x):
+    return isinstance(x, (int, float)) and not isinstance(x, bool)
+
+
+def run(args, ranks, *options, expect_code):
+    cmd = [args.mpiexec, args.np_flag, str(ranks), *args.preflag, args.desync, "cg", *options]
+    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    if not check(proc.returncode == expect_code, f"{' '.join(cmd)}: exit code {proc.returncode}, expected {expect_code}"):
+        print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
+    return proc
+
+
+TIME_KEYS = ("spmv", "halo_wait", "pc", "vector", "reduction", "reduction_wait", "setup", "other", "total")
+
+
+def check_record(rec, method, converged):
+    # The top-level keys shared with `desync jacobi`, then the CG ones.
+    for key in ("schema", "schema_version", "solver", "mode", "transport", "reduction", "mpi_library", "ranks",
+                "process_grid", "global_size", "options", "tolerance", "converged", "stop_reason", "message",
+                "true_residual", "tested_residual", "iterations", "wall_time", "iteration_rate", "time_split",
+                "messages_per_iteration", "outstanding_requests", "residual_history", "per_rank",
+                "method", "pc", "problem", "operator", "unknowns", "replacements", "time_per_iteration", "b_norm"):
+        check(key in rec, f"JSON lacks key {key!r}")
+    check(rec.get("schema") == "desync.run" and rec.get("schema_version") == 1, "schema / schema_version")
+    check(rec.get("solver") == "cg" and rec.get("method") == method, f"solver {rec.get('solver')!r} method {rec.get('method')!r}")
+    check(rec.get("converged") is converged, f"converged {rec.get('converged')!r}, expected {converged}")
+    check(is_number(rec.get("true_residual")), f"true_residual {rec.get('true_residual')!r}")
+    if converged:
+        check(rec["true_residual"] <= rec["tolerance"], "converged but true residual above tolerance")
+    it = rec.get("iterations", {})
+    check(isinstance(it, dict) and all(is_number(it.get(k)) for k in ("min", "mean", "max")), f"iterations {it!r}")
+    check(it.get("min") == it.get("max") and it.get("min", 0) > 0, f"iterations {it!r}: equal on every rank, > 0")
+    ts = rec.get("time_split", {})
+    check(all(is_number(ts.get(k)) for k in TIME_KEYS), f"time_split {ts!r}")
+    check(ts.get("halo_wait", 1) <= ts.get("spmv", 0) + 1e-12, "halo_wait exceeds spmv")
+    check(ts.get("reduction_wait", 1) <= ts.get("reduction", 0) + 1e-12, "reduction_wait exceeds reduction")
+    check(rec.get("outstanding_requests") == 0, "outstanding_requests")
+    check(rec.get("ranks") == 2, "ranks")
+    pr = rec.get("per_rank", [])
+    if check(isinstance(pr, list) and len(pr) == 2, "per_rank has 2 entries"):
+        check([p.get("rank") for p in pr] == [0, 1], "per_rank order")
+        check(sum(p.get("local_rows", 0) for p in pr) == rec.get("unknowns"), "local_rows sum to unknowns")
+        for p in pr:
+            check(all(is_number(p.get("time", {}).get(k)) for k in TIME_KEYS), f"per_rank time {p.get('time')!r}")
+            check(p.get("iterations") == it.get("max"), "per_rank iterations")
+    h = rec.get("residual_history", {})
+    lens = {k: len(h.get(k, [])) for k in ("time", "iteration", "residual")}
+    check(len(set(lens.values())) == 1 and lens["iteration"] > 0, f"residual_history lengths {lens}")
+    check(h.get("iteration", [None])[-1] == it.get("max"), "last history iteration = iterations")
+    check(h.get("residual", [None])[0] == 1.0, "first history residual is 1 (x0 = 0)")
+    opts = rec.get("options", {})
+    check(isinstance(opts, dict) and all(isinstance(v, str) for v in opts.values()), "options are strings")
+    check(opts.get("method") == method, f"options.method {opts.get('method')!r}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--desync", required=True)
+    ap.add_argument("--mpiexec", required=True)
+    ap.add_argument("--np-flag", default="-n")
+    ap.add_argument("--preflag", action="append", default=[])
+    ap.add_argument("--workdir", required=True)
+    args = ap.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+
+    path = os.path.join(args.workdir, "cg.json")
+    run(args, 2, "--method", "pipecg", "--pc", "jacobi", "--global", "12x10x9", "--quiet", "--json", path,
+        expect_code=0)
+    with open(path) as f:
+        rec = json.load(f)
+    check_record(rec, "pipecg", True)
+    check(rec.get("reduction") == "iallreduce", f"reduction {rec.get('reduction')!r}")
+    check(rec.get("global_size") == [12, 10, 9] and rec.get("unknowns") == 1080, "sizes")
+    check(rec.get("stop_reason") == "tolerance_reached", f"stop_reason {rec.get('stop_reason')!r}")
+
+    path = os.path.join(args.workdir, "cg_limit.json")
+    run(args, 2, "--method", "cg", "--operator", "csr", "--global", "12x10x9", "--max-iters", "7", "--quiet",
+        "--json", path, expect_code=1)
+    with open(path) as f:
+        rec = json.load(f)
+    check_record(rec, "cg", False)
+    check(rec.get("reduction") == "allreduce", f"reduction {rec.get('reduction')!r}")
+    check(rec.get("stop_reason") == "max_iters" and rec["iterations"]["max"] == 7, "max_iters stop at 7")
+    check(rec.get("operator") == "csr", f"operator {rec.get('operator')!r}")
+
+    if FAILURES:
+        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
+        return 1
+    print("all cg output checks passed")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
