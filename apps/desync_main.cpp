@@ -11,6 +11,7 @@
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
+#include "desync/run/bench_comm.hpp"
 #include "desync/run/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/options.hpp"
@@ -22,7 +23,7 @@ namespace {
 using namespace desync;
 
 int finish(int code) {
-  MPI_Finalize();
+  comm::finalize_transports_and_mpi();  // shmem_finalize first when OpenSHMEM was started
   return code;
 }
 
@@ -34,6 +35,7 @@ int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
 
   run::RunReport report;
   report.mode = cmd.mode;
+  report.transport = cmd.transport;
   report.reduction = cmd.solver.mode == comm::HaloMode::sync ? "allreduce" : cmd.reduction;
   report.mpi_library = run::mpi_library_version();
   report.ranks = size;
@@ -105,6 +107,12 @@ int main(int argc, char** argv) {
   run::JacobiCommand jacobi;
   CLI::App* jacobi_app = app.add_subcommand("jacobi", "Jacobi's method on the 3D Laplace problem (paper 000)");
   jacobi.add_options(*jacobi_app);
+  CLI::App* bench_app = app.add_subcommand("bench", "Benchmarks of this machine and MPI library");
+  bench_app->require_subcommand(1);
+  run::BenchCommCommand bench_comm;
+  CLI::App* bench_comm_app = bench_app->add_subcommand(
+      "comm", "Two-sided vs one-sided bandwidth, overlap with computation, allreduce latency (paper 001, section 6)");
+  bench_comm.add_options(*bench_comm_app);
 
   try {
     app.parse(argc, argv);
@@ -121,7 +129,12 @@ int main(int argc, char** argv) {
   }
 
   try {
+    if (bench_comm_app->parsed()) {
+      bench_comm.finalise(MPI_COMM_WORLD);
+      return finish(run::bench_comm_main(bench_comm, MPI_COMM_WORLD));
+    }
     jacobi.finalise(MPI_COMM_WORLD);
+    comm::init_transport(jacobi.solver.transport);
     return finish(run_jacobi(jacobi, rank, size));
   } catch (const InputError& e) {
     if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", e.what());

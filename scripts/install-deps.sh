@@ -4,6 +4,9 @@
 set -euo pipefail
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libmpich-dev mpich
           libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3)
+# `install-deps.sh tsan` (make tsan): also clang, LLVM's OpenMP runtime with its ThreadSanitizer
+# support (libarcher, in libomp-14-dev) and clang's sanitizer runtimes.
+if [ "${1:-}" = tsan ]; then packages+=(clang-14 libomp-14-dev libclang-rt-14-dev); fi
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
