@@ -1,7 +1,7 @@
 # desync: the two commands a user needs.
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
 #   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites
-# Other targets: build, build-mpich, bench, bench-petsc, sanitize, install PREFIX=..., clean.
+# Other targets: build, build-mpich, bench, bench-petsc, sanitize, tsan, install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
 # CMake directly on (or for) the compute nodes.
 JOBS    ?= 2
@@ -15,7 +15,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all deps build build-mpich demo test test-openmpi test-mpich bench bench-petsc sanitize install clean
+.PHONY: all deps build build-mpich demo test test-openmpi test-mpich bench bench-petsc sanitize tsan install clean
 
 all: build
 
@@ -71,6 +71,21 @@ sanitize: deps
 	cmake -S . -B build/asan -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Debug -DDESYNC_SANITIZE="address;undefined"
 	cmake --build build/asan -j $(JOBS)
 	cd build/asan && ASAN_OPTIONS=detect_leaks=0 ctest --output-on-failure -j 1
+
+# ThreadSanitizer on the OpenMP solvers (one rank, so MPI's own threads stay out of the picture).
+# GCC's libgomp is not instrumented for ThreadSanitizer (its barriers and locks look like races),
+# so this builds with clang and LLVM's OpenMP runtime, whose archer tool (OMP_TOOL_LIBRARIES) tells
+# ThreadSanitizer about OpenMP's synchronisation. tests/tsan.supp says what is suppressed and why
+# (only the OpenMP runtime's and archer's own calls; no MPI suppression is needed at one rank).
+TSAN_ARCHER ?= /usr/lib/llvm-14/lib/libarcher.so
+tsan:
+	@bash scripts/install-deps.sh tsan
+	CC=clang-14 CXX=clang++-14 cmake -S . -B build/tsan -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DDESYNC_SANITIZE=thread -DDESYNC_BUILD_BENCH=OFF
+	cmake --build build/tsan -j $(JOBS) --target test_omp_jacobi
+	cd build/tsan && OMP_TOOL_LIBRARIES=$(TSAN_ARCHER) OMP_WAIT_POLICY=passive \
+	  TSAN_OPTIONS="suppressions=$(CURDIR)/tests/tsan.supp history_size=4" \
+	  ctest -R '^test_omp_jacobi_np1$$' --output-on-failure
 
 install: build
 	cmake --install $(OMPI) --prefix $(PREFIX)

@@ -12,6 +12,7 @@
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
+#include "desync/run/bench_comm.hpp"
 #include "desync/run/cg_options.hpp"
 #include "desync/run/cg_report.hpp"
 #include "desync/run/error.hpp"
@@ -25,7 +26,7 @@ namespace {
 using namespace desync;
 
 int finish(int code) {
-  MPI_Finalize();
+  comm::finalize_transports_and_mpi();  // shmem_finalize first when OpenSHMEM was started
   return code;
 }
 
@@ -37,6 +38,7 @@ int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
 
   run::RunReport report;
   report.mode = cmd.mode;
+  report.transport = cmd.transport;
   report.reduction = cmd.solver.mode == comm::HaloMode::sync ? "allreduce" : cmd.reduction;
   report.mpi_library = run::mpi_library_version();
   report.ranks = size;
@@ -120,6 +122,12 @@ int main(int argc, char** argv) {
   CLI::App* cg_app = app.add_subcommand(
       "cg", "Conjugate gradients: cg, cg-cg, pipecg, groppcg (papers 002, 004) on poisson3d, elasticity3d or a matrix");
   cg.add_options(*cg_app);
+  CLI::App* bench_app = app.add_subcommand("bench", "Benchmarks of this machine and MPI library");
+  bench_app->require_subcommand(1);
+  run::BenchCommCommand bench_comm;
+  CLI::App* bench_comm_app = bench_app->add_subcommand(
+      "comm", "Two-sided vs one-sided bandwidth, overlap with computation, allreduce latency (paper 001, section 6)");
+  bench_comm.add_options(*bench_comm_app);
 
   try {
     app.parse(argc, argv);
@@ -140,7 +148,12 @@ int main(int argc, char** argv) {
       cg.finalise(MPI_COMM_WORLD);
       return finish(run::run_cg(cg));
     }
+    if (bench_comm_app->parsed()) {
+      bench_comm.finalise(MPI_COMM_WORLD);
+      return finish(run::bench_comm_main(bench_comm, MPI_COMM_WORLD));
+    }
     jacobi.finalise(MPI_COMM_WORLD);
+    comm::init_transport(jacobi.solver.transport);
     return finish(run_jacobi(jacobi, rank, size));
   } catch (const InputError& e) {
     if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", e.what());

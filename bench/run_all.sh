@@ -8,6 +8,7 @@
 #   MPIRUN      launcher (default: MPIEXEC_EXECUTABLE from BUILD_DIR/CMakeCache.txt, else mpirun)
 #   SWEEP_REPS  repetitions of each kernel in desync_bench_sweep (default 10)
 #   SWEEP_ARGS  further desync_bench_sweep arguments, e.g. "--local 250"
+#   COMM_ARGS   further `desync bench comm` arguments, e.g. "--max-doubles 65536"
 #   TTS_REPS    repetitions of each time-to-solution configuration (default 5)
 #   TTS_ARGS    further time_to_solution.py arguments, e.g. "--variants default"
 set -euo pipefail
@@ -60,6 +61,11 @@ for np in 1 2; do
   echo
 done
 
+echo "== communication, 2 ranks: $MPIRUN -np 2 $build/desync bench comm"
+# shellcheck disable=SC2086
+"$MPIRUN" -np 2 "$build/desync" bench comm ${COMM_ARGS:-} --json "$out/comm.json" | tee "$out/comm.txt" || status=1
+echo
+
 echo "== time to solution (progress in $out/time_to_solution.log)"
 # shellcheck disable=SC2086
 python3 "$here/time_to_solution.py" --desync "$build/desync" --mpirun "$MPIRUN" --reps "${TTS_REPS:-5}" \
@@ -69,6 +75,6 @@ echo
 
 echo "load      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min, at end)" | tee -a "$out/machine.txt"
 echo "== summary"
-grep -h '^SUMMARY' "$out"/sweep_np*.txt || true
+grep -h '^SUMMARY' "$out"/sweep_np*.txt "$out"/comm.txt || true
 echo "results in $out/"
 exit $status

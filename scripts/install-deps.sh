@@ -6,10 +6,14 @@
 set -euo pipefail
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libmpich-dev mpich
           libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev python3)
+# Optional extras: `--petsc` (make bench-petsc): PETSc and pkg-config for the side-by-side benchmark;
+# `tsan` (make tsan): clang, LLVM's OpenMP runtime with its ThreadSanitizer support (libarcher, in
+# libomp-14-dev) and clang's sanitizer runtimes.
 for arg in "$@"; do
   case "$arg" in
     --petsc) packages+=(petsc-dev pkg-config) ;;
-    *) echo "usage: bash scripts/install-deps.sh [--petsc]" >&2; exit 2 ;;
+    tsan|--tsan) packages+=(clang-14 libomp-14-dev libclang-rt-14-dev) ;;
+    *) echo "usage: bash scripts/install-deps.sh [--petsc] [tsan]" >&2; exit 2 ;;
   esac
 done
 missing=()

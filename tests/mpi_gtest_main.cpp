@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "desync/communication/channel.hpp"
 #include "desync/communication/request_ledger.hpp"
 
 namespace {
@@ -108,6 +109,6 @@ int main(int argc, char** argv) {
       std::printf("mpi_gtest_main: all tests passed on %d rank(s), no MPI request outstanding\n", size);
     std::fflush(stdout);
   }
-  MPI_Finalize();
+  desync::comm::finalize_transports_and_mpi();  // shmem_finalize first if a test started OpenSHMEM
   return any_failed ? 1 : 0;
 }

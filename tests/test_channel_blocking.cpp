@@ -13,6 +13,7 @@
 
 #include "desync/communication/channel.hpp"
 #include "desync/communication/request_ledger.hpp"
+#include "channel_transport.hpp"
 #include "test_util.hpp"
 
 using desync::comm::Channel;
@@ -37,6 +38,7 @@ TEST_P(BothBlocked, SendsOfBothEndsComplete) {
     c.message_size = 8;
     c.max_in_flight = 1;
     c.mode = GetParam();
+    desync_test::apply_transport(c);
     Channel ch(pair, c);
     const int messages = 4;  // R preposted slots at the peer, then R unmatched, then blocking
     for (int m = 1; m <= messages; ++m) {

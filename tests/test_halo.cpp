@@ -19,6 +19,7 @@
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
+#include "channel_transport.hpp"  // the transport under test (ctest runs every one)
 #include "test_util.hpp"
 
 using namespace desync::decomposition;
@@ -159,7 +160,7 @@ bool push_pull_until(const CartGrid& grid, HaloExchange& h, Field& u, std::int64
 void run_async_rounds(const CartGrid& grid, HaloMode mode, int inflight, int chunks) {
   const long before = RequestLedger::outstanding();
   {
-    HaloExchange h(grid, HaloConfig{mode, inflight, chunks, 16});
+    HaloExchange h(grid, desync_test::with_transport(HaloConfig{mode, inflight, chunks, 16}));
     EXPECT_EQ(h.neighbours(), grid.num_neighbours());
     Field u(grid.local());
     const int rounds = 6;
@@ -244,7 +245,7 @@ TEST_P(Halo, SyncExchangeDeliversNeighbourBoundaryOfThatLevel) {
   if (!check_split(c().global, d).empty()) GTEST_SKIP() << "too many ranks for " << name(c());
   CartGrid grid(comm, c().global, d);
   {
-    HaloExchange h(grid, HaloConfig{HaloMode::sync, 1, 1, 0});
+    HaloExchange h(grid, desync_test::with_transport(HaloConfig{HaloMode::sync, 1, 1, 0}));
     EXPECT_EQ(h.neighbours(), grid.num_neighbours());
     Field u(grid.local());
     for (int f = 0; f < num_faces; ++f) EXPECT_EQ(h.halo_level(f), -1) << "before any exchange";

@@ -16,6 +16,7 @@
 #include "desync/decomposition/field.hpp"
 #include "desync/problems/laplace3d.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
+#include "channel_transport.hpp"  // the halo transport under test (ctest runs every one)
 #include "test_util.hpp"
 
 using namespace desync;
@@ -183,6 +184,7 @@ TEST_P(SyncJacobi, BitwiseEqualToSerialReference) {
     Field u(grid.local());
     problem.initialise(grid, u);
     JacobiOptions opt;
+    desync_test::apply_transport(opt);
     opt.mode = comm::HaloMode::sync;
     opt.tol = 1e-300;
     opt.max_iters = sweeps;
@@ -249,6 +251,7 @@ TEST(SyncJacobiEdge, HaloPeriodUsesValuesOfTheLastSwap) {
     Field u(grid.local());
     problem.initialise(grid, u);
     JacobiOptions opt;
+    desync_test::apply_transport(opt);
     opt.tol = 1e-300;
     opt.max_iters = sweeps;
     opt.check_every = 10;
@@ -269,6 +272,7 @@ TEST(SyncJacobiEdge, ZeroIterationsReturnsTheInitialGuess) {
   Field u(grid.local());
   problem.initialise(grid, u);
   JacobiOptions opt;
+  desync_test::apply_transport(opt);
   opt.max_iters = 0;
   const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
   EXPECT_EQ(r.stop, StopReason::max_iters);
@@ -290,6 +294,7 @@ TEST(SyncJacobiEdge, OffsetDoesNotChangeTheWork) {
     Field u(grid.local());
     problem.initialise(grid, u);
     JacobiOptions opt;
+    desync_test::apply_transport(opt);
     opt.tol = 1e-3;
     opt.check_every = 3;
     results.push_back(solvers::solve_jacobi(grid, problem, opt, u));
@@ -309,6 +314,7 @@ TEST(SyncJacobiEdge, ConvergesToTolerance) {
   Field u(grid.local());
   problem.initialise(grid, u);
   JacobiOptions opt;
+  desync_test::apply_transport(opt);
   opt.tol = 1e-3;
   opt.check_every = 7;
   const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
@@ -332,6 +338,7 @@ TEST(SyncJacobiEdge, TimeLimitStopsEveryRank) {
   Field u(grid.local());
   problem.initialise(grid, u);
   JacobiOptions opt;
+  desync_test::apply_transport(opt);
   opt.tol = 1e-300;
   opt.check_every = 5;
   opt.time_limit = 1e-9;
@@ -359,6 +366,7 @@ constexpr std::int64_t no_iteration_limit = std::numeric_limits<std::int64_t>::m
 
 JacobiOptions async_options(const AsyncCase& c) {
   JacobiOptions opt;
+  desync_test::apply_transport(opt);
   opt.mode = c.mode;
   opt.reduction = c.reduction;
   opt.polish = c.polish;
@@ -494,6 +502,7 @@ static JacobiResult solve_perturbed(desync_test::TestComm& comm, comm::HaloMode 
   Field u(grid.local());
   problem.initialise(grid, u);
   JacobiOptions opt;
+  desync_test::apply_transport(opt);
   opt.mode = mode;
   opt.check_every = 10;
   opt.time_limit = 60;

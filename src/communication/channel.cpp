@@ -1,97 +1,247 @@
+// Channel facade: configuration checks, handshake, the transport-independent semantics (newest
+// message, racy pieces, wait_recv) and the dispatch to the transport backend.
 #include "desync/communication/channel.hpp"
 
 #include <algorithm>
 #include <cstring>
+#include <numeric>
 #include <string>
 
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/run/error.hpp"
+#include "transport_backend.hpp"
 
 namespace desync::comm {
 namespace {
 constexpr int max_channel_tag = 4096;
-// Each channel tag t owns four MPI tags: data, handshake, close counts, spare.
-int data_tag(int t) { return 4 * t; }
+// Each channel tag t owns four MPI tags: data, handshake, close counts, spare (see transport_p2p.cpp).
 int handshake_tag(int t) { return 4 * t + 1; }
-int close_tag(int t) { return 4 * t + 2; }
-constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+struct Header {
+  std::int64_t time_level;
+  std::int64_t chunk;
+};
 }  // namespace
 
+// ----------------------------------------------------------------------------------------------
+// Names and parsing.
+
+const char* to_string(Transport t) {
+  switch (t) {
+    case Transport::p2p: return "p2p";
+    case Transport::rma: return "rma";
+    case Transport::shmem: return "shmem";
+  }
+  return "?";
+}
+const char* to_string(RmaSync s) {
+  switch (s) {
+    case RmaSync::flush: return "flush";
+    case RmaSync::flush_local: return "flush-local";
+    case RmaSync::overlap: return "overlap";
+    case RmaSync::overlap_local: return "overlap-local";
+  }
+  return "?";
+}
+const char* to_string(ShmemSync s) {
+  switch (s) {
+    case ShmemSync::put: return "put";
+    case ShmemSync::put_overlap: return "put-overlap";
+  }
+  return "?";
+}
+
+Transport parse_transport(const std::string& text, const std::string& option) {
+  for (auto t : {Transport::p2p, Transport::rma, Transport::shmem})
+    if (text == to_string(t)) return t;
+  throw InputError(option + " '" + text + "': unknown transport (expected p2p, rma or shmem)");
+}
+RmaSync parse_rma_sync(const std::string& text, const std::string& option) {
+  for (auto s : {RmaSync::flush, RmaSync::flush_local, RmaSync::overlap, RmaSync::overlap_local})
+    if (text == to_string(s)) return s;
+  throw InputError(option + " '" + text + "': unknown scheme (expected flush, flush-local, overlap or overlap-local)");
+}
+ShmemSync parse_shmem_sync(const std::string& text, const std::string& option) {
+  for (auto s : {ShmemSync::put, ShmemSync::put_overlap})
+    if (text == to_string(s)) return s;
+  throw InputError(option + " '" + text + "': unknown scheme (expected put or put-overlap)");
+}
+
+bool transport_built(Transport t) { return t != Transport::shmem || detail::shmem_built(); }
+
+void init_transport(Transport t) {
+  if (t != Transport::shmem) return;
+  if (!detail::shmem_built()) throw InputError("--transport shmem: desync was built without OpenSHMEM");
+  detail::shmem_start();
+}
+
+void finalize_transports_and_mpi() {
+  detail::shmem_stop();
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) MPI_Finalize();
+}
+
+// ----------------------------------------------------------------------------------------------
+// ChannelCore: the semantics every transport shares.
+
+namespace detail {
+
+void ChannelCore::pack(double* out, std::int64_t time_level) const {
+  for (std::size_t c = 0; c < pieces(); ++c) {
+    const Header h{time_level, static_cast<std::int64_t>(c)};
+    std::memcpy(out, &h, sizeof h);
+    std::memcpy(out + header_doubles, staging.data() + chunk_begin[c], piece_size(c) * sizeof(double));
+    out += piece_size(c) + header_doubles;
+  }
+}
+
+void ChannelCore::arrived_message(const double* packed) {
+  for (std::size_t c = 0; c < pieces(); ++c) {
+    arrived_piece(packed);
+    packed += piece_size(c) + header_doubles;
+  }
+}
+
+void ChannelCore::arrived_piece(const double* piece) {
+  Header h;
+  std::memcpy(&h, piece, sizeof h);
+  const double* payload = piece + header_doubles;
+  if (config.mode == ChannelMode::racy) {
+    const auto c = static_cast<std::size_t>(h.chunk);
+    ++stats.pieces_arrived;
+    if (h.time_level <= chunk_level[c]) {  // an older piece overtaken by a newer one
+      ++stats.pieces_discarded;
+    } else {
+      for (std::size_t m = chunk_begin[c]; m < chunk_begin[c + 1]; ++m)
+        std::atomic_ref<double>(image[m]).store(payload[m - chunk_begin[c]], std::memory_order_relaxed);
+      chunk_level[c] = h.time_level;
+      level = std::max(level, h.time_level);
+    }
+    stats.messages_arrived = stats.pieces_arrived / static_cast<long>(pieces());
+    stats.messages_discarded = stats.pieces_discarded / static_cast<long>(pieces());
+    return;
+  }
+  ++stats.messages_arrived;
+  const std::size_t bytes = config.message_size * sizeof(double);
+  if (h.time_level > newest_level) {
+    if (previous_level > level) ++stats.messages_discarded;  // undelivered, now third newest
+    previous.swap(newest);
+    previous_level = newest_level;
+    std::memcpy(newest.data(), payload, bytes);
+    newest_level = h.time_level;
+  } else if (h.time_level > previous_level && h.time_level > level) {  // arrived out of order
+    if (previous_level > level) ++stats.messages_discarded;
+    std::memcpy(previous.data(), payload, bytes);
+    previous_level = h.time_level;
+  } else {
+    ++stats.messages_discarded;  // older than what is held or delivered
+  }
+}
+
+void ChannelCore::deliver_newest() {
+  if (newest_level <= level) return;
+  if (previous_level > level) ++stats.messages_discarded;  // superseded, never delivered
+  image.swap(newest);  // newest now holds stale data, but newest_level == level marks it read
+  level = newest_level;
+  ++stats.messages_delivered;
+}
+
+}  // namespace detail
+
+// ----------------------------------------------------------------------------------------------
+// Channel.
+
 Channel::Channel(MPI_Comm comm, const ChannelConfig& config) : Channel(comm, config, true) {
+  std::vector<detail::TransportBackend*> rma;
+  if (core_.config.transport == Transport::rma) rma.push_back(backend_.get());
+  detail::rma_assign_regions(rma);
   post_handshake();
   MPI_Waitall(2, control_requests_, MPI_STATUSES_IGNORE);
   RequestLedger::retired(2);
   finish_handshake();
+  backend_->connect(handshake_in_[5]);
+  if (!rma.empty()) detail::rma_create_window(comm_, rma);
 }
 
-Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm), config_(config) {
+Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm) {
   if (config.peer == MPI_PROC_NULL || config.peer < 0) throw InputError("channel: invalid peer rank");
   if (config.message_size == 0) throw InputError("channel: message size must be positive");
   if (config.max_in_flight < 1) throw InputError("channel: max_in_flight must be >= 1");
   if (config.tag < 0 || config.tag >= max_channel_tag) throw InputError("channel: tag out of range");
+  if (!transport_built(config.transport))
+    throw InputError("channel: transport shmem: desync was built without OpenSHMEM");
+  MPI_Comm_rank(comm, &rank_);
   send_tag_ = config.tag;
   recv_tag_ = config.recv_tag < 0 ? config.tag : config.recv_tag;
   if (recv_tag_ >= max_channel_tag) throw InputError("channel: recv_tag out of range");
 
+  auto& c = core_;
+  c.config = config;
   int chunks = 1;
   if (config.mode == ChannelMode::racy) {
     if (config.racy_chunks < 1) throw InputError("channel: racy_chunks must be >= 1");
     chunks = static_cast<int>(std::min<std::size_t>(static_cast<std::size_t>(config.racy_chunks),
                                                     config.message_size));
   }
-  config_.racy_chunks = chunks;
-  pieces_per_message_ = static_cast<std::size_t>(chunks);
+  c.config.racy_chunks = chunks;
   const int n = static_cast<int>(config.message_size);
-  chunk_begin_.resize(pieces_per_message_ + 1);
-  for (int c = 0; c <= chunks; ++c)
-    chunk_begin_[static_cast<std::size_t>(c)] =
-        c == chunks ? config.message_size : static_cast<std::size_t>(decomposition::block_start(n, chunks, c));
-  chunk_level_.assign(pieces_per_message_, -1);
+  c.chunk_begin.resize(static_cast<std::size_t>(chunks) + 1);
+  for (int k = 0; k <= chunks; ++k)
+    c.chunk_begin[static_cast<std::size_t>(k)] =
+        k == chunks ? config.message_size : static_cast<std::size_t>(decomposition::block_start(n, chunks, k));
+  c.chunk_level.assign(static_cast<std::size_t>(chunks), -1);
+  c.staging.assign(config.message_size, 0.0);
+  c.image.assign(config.message_size, 0.0);
+  c.newest.assign(config.message_size, 0.0);
+  c.previous.assign(config.message_size, 0.0);
 
-  staging_.assign(config.message_size, 0.0);
-  image_.assign(config.message_size, 0.0);
-  const auto R = static_cast<std::size_t>(config.max_in_flight);
-  send_slots_.assign(R, std::vector<double>(config.message_size + header_doubles * pieces_per_message_));
-  send_requests_.assign(R * pieces_per_message_, MPI_REQUEST_NULL);
-  recv_slots_.assign(R * pieces_per_message_, std::vector<double>(piece_capacity()));
-  recv_requests_.assign(recv_slots_.size(), MPI_REQUEST_NULL);
-  newest_.assign(config.message_size, 0.0);
-  previous_.assign(config.message_size, 0.0);
-  completed_indices_.resize(std::max(recv_requests_.size(), send_requests_.size()));
+  switch (config.transport) {
+    case Transport::p2p: backend_ = detail::make_p2p_backend(core_, comm_, send_tag_, recv_tag_); break;
+    case Transport::rma: backend_ = detail::make_rma_backend(core_, comm_); break;
+    case Transport::shmem: backend_ = detail::make_shmem_backend(core_, comm_); break;
+  }
 }
 
-std::size_t Channel::piece_capacity() const {
-  std::size_t largest = 0;
-  for (std::size_t c = 0; c < pieces_per_message_; ++c)
-    largest = std::max(largest, chunk_begin_[c + 1] - chunk_begin_[c]);
-  return largest + header_doubles;
+std::array<int, 4> Channel::order_key() const {
+  // (lower rank, higher rank, tag of the lower->higher traffic, tag of the higher->lower traffic):
+  // both ends of one channel compute the same key.
+  const int peer = core_.config.peer;
+  if (rank_ < peer) return {rank_, peer, send_tag_, recv_tag_};
+  return {peer, rank_, recv_tag_, send_tag_};
 }
 
 void Channel::post_handshake() {
-  handshake_out_[0] = static_cast<std::int64_t>(config_.message_size);
-  handshake_out_[1] = config_.max_in_flight;
-  handshake_out_[2] = config_.mode == ChannelMode::racy ? 1 : 0;
-  handshake_out_[3] = config_.racy_chunks;
-  MPI_Irecv(handshake_in_, 4, MPI_INT64_T, config_.peer, handshake_tag(recv_tag_), comm_, &control_requests_[0]);
-  MPI_Isend(handshake_out_, 4, MPI_INT64_T, config_.peer, handshake_tag(send_tag_), comm_, &control_requests_[1]);
+  const auto& c = core_.config;
+  handshake_out_[0] = static_cast<std::int64_t>(c.message_size);
+  handshake_out_[1] = c.max_in_flight;
+  handshake_out_[2] = c.mode == ChannelMode::racy ? 1 : 0;
+  handshake_out_[3] = c.racy_chunks;
+  handshake_out_[4] = static_cast<std::int64_t>(c.transport);
+  handshake_out_[5] = backend_->handshake_value();  // not compared
+  MPI_Irecv(handshake_in_, 6, MPI_INT64_T, c.peer, handshake_tag(recv_tag_), comm_, &control_requests_[0]);
+  MPI_Isend(handshake_out_, 6, MPI_INT64_T, c.peer, handshake_tag(send_tag_), comm_, &control_requests_[1]);
   RequestLedger::posted(2);
 }
 
 void Channel::finish_handshake() {
   control_requests_[0] = control_requests_[1] = MPI_REQUEST_NULL;
-  if (!std::equal(std::begin(handshake_in_), std::end(handshake_in_), std::begin(handshake_out_))) {
+  if (!std::equal(handshake_in_, handshake_in_ + 5, handshake_out_)) {
     state_ = State::closed;
-    throw InputError("channel to rank " + std::to_string(config_.peer) +
-                     ": the two ends disagree on message size, max_in_flight, mode or chunks");
+    throw InputError("channel to rank " + std::to_string(core_.config.peer) +
+                     ": the two ends disagree on message size, max_in_flight, mode, chunks or transport");
   }
-  for (std::size_t s = 0; s < recv_slots_.size(); ++s) post_receive(s);
 }
 
 std::vector<std::unique_ptr<Channel>> Channel::connect(MPI_Comm comm, const std::vector<ChannelConfig>& configs) {
   std::vector<std::unique_ptr<Channel>> channels;
   channels.reserve(configs.size());
   for (const auto& c : configs) channels.emplace_back(new Channel(comm, c, true));
+  std::vector<detail::TransportBackend*> rma;
+  for (auto& ch : channels)
+    if (ch->core_.config.transport == Transport::rma) rma.push_back(ch->backend_.get());
+  detail::rma_assign_regions(rma);
   std::vector<MPI_Request> requests;
   for (auto& ch : channels) {
     ch->post_handshake();
@@ -101,6 +251,13 @@ std::vector<std::unique_ptr<Channel>> Channel::connect(MPI_Comm comm, const std:
   MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
   RequestLedger::retired(static_cast<long>(requests.size()));
   for (auto& ch : channels) ch->finish_handshake();
+  // Transport set-up that could block pairwise goes in increasing key order on every process: the
+  // smallest pending pair always finds both ends ready, so this cannot deadlock.
+  std::vector<Channel*> order;
+  for (auto& ch : channels) order.push_back(ch.get());
+  std::sort(order.begin(), order.end(), [](Channel* a, Channel* b) { return a->order_key() < b->order_key(); });
+  for (Channel* ch : order) ch->backend_->connect(ch->handshake_in_[5]);
+  if (!rma.empty()) detail::rma_create_window(comm, rma);  // collective over comm
   return channels;
 }
 
@@ -112,210 +269,61 @@ Channel::~Channel() {
   }
 }
 
-void Channel::post_receive(std::size_t slot) {
-  MPI_Irecv(recv_slots_[slot].data(), static_cast<int>(piece_capacity()), MPI_DOUBLE, config_.peer,
-            data_tag(recv_tag_), comm_, &recv_requests_[slot]);
-  RequestLedger::posted();
-}
+int Channel::in_flight() const { return backend_->in_flight(); }
 
-void Channel::progress_sends() {
-  int count = 0;
-  MPI_Testsome(static_cast<int>(send_requests_.size()), send_requests_.data(), &count,
-               completed_indices_.data(), MPI_STATUSES_IGNORE);
-  if (count != MPI_UNDEFINED && count > 0) RequestLedger::retired(count);
-}
-
-void Channel::apply_piece(const double* slot) {
-  Header h;
-  std::memcpy(&h, slot, sizeof h);
-  const auto c = static_cast<std::size_t>(h.chunk);
-  ++stats_.pieces_arrived;
-  if (h.time_level <= chunk_level_[c]) {  // an older piece overtaken by a newer one
-    ++stats_.pieces_discarded;
-    return;
-  }
-  const double* payload = slot + header_doubles;
-  for (std::size_t m = chunk_begin_[c]; m < chunk_begin_[c + 1]; ++m)
-    std::atomic_ref<double>(image_[m]).store(payload[m - chunk_begin_[c]], std::memory_order_relaxed);
-  chunk_level_[c] = h.time_level;
-  level_ = std::max(level_, h.time_level);
-}
-
-void Channel::keep_if_newest(const double* slot) {
-  Header h;
-  std::memcpy(&h, slot, sizeof h);
-  ++stats_.messages_arrived;
-  const double* payload = slot + header_doubles;
-  const std::size_t bytes = config_.message_size * sizeof(double);
-  if (h.time_level > newest_level_) {
-    if (previous_level_ > level_) ++stats_.messages_discarded;  // undelivered, now third newest
-    previous_.swap(newest_);
-    previous_level_ = newest_level_;
-    std::memcpy(newest_.data(), payload, bytes);
-    newest_level_ = h.time_level;
-  } else if (h.time_level > previous_level_ && h.time_level > level_) {  // arrived out of order
-    if (previous_level_ > level_) ++stats_.messages_discarded;
-    std::memcpy(previous_.data(), payload, bytes);
-    previous_level_ = h.time_level;
-  } else {
-    ++stats_.messages_discarded;  // older than what is held or delivered
-  }
-}
-
-void Channel::progress_receives(bool block) {
-  int count = 0;
-  if (block)
-    MPI_Waitsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count,
-                 completed_indices_.data(), MPI_STATUSES_IGNORE);
-  else
-    MPI_Testsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count,
-                 completed_indices_.data(), MPI_STATUSES_IGNORE);
-  if (count == MPI_UNDEFINED || count == 0) return;
-  RequestLedger::retired(count);
-  pieces_received_ += count;
-  for (int n = 0; n < count; ++n) {
-    const auto s = static_cast<std::size_t>(completed_indices_[static_cast<std::size_t>(n)]);
-    if (state_ != State::open) continue;  // draining: drop, the reposting policy is test_close's
-    if (config_.mode == ChannelMode::racy) {
-      apply_piece(recv_slots_[s].data());
-    } else {
-      keep_if_newest(recv_slots_[s].data());
-    }
-    post_receive(s);
-  }
-  if (config_.mode == ChannelMode::racy) {
-    stats_.messages_arrived = stats_.pieces_arrived / static_cast<long>(pieces_per_message_);
-    stats_.messages_discarded = stats_.pieces_discarded / static_cast<long>(pieces_per_message_);
-  }
-}
-
-std::size_t Channel::free_send_slot() const {
-  for (std::size_t s = 0; s < send_slots_.size(); ++s) {
-    bool free = true;
-    for (std::size_t p = 0; p < pieces_per_message_ && free; ++p)
-      free = send_requests_[s * pieces_per_message_ + p] == MPI_REQUEST_NULL;
-    if (free) return s;
-  }
-  return npos;
-}
-
-int Channel::in_flight() const {
-  int busy = 0;
-  for (std::size_t s = 0; s < send_slots_.size(); ++s) {
-    bool any = false;
-    for (std::size_t p = 0; p < pieces_per_message_; ++p)
-      any = any || send_requests_[s * pieces_per_message_ + p] != MPI_REQUEST_NULL;
-    busy += any ? 1 : 0;
-  }
-  return busy;
-}
-
-bool Channel::can_send() {
-  progress_sends();
-  return free_send_slot() != npos;
-}
+bool Channel::can_send() { return backend_->can_send(); }
 
 void Channel::send(std::int64_t time_level) {
-  progress_sends();
-  std::size_t slot = free_send_slot();
-  if (slot == npos) {
-    ++stats_.blocked_sends;
-    while (slot == npos) {
-      // Keep receiving while blocked so two ends that both wait cannot deadlock.
-      progress_receives(false);
-      int index = 0;
-      MPI_Waitany(static_cast<int>(send_requests_.size()), send_requests_.data(), &index, MPI_STATUS_IGNORE);
-      if (index != MPI_UNDEFINED) RequestLedger::retired();
-      slot = free_send_slot();
-    }
-  }
-  double* out = send_slots_[slot].data();
-  for (std::size_t c = 0; c < pieces_per_message_; ++c) {
-    Header h{time_level, static_cast<std::int64_t>(c)};
-    const std::size_t len = chunk_begin_[c + 1] - chunk_begin_[c];
-    std::memcpy(out, &h, sizeof h);
-    std::memcpy(out + header_doubles, staging_.data() + chunk_begin_[c], len * sizeof(double));
-    MPI_Issend(out, static_cast<int>(len + header_doubles), MPI_DOUBLE, config_.peer, data_tag(send_tag_), comm_,
-               &send_requests_[slot * pieces_per_message_ + c]);
-    RequestLedger::posted();
-    out += len + header_doubles;
-  }
-  ++stats_.messages_sent;
-  pieces_sent_ += static_cast<long>(pieces_per_message_);
+  backend_->send(time_level);
+  ++core_.stats.messages_sent;
+}
+
+void Channel::progress_receiving() {
+  // A receive that finds nothing new means this process is idle on the channel layer: complete
+  // every deferred put (overlap schemes) now rather than at the next put, so the last message of a
+  // sender that stops sending still becomes visible.
+  const long before = core_.stats.messages_arrived + core_.stats.pieces_arrived;
+  backend_->progress(false);
+  if (core_.stats.messages_arrived + core_.stats.pieces_arrived == before) detail::complete_all_deferred();
 }
 
 bool Channel::can_recv() {
-  progress_receives(false);
-  return config_.mode == ChannelMode::racy || newest_level_ > level_;
+  progress_receiving();
+  return core_.config.mode == ChannelMode::racy || core_.newest_level > core_.level;
 }
 
 std::int64_t Channel::recv() {
-  progress_receives(false);
-  if (config_.mode == ChannelMode::async) deliver_newest();
-  return level_;
-}
-
-void Channel::deliver_newest() {
-  if (newest_level_ <= level_) return;
-  if (previous_level_ > level_) ++stats_.messages_discarded;  // superseded, never delivered
-  image_.swap(newest_);  // newest_ now holds stale data, but newest_level_ == level_ marks it read
-  level_ = newest_level_;
-  ++stats_.messages_delivered;
+  progress_receiving();
+  if (core_.config.mode == ChannelMode::async) core_.deliver_newest();
+  return core_.level;
 }
 
 std::int64_t Channel::wait_recv(std::int64_t min_level) {
-  while (newest_level_ < min_level) {
-    progress_receives(true);
-    progress_sends();
-  }
+  auto& c = core_;
+  // A synchronous exchange: the peer may be waiting for what this process sent. Deferred completions
+  // (overlap schemes) happen now, even if what we wait for is already here and we never block.
+  detail::complete_all_deferred();
+  while (c.newest_level < min_level) backend_->progress(true);
   // No further progress here: it could replace the wanted level by the next one.
-  if (previous_level_ >= min_level && previous_level_ > level_) {
-    image_.swap(previous_);  // deliver the older one; the newest stays held for the next call
-    level_ = previous_level_;
-    ++stats_.messages_delivered;
-    return level_;
+  if (c.previous_level >= min_level && c.previous_level > c.level) {
+    c.image.swap(c.previous);  // deliver the older one; the newest stays held for the next call
+    c.level = c.previous_level;
+    ++c.stats.messages_delivered;
+    return c.level;
   }
-  deliver_newest();
-  return level_;
+  c.deliver_newest();
+  return c.level;
 }
 
 void Channel::begin_close() {
   if (state_ != State::open) return;
   state_ = State::closing;
-  // Messages that arrived but were never delivered are part of pieces_received_ already.
-  close_out_ = pieces_sent_;
-  MPI_Irecv(&close_in_, 1, MPI_INT64_T, config_.peer, close_tag(recv_tag_), comm_, &control_requests_[0]);
-  MPI_Isend(&close_out_, 1, MPI_INT64_T, config_.peer, close_tag(send_tag_), comm_, &control_requests_[1]);
-  RequestLedger::posted(2);
+  backend_->begin_close();
 }
 
 bool Channel::test_close() {
   if (state_ == State::closed) return true;
-  progress_sends();
-  test_request(control_requests_[1]);
-  const bool know_peer = test_request(control_requests_[0]);
-  progress_receives(false);
-  if (!know_peer) return false;
-  // Every piece the peer sent must be received; posted receives beyond that are never matched and
-  // are cancelled. Receives match in posting order, so counting completions is enough.
-  if (pieces_received_ < close_in_) {
-    long pending = 0;
-    for (auto r : recv_requests_) pending += r != MPI_REQUEST_NULL ? 1 : 0;
-    for (std::size_t s = 0; s < recv_requests_.size() && pieces_received_ + pending < close_in_; ++s) {
-      if (recv_requests_[s] == MPI_REQUEST_NULL) {
-        post_receive(s);
-        ++pending;
-      }
-    }
-    return false;
-  }
-  for (auto& r : recv_requests_)
-    if (r != MPI_REQUEST_NULL && !cancel_request(r)) ++pieces_received_;  // matched after all
-  for (auto r : send_requests_)
-    if (r != MPI_REQUEST_NULL) return false;
-  if (control_requests_[1] != MPI_REQUEST_NULL) return false;
-  state_ = State::closed;
-  return true;
+  return backend_->test_close();
 }
 
 void Channel::close() {
@@ -324,11 +332,21 @@ void Channel::close() {
 }
 
 void Channel::close_all(std::span<Channel* const> channels) {
-  for (Channel* ch : channels) ch->begin_close();
+  std::vector<Channel*> open;
+  for (Channel* ch : channels)
+    if (ch->state_ != State::closed) open.push_back(ch);
+  for (Channel* ch : open) ch->begin_close();
   for (;;) {
     bool all = true;
-    for (Channel* ch : channels) all = ch->test_close() && all;
-    if (all) return;
+    for (Channel* ch : open) all = ch->test_close() && all;
+    if (all) break;
+    detail::complete_all_deferred();
+  }
+  // Tear-down may block pairwise: the same agreed order as connect().
+  std::sort(open.begin(), open.end(), [](Channel* a, Channel* b) { return a->order_key() < b->order_key(); });
+  for (Channel* ch : open) {
+    ch->backend_->disconnect();
+    ch->state_ = State::closed;
   }
 }
 

@@ -40,6 +40,9 @@ HaloExchange::HaloExchange(const decomposition::CartGrid& grid, HaloConfig confi
     c.max_in_flight = config_.max_in_flight;
     c.mode = config_.mode == HaloMode::racy ? ChannelMode::racy : ChannelMode::async;
     c.racy_chunks = config_.racy_chunks;
+    c.transport = config_.transport;
+    c.rma_sync = config_.rma_sync;
+    c.shmem_sync = config_.shmem_sync;
     // Traffic leaving through face f is received through the peer's opposite face.
     c.tag = config_.tag_base + f;
     c.recv_tag = config_.tag_base + opposite_face(f);

@@ -29,6 +29,11 @@ void JacobiCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree")
       ->capture_default_str();
+  app.add_option("--transport", transport, "Halo channel transport: p2p (MPI two-sided) | rma (MPI one-sided) | "
+                 "shmem (OpenSHMEM; see docs/channel.md)")->capture_default_str();
+  app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
+      ->capture_default_str();
+  app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
   app.add_flag("--polish", s.polish,
                "If the final true residual is above --tol, continue with synchronous sweeps until it is not");
   app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
@@ -46,6 +51,14 @@ void JacobiCommand::add_options(CLI::App& app) {
   app.add_option("--perturb-value", s.noise.perturb_value, "Value written (nan, inf, 1e300, ...)");
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
   app.add_option("--save", save_path, "Write the solution field (.npy or .vti)");
+  app.add_option_function<int>(
+      "--threads",
+      [this](int t) {
+        solver.threads = t;
+        threads_given = true;
+      },
+      "OpenMP threads per rank, each sweeping a slab of the rank's block along z (paper 000, 3.3); "
+      "omitted: the plain MPI solver");
   app.add_flag("--monitor", s.monitor, "Print each convergence test on rank 0");
   app.add_flag("--quiet", quiet, "Print no summary");
 }
@@ -63,6 +76,10 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   else
     throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
   s.reduction = comm::parse_reduction(reduction);
+  s.transport = comm::parse_transport(transport);
+  s.rma_sync = comm::parse_rma_sync(rma_sync);
+  s.shmem_sync = comm::parse_shmem_sync(shmem_sync);
+  if (!comm::transport_built(s.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
   if (!(s.tol > 0) || !std::isfinite(s.tol)) throw InputError(fmt::format("--tol {}: must be > 0", s.tol));
   if (s.check_every == 0) s.check_every = s.mode == comm::HaloMode::sync ? 100 : 1;
   if (s.check_every < 1) throw InputError("--check-every must be >= 1");
@@ -82,6 +99,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   if ((s.noise.perturb_rank >= 0) != (s.noise.perturb_iteration >= 0))
     throw InputError("--perturb-rank and --perturb-iter go together");
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
+  if (threads_given && s.threads < 1) throw InputError(fmt::format("--threads {}: must be >= 1", s.threads));
 
   // --dims accepts zeros (MPI chooses), which parse_extent rejects: parse it here.
   {
@@ -112,6 +130,9 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   }
   const std::string split = decomposition::check_split(global_cells, process_grid);
   if (!split.empty()) throw InputError(split);
+  if (s.threads > global_cells[2] / process_grid[2])
+    throw InputError(fmt::format("--threads {}: more threads than planes along z ({} in the smallest block)",
+                                 s.threads, global_cells[2] / process_grid[2]));
   if (!save_path.empty()) {
     field_format_for(save_path);
     check_writable(comm, save_path, "--save");
@@ -132,6 +153,9 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
           {"inflight", std::to_string(s.inflight)},
           {"racy-chunks", std::to_string(s.racy_chunks)},
           {"reduction", reduction},
+          {"transport", transport},
+          {"rma-sync", rma_sync},
+          {"shmem-sync", shmem_sync},
           {"polish", s.polish ? "true" : "false"},
           {"max-iters", std::to_string(s.max_iters)},
           {"time-limit", fmt::format("{}", s.time_limit)},
@@ -142,6 +166,7 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
           {"perturb-rank", std::to_string(s.noise.perturb_rank)},
           {"perturb-iter", std::to_string(s.noise.perturb_iteration)},
           {"perturb-value", fmt::format("{}", s.noise.perturb_value)},
+          {"threads", std::to_string(s.threads)},
           {"monitor", s.monitor ? "true" : "false"},
           {"quiet", quiet ? "true" : "false"},
           {"json", json_path},

@@ -89,7 +89,11 @@ std::string format_summary(const RunReport& r) {
   const auto& d = r.dims;
   const auto& g = r.global;
   std::string s;
-  s += fmt::format("desync {} — mode {}, transport {}{}\n", r.solver, r.mode, r.transport,
+  std::string transport = r.transport;  // with its completion scheme, e.g. "rma (flush)"
+  for (const auto& [key, value] : r.options)
+    if ((r.transport == "rma" && key == "rma-sync") || (r.transport == "shmem" && key == "shmem-sync"))
+      transport += " (" + value + ")";
+  s += fmt::format("desync {} — mode {}, transport {}{}\n", r.solver, r.mode, transport,
                    r.mode == "sync" ? "" : ", reduction " + r.reduction);
   s += fmt::format("  ranks            {} (process grid {}x{}x{}), MPI: {}\n", r.ranks, d[0], d[1], d[2],
                    r.mpi_library);
@@ -105,6 +109,15 @@ std::string format_summary(const RunReport& r) {
   s += fmt::format("  iterations       min {:.0f}  mean {:.1f}  max {:.0f}", it.min, it.mean, it.max);
   if (m.polish_iterations > 0) s += fmt::format("  (+{} synchronous polish)", m.polish_iterations);
   s += "\n";
+  if (!r.per_rank.empty() && r.per_rank[0].threads > 0) {
+    std::int64_t lo = r.per_rank[0].thread_iterations_min, hi = r.per_rank[0].thread_iterations_max;
+    for (const auto& p : r.per_rank) {
+      lo = std::min(lo, p.thread_iterations_min);
+      hi = std::max(hi, p.thread_iterations_max);
+    }
+    s += fmt::format("  threads          {} OpenMP threads per rank (slabs along z), iterations per thread min {}  max {}\n",
+                     r.per_rank[0].threads, lo, hi);
+  }
   s += fmt::format("  wall time        {:.4f} s   iteration rate {:.1f} it/s (main phase)\n", r.wall_time,
                    iteration_rate(it, m));
   const double tot = m.time.total > 0 ? m.time.total : 1.0;
@@ -146,6 +159,7 @@ void write_json(const RunReport& r, const std::string& path) {
   j["reduction"] = r.reduction;
   j["mpi_library"] = r.mpi_library;
   j["ranks"] = r.ranks;
+  j["threads"] = r.per_rank.empty() ? 0 : r.per_rank[0].threads;
   j["process_grid"] = {r.dims[0], r.dims[1], r.dims[2]};
   j["global_size"] = {r.global[0], r.global[1], r.global[2]};
   json opts = json::object();
@@ -183,6 +197,8 @@ void write_json(const RunReport& r, const std::string& path) {
                      {"iterations", p.iterations},
                      {"polish_iterations", p.polish_iterations},
                      {"reductions", p.reductions},
+                     {"threads", p.threads},
+                     {"thread_iterations", {{"min", p.thread_iterations_min}, {"max", p.thread_iterations_max}}},
                      {"time", time_json(p.time)},
                      {"messages_sent", p.halo.messages_sent},
                      {"messages_received", p.halo.messages_received},

@@ -12,28 +12,72 @@
 //               different sender time levels. Readers use atomic loads (see read_racy()).
 //
 // Flow control is end-to-end: at most `max_in_flight` messages per direction are unacknowledged,
-// where acknowledged means the receiving end has matched the message (MPI_Issend completion), not
-// that the application has read it.
+// where acknowledged means the receiving end's channel has taken the message in (p2p: MPI_Issend
+// completion; rma/shmem: the receiver's acknowledgement counter), not that the application has read it.
 //
-// Transport: MPI two-sided. Receives land in private slots that are reposted the moment the channel
-// sees them complete (during any call on the channel): async mode keeps a copy of the newest
-// message, racy mode applies each piece to the receive image. So the receiving end always has
-// max_in_flight receives posted and a sender is never held up by an application that does not
-// call recv(). MPI forbids reading a buffer a pending receive may write, hence the slots; the
-// observable semantics of racy mode are those of the paper's single-buffer scheme at piece
-// granularity.
+// Transports (ChannelConfig::transport, see docs/channel.md): the semantics above are implemented
+// once, in this facade; a transport backend only moves packed messages (a header carrying the time
+// level, then the payload) and acknowledgements between the two ends.
+//   p2p    MPI two-sided: MPI_Issend per message (racy: per piece); the receiving end keeps
+//          max_in_flight receives posted into private slots, reposted as soon as they complete.
+//   rma    MPI-3 one-sided, passive target: one window (MPI_Win_allocate) per channel over a 2-rank
+//          communicator, one MPI_Win_lock_all epoch for the channel's lifetime, one packed MPI_Put
+//          per message into one of max_in_flight slots of the peer's window, then (after a flush)
+//          an atomic notification counter; the receiver acknowledges atomically in the sender's
+//          window. Completion schemes: RmaSync.
+//   shmem  OpenSHMEM: the same slots and counters in symmetric memory, put / fence / atomic flag,
+//          acknowledgement by a remote atomic (flag-and-acknowledge). Completion: ShmemSync.
+// Every transport receives into private slots that the channel drains during any call on it, so
+// racy mode is element-wise well defined (no C++ data race) at piece granularity.
 #include <mpi.h>
 
+#include <array>
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
 #include <vector>
 
 namespace desync::comm {
 
 enum class ChannelMode { async, racy };
+
+/// How messages travel (see the header comment and docs/channel.md).
+enum class Transport { p2p, rma, shmem };
+/// rma: when a put is completed and its arrival notified.
+///   flush          MPI_Win_flush right after the put, then the notification: visible when send() returns.
+///   flush_local    MPI_Win_flush_local right after the put (the send slot is free at once); the
+///                  remote flush and the notification follow at the next call on this channel.
+///   overlap        the put only; flush and notification just before the next put on this channel
+///                  (its next can_send() or send()), or as soon as this process is idle in the
+///                  channel layer (waits, or finds nothing new to receive).
+///   overlap_local  the put only; flush and notification at the next call on this channel.
+enum class RmaSync { flush, flush_local, overlap, overlap_local };
+/// shmem: put = shmem_fence and flag right after the data put; put_overlap = just before the next
+/// put on this channel (or as soon as this process blocks in the channel layer).
+enum class ShmemSync { put, put_overlap };
+
+const char* to_string(Transport t);
+const char* to_string(RmaSync s);
+const char* to_string(ShmemSync s);
+/// Parse the CLI spellings (p2p|rma|shmem, flush|flush-local|overlap|overlap-local, put|put-overlap);
+/// throw desync::InputError naming `option` on anything else.
+Transport parse_transport(const std::string& text, const std::string& option = "--transport");
+RmaSync parse_rma_sync(const std::string& text, const std::string& option = "--rma-sync");
+ShmemSync parse_shmem_sync(const std::string& text, const std::string& option = "--shmem-sync");
+
+/// True if this build can use the transport (shmem needs a build with OpenSHMEM).
+bool transport_built(Transport t);
+/// Collective over MPI_COMM_WORLD, after MPI_Init: prepares `t` for use by channels. For shmem this
+/// calls shmem_init and allocates the symmetric arena channels carve their buffers from
+/// (DESYNC_SHMEM_ARENA_MB, default 64); p2p and rma need nothing. Throws desync::InputError
+/// ("built without OpenSHMEM") if the transport is not built. Idempotent.
+void init_transport(Transport t);
+/// Call instead of MPI_Finalize: if shmem was initialised, shmem_finalize (which finalizes MPI too
+/// under Open MPI); then MPI_Finalize unless MPI is already finalized.
+void finalize_transports_and_mpi();
 
 struct ChannelConfig {
   int peer = MPI_PROC_NULL;
@@ -43,6 +87,9 @@ struct ChannelConfig {
   int racy_chunks = 4;  ///< racy mode: pieces per message (clamped to message_size)
   int tag = 0;          ///< tag of the traffic this end sends; 0 <= tag < 4096
   int recv_tag = -1;    ///< tag of the traffic this end receives; -1 means the same as `tag`
+  Transport transport = Transport::p2p;  ///< both ends must agree
+  RmaSync rma_sync = RmaSync::flush;     ///< rma only; each end may choose its own
+  ShmemSync shmem_sync = ShmemSync::put; ///< shmem only; each end may choose its own
 };
 
 struct ChannelStats {
@@ -54,6 +101,40 @@ struct ChannelStats {
   long pieces_discarded = 0;    ///< racy: pieces older than the image's piece, not applied
   long blocked_sends = 0;       ///< send() calls that had to wait for a free slot
 };
+
+namespace detail {
+class TransportBackend;
+
+/// The transport-independent state of one channel end: staging area, receive image, the two most
+/// recent async messages, racy piece levels and statistics. Backends feed arrivals into it.
+struct ChannelCore {
+  static constexpr std::size_t header_doubles = 2;  ///< packed header: time level, piece index
+
+  ChannelConfig config;
+  ChannelStats stats;
+  std::vector<double> staging;
+  std::vector<double> image;
+  std::vector<std::size_t> chunk_begin;
+  std::vector<std::int64_t> chunk_level;
+  std::int64_t level = -1;
+  // async: the two most recent messages that have arrived; one is undelivered while its level is
+  // above `level`. recv() takes the newest; wait_recv(L) the oldest held with level >= L.
+  std::vector<double> newest, previous;
+  std::int64_t newest_level = -1, previous_level = -1;
+
+  std::size_t pieces() const { return chunk_begin.size() - 1; }
+  std::size_t piece_size(std::size_t c) const { return chunk_begin[c + 1] - chunk_begin[c]; }
+  /// Doubles of one whole packed message: every piece with its header.
+  std::size_t packed_size() const { return config.message_size + header_doubles * pieces(); }
+  /// Writes the staging area as a packed message tagged `time_level` into out[0, packed_size()).
+  void pack(double* out, std::int64_t time_level) const;
+  /// Feeds one arrived packed piece (header + payload) into the async or racy state.
+  void arrived_piece(const double* piece);
+  /// Feeds a whole packed message (as pack() wrote it).
+  void arrived_message(const double* packed);
+  void deliver_newest();
+};
+}  // namespace detail
 
 class Channel {
  public:
@@ -79,7 +160,7 @@ class Channel {
   /// True if a send would not block: fewer than max_in_flight messages are unacknowledged.
   bool can_send();
   /// Staging area for the next message (message_size doubles): fill it, then call send().
-  double* send_buffer() { return staging_.data(); }
+  double* send_buffer() { return core_.staging.data(); }
   /// Sends the staging area tagged with `time_level`. Blocks until a slot is free if none is
   /// (check can_send() first to avoid that). On return the staging area may be reused.
   void send(std::int64_t time_level);
@@ -98,78 +179,45 @@ class Channel {
 
   /// Receive image: async, the last delivered message; racy, pieces written as they land.
   /// async: the pointer may change at each recv(); fetch it again after every call.
-  const double* recv_buffer() const { return image_.data(); }
+  const double* recv_buffer() const { return core_.image.data(); }
   /// racy: atomic (relaxed) load of element m of the receive image.
   double read_racy(std::size_t m) const {
-    return std::atomic_ref<const double>(image_[m]).load(std::memory_order_relaxed);
+    return std::atomic_ref<const double>(core_.image[m]).load(std::memory_order_relaxed);
   }
   /// Time level of the last delivered message (async) or newest piece (racy); -1 before any.
-  std::int64_t time_level() const { return level_; }
+  std::int64_t time_level() const { return core_.level; }
   /// racy: number of pieces, their element ranges and the time level of each (-1: none yet).
-  int chunks() const { return static_cast<int>(chunk_begin_.size()) - 1; }
-  std::size_t chunk_begin(int c) const { return chunk_begin_[static_cast<std::size_t>(c)]; }
-  std::size_t chunk_end(int c) const { return chunk_begin_[static_cast<std::size_t>(c) + 1]; }
-  std::int64_t chunk_level(int c) const { return chunk_level_[static_cast<std::size_t>(c)]; }
+  int chunks() const { return static_cast<int>(core_.pieces()); }
+  std::size_t chunk_begin(int c) const { return core_.chunk_begin[static_cast<std::size_t>(c)]; }
+  std::size_t chunk_end(int c) const { return core_.chunk_begin[static_cast<std::size_t>(c) + 1]; }
+  std::int64_t chunk_level(int c) const { return core_.chunk_level[static_cast<std::size_t>(c)]; }
 
-  const ChannelConfig& config() const { return config_; }
-  const ChannelStats& stats() const { return stats_; }
+  const ChannelConfig& config() const { return core_.config; }
+  const ChannelStats& stats() const { return core_.stats; }
   int in_flight() const;  ///< unacknowledged messages this end has sent
   bool closed() const { return state_ == State::closed; }
 
  private:
   enum class State { open, closing, closed };
-  struct Header {
-    std::int64_t time_level;
-    std::int64_t chunk;
-  };
-  static constexpr std::size_t header_doubles = 2;
 
   Channel(MPI_Comm comm, const ChannelConfig& config, bool defer_handshake);
   void post_handshake();
   void finish_handshake();
-  void post_receive(std::size_t slot);
-  std::size_t piece_capacity() const;  // doubles in one receive slot, header included
-  void progress_sends();
-  void progress_receives(bool block);
-  void apply_piece(const double* slot);
-  void keep_if_newest(const double* slot);
-  void deliver_newest();
-  std::size_t free_send_slot() const;  // npos if none
   void begin_close();
   bool test_close();
+  void progress_receiving();
+  std::array<int, 4> order_key() const;  // the same on both ends; orders pairwise-blocking steps
 
   MPI_Comm comm_;
-  ChannelConfig config_;
+  int rank_ = 0;
   int send_tag_ = 0, recv_tag_ = 0;
   State state_ = State::open;
-  ChannelStats stats_;
-
-  std::vector<double> staging_;
-  std::vector<double> image_;
-  std::vector<std::size_t> chunk_begin_;
-  std::vector<std::int64_t> chunk_level_;
-  std::int64_t level_ = -1;
-
-  // Send side: max_in_flight slots, each holding one message (racy: all its pieces).
-  std::size_t pieces_per_message_ = 1;
-  std::vector<std::vector<double>> send_slots_;
-  std::vector<MPI_Request> send_requests_;  // slot * pieces_per_message_ + piece
-
-  // Receive side: max_in_flight * pieces_per_message_ slots of one piece each, always reposted as
-  // soon as they complete, so matching never waits for the application to call recv().
-  std::vector<std::vector<double>> recv_slots_;
-  std::vector<MPI_Request> recv_requests_;
-  std::vector<int> completed_indices_;
-  // async: the two most recent messages that have arrived; one is undelivered while its level is
-  // above level_. recv() takes the newest; wait_recv(L) the oldest held with level >= L.
-  std::vector<double> newest_, previous_;
-  std::int64_t newest_level_ = -1, previous_level_ = -1;
+  detail::ChannelCore core_;
+  std::unique_ptr<detail::TransportBackend> backend_;
 
   // Handshake and close.
-  std::int64_t handshake_out_[4] = {0, 0, 0, 0}, handshake_in_[4] = {0, 0, 0, 0};
-  std::int64_t close_out_ = 0, close_in_ = -1;
+  std::int64_t handshake_out_[6] = {0, 0, 0, 0, 0, 0}, handshake_in_[6] = {0, 0, 0, 0, 0, 0};
   MPI_Request control_requests_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  long pieces_sent_ = 0, pieces_received_ = 0;
 };
 
 }  // namespace desync::comm

@@ -30,6 +30,9 @@ struct HaloConfig {
   int max_in_flight = 1;  ///< R, messages in flight per neighbour and direction (async, racy)
   int racy_chunks = 4;    ///< racy: pieces per face message
   int tag_base = 0;       ///< channel tags used: tag_base .. tag_base + 5
+  Transport transport = Transport::p2p;  ///< how the channels move data (channel.hpp)
+  RmaSync rma_sync = RmaSync::flush;     ///< rma completion scheme
+  ShmemSync shmem_sync = ShmemSync::put; ///< shmem completion scheme
 };
 
 /// Ages of the halo data used by the sweeps: age = own iteration - sender's time level, recorded

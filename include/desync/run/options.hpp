@@ -21,11 +21,15 @@ struct JacobiCommand {
   std::string dims = "0x0x0";       // --dims: process grid, 0 = chosen by MPI_Dims_create
   std::string mode = "sync";        // --mode
   std::string reduction = "iallreduce";
+  std::string transport = "p2p";    // --transport: p2p | rma | shmem
+  std::string rma_sync = "flush";   // --rma-sync (see docs/channel.md for why flush is the default)
+  std::string shmem_sync = "put";   // --shmem-sync
   problems::Laplace3D problem;
   solvers::JacobiOptions solver;
   std::string json_path;            // --json
   std::string save_path;            // --save
   bool quiet = false;               // --quiet: no summary
+  bool threads_given = false;       // --threads was given (solver.threads: 0 = plain MPI solver)
 
   /// Registers the options on a CLI11 subcommand.
   void add_options(CLI::App& app);

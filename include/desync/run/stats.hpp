@@ -41,6 +41,11 @@ struct RankStats {
   std::int64_t iterations = 0;         ///< sweeps done by the main (sync or async) phase
   std::int64_t polish_iterations = 0;  ///< synchronous sweeps added by --polish
   long reductions = 0;                 ///< convergence tests completed
+  /// OpenMP threads sweeping this rank's block (0: the plain MPI solver). With threads,
+  /// `iterations` is the fewest sweeps any thread made and these are the thread extremes.
+  int threads = 0;
+  std::int64_t thread_iterations_min = 0;
+  std::int64_t thread_iterations_max = 0;
   TimeSplit time;
   comm::HaloStats halo;
 };

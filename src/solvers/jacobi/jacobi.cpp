@@ -6,6 +6,7 @@
 #include <optional>
 #include <utility>
 
+#include "desync/solvers/jacobi/omp_jacobi.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
 
 namespace desync::solvers {
@@ -90,7 +91,8 @@ class JacobiRun {
     const int period = polishing ? 1 : opt_.halo_period;
     const int check_every = polishing ? std::min(opt_.check_every, 10) : opt_.check_every;
     iteration_offset_ = polishing ? result_.stats.iterations : 0;
-    comm::HaloExchange halo(grid_, {comm::HaloMode::sync, 1, 1, polishing ? 16 : 8});
+    comm::HaloExchange halo(grid_, {comm::HaloMode::sync, 1, 1, polishing ? 16 : 8, opt_.transport, opt_.rma_sync,
+                                     opt_.shmem_sync});
     for (std::int64_t it = 0;; ++it) {
       run::Stopwatch t_halo;
       if (it % period == 0)
@@ -132,7 +134,8 @@ class JacobiRun {
   // non-blocking reduction restarted as soon as the previous one completes.
   void run_async() {
     auto& st = result_.stats;
-    comm::HaloExchange halo(grid_, {opt_.mode, opt_.inflight, opt_.racy_chunks, 0});
+    comm::HaloExchange halo(grid_, {opt_.mode, opt_.inflight, opt_.racy_chunks, 0, opt_.transport, opt_.rma_sync,
+                                     opt_.shmem_sync});
     auto reduction = comm::make_reduction(opt_.reduction, grid_.comm(), vote_count);
     std::int64_t it = 0;
     bool local_done = false;  // reached --max-iters or --time-limit: wait for the global decision
@@ -260,6 +263,7 @@ class JacobiRun {
 
 JacobiResult solve_jacobi(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
                           const JacobiOptions& options, Field& u) {
+  if (options.threads > 0) return solve_jacobi_omp(grid, problem, options, u);
   JacobiRun run(grid, problem, options, u);
   return run.run();
 }

@@ -9,7 +9,7 @@ using decomposition::Field;
 
 namespace {
 template <bool with_residual>
-double sweep(const Field& u, Field& u_new) {
+double sweep(const Field& u, Field& u_new, int k_begin, int k_end) {
   const auto& n = u.extent();
   const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(u.stride_y());
   const std::ptrdiff_t sz = static_cast<std::ptrdiff_t>(u.stride_z());
@@ -19,7 +19,7 @@ double sweep(const Field& u, Field& u_new) {
   // extra L1 traffic.
   std::vector<double> row_residual_sq(with_residual ? static_cast<std::size_t>(n[0]) : 0, 0.0);
   double* __restrict acc = row_residual_sq.data();
-  for (int k = 0; k < n[2]; ++k) {
+  for (int k = k_begin; k < k_end; ++k) {
     for (int j = 0; j < n[1]; ++j) {
       const std::size_t row = u.index(0, j, k);
       const double* __restrict c = u.data() + row;
@@ -45,7 +45,13 @@ double sweep(const Field& u, Field& u_new) {
 }
 }  // namespace
 
-void jacobi_sweep(const Field& u, Field& u_new) { sweep<false>(u, u_new); }
-double jacobi_sweep_residual(const Field& u, Field& u_new) { return sweep<true>(u, u_new); }
+void jacobi_sweep(const Field& u, Field& u_new) { sweep<false>(u, u_new, 0, u.extent()[2]); }
+double jacobi_sweep_residual(const Field& u, Field& u_new) { return sweep<true>(u, u_new, 0, u.extent()[2]); }
+void jacobi_sweep_planes(const Field& u, Field& u_new, int k_begin, int k_end) {
+  sweep<false>(u, u_new, k_begin, k_end);
+}
+double jacobi_sweep_residual_planes(const Field& u, Field& u_new, int k_begin, int k_end) {
+  return sweep<true>(u, u_new, k_begin, k_end);
+}
 
 }  // namespace desync::solvers

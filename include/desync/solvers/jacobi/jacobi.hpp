@@ -32,6 +32,9 @@ struct JacobiOptions {
   /// one buffer fastest (section 6.3); docs/benchmarks.md has the measurements behind the default.
   int inflight = 1;
   int racy_chunks = 2;        ///< racy: pieces each halo message travels in
+  comm::Transport transport = comm::Transport::p2p;  ///< how halo channels move data (channel.hpp)
+  comm::RmaSync rma_sync = comm::RmaSync::flush;     ///< rma completion scheme
+  comm::ShmemSync shmem_sync = comm::ShmemSync::put; ///< shmem completion scheme
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async, racy
   double tol = 1e-4;          ///< on ||b - A u|| / ||s||, s the source part of b
   /// sync: iterations between blocking convergence tests. async/racy: minimum iterations between
@@ -43,6 +46,9 @@ struct JacobiOptions {
   bool polish = false;
   double divergence_factor = 1e6;  ///< stop if the residual grows beyond this times its first value
   bool monitor = false;       ///< rank 0 prints each convergence test
+  /// OpenMP threads per rank (paper 000, 3.3; see omp_jacobi.hpp). 0: the plain MPI solver, one
+  /// thread per rank; T >= 1: each rank's block is split into T slabs along z, one per thread.
+  int threads = 0;
   run::NoiseOptions noise;
 };
 
@@ -62,7 +68,8 @@ struct JacobiResult {
 };
 
 /// Solves for `u`, which holds the initial guess and the Dirichlet halos on entry (see
-/// Laplace3D::initialise) and the final iterate on exit. Collective over the grid. A numerical
+/// Laplace3D::initialise) and the final iterate on exit; with options.threads >= 1 it runs
+/// solve_jacobi_omp (omp_jacobi.hpp). Collective over the grid. A numerical
 /// failure (NaN, Inf, divergence) is reported in the result, agreed on by every rank.
 JacobiResult solve_jacobi(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
                           const JacobiOptions& options, decomposition::Field& u);

@@ -15,6 +15,11 @@ void jacobi_sweep(const decomposition::Field& u, decomposition::Field& u_new);
 /// The same update, fused with the local residual of u: returns sum over cells of
 /// (sum of neighbours - 6 u)^2, i.e. the local part of ||b - A u||^2.
 double jacobi_sweep_residual(const decomposition::Field& u, decomposition::Field& u_new);
+/// The same two kernels restricted to the interior planes k_begin <= k < k_end (a thread's slab,
+/// see omp_jacobi.hpp); every cell is computed exactly as by the whole-block kernels.
+void jacobi_sweep_planes(const decomposition::Field& u, decomposition::Field& u_new, int k_begin, int k_end);
+double jacobi_sweep_residual_planes(const decomposition::Field& u, decomposition::Field& u_new, int k_begin,
+                                    int k_end);
 
 /// Reference implementations, element by element through Field::operator().
 void jacobi_sweep_ref(const decomposition::Field& u, decomposition::Field& u_new);

@@ -1,0 +1,185 @@
+// Transport p2p: MPI two-sided. Each message travels as `pieces` MPI_Issend (one per racy piece,
+// one in async mode); acknowledged = the synchronous send completed, i.e. the receiving end matched
+// it. The receiving end keeps max_in_flight * pieces receives posted into private slots and reposts
+// each the moment the channel sees it complete (during any call on the channel), so a sender is
+// never held up by an application that does not call recv(). MPI forbids reading a buffer a pending
+// receive may write, hence the slots.
+#include <algorithm>
+#include <vector>
+
+#include "desync/communication/request_ledger.hpp"
+#include "transport_backend.hpp"
+
+namespace desync::comm::detail {
+namespace {
+int data_tag(int t) { return 4 * t; }
+int close_tag(int t) { return 4 * t + 2; }
+constexpr std::size_t npos = static_cast<std::size_t>(-1);
+
+class P2PBackend final : public TransportBackend {
+ public:
+  P2PBackend(ChannelCore& core, MPI_Comm comm, int send_tag, int recv_tag)
+      : TransportBackend(core), comm_(comm), send_tag_(send_tag), recv_tag_(recv_tag) {
+    pieces_ = core.pieces();
+    const auto R = static_cast<std::size_t>(core.config.max_in_flight);
+    std::size_t largest = 0;
+    for (std::size_t c = 0; c < pieces_; ++c) largest = std::max(largest, core.piece_size(c));
+    piece_capacity_ = largest + ChannelCore::header_doubles;
+    send_slots_.assign(R, std::vector<double>(core.packed_size()));
+    send_requests_.assign(R * pieces_, MPI_REQUEST_NULL);
+    recv_slots_.assign(R * pieces_, std::vector<double>(piece_capacity_));
+    recv_requests_.assign(recv_slots_.size(), MPI_REQUEST_NULL);
+    completed_.resize(std::max(recv_requests_.size(), send_requests_.size()));
+  }
+
+  void connect(std::int64_t) override {
+    for (std::size_t s = 0; s < recv_slots_.size(); ++s) post_receive(s);
+  }
+
+  bool can_send() override {
+    progress_sends();
+    return free_send_slot() != npos;
+  }
+
+  void send(std::int64_t time_level) override {
+    progress_sends();
+    std::size_t slot = free_send_slot();
+    if (slot == npos) {
+      ++core_.stats.blocked_sends;
+      while (slot == npos) {
+        // Keep receiving while blocked so two ends that both wait cannot deadlock.
+        progress_receives(false);
+        int index = 0;
+        MPI_Waitany(static_cast<int>(send_requests_.size()), send_requests_.data(), &index, MPI_STATUS_IGNORE);
+        if (index != MPI_UNDEFINED) RequestLedger::retired();
+        slot = free_send_slot();
+      }
+    }
+    double* out = send_slots_[slot].data();
+    core_.pack(out, time_level);
+    for (std::size_t c = 0; c < pieces_; ++c) {
+      const std::size_t len = core_.piece_size(c) + ChannelCore::header_doubles;
+      MPI_Issend(out, static_cast<int>(len), MPI_DOUBLE, core_.config.peer, data_tag(send_tag_), comm_,
+                 &send_requests_[slot * pieces_ + c]);
+      RequestLedger::posted();
+      out += len;
+    }
+    pieces_sent_ += static_cast<long>(pieces_);
+  }
+
+  void progress(bool block) override {
+    if (block) complete_all_deferred();
+    progress_receives(block);
+    progress_sends();
+  }
+
+  int in_flight() const override {
+    int busy = 0;
+    for (std::size_t s = 0; s < send_slots_.size(); ++s) {
+      bool any = false;
+      for (std::size_t p = 0; p < pieces_; ++p) any = any || send_requests_[s * pieces_ + p] != MPI_REQUEST_NULL;
+      busy += any ? 1 : 0;
+    }
+    return busy;
+  }
+
+  void begin_close() override {
+    closing_ = true;
+    // Messages that arrived but were never delivered are part of pieces_received_ already.
+    close_out_ = pieces_sent_;
+    MPI_Irecv(&close_in_, 1, MPI_INT64_T, core_.config.peer, close_tag(recv_tag_), comm_, &control_[0]);
+    MPI_Isend(&close_out_, 1, MPI_INT64_T, core_.config.peer, close_tag(send_tag_), comm_, &control_[1]);
+    RequestLedger::posted(2);
+  }
+
+  bool test_close() override {
+    if (closed_) return true;
+    progress_sends();
+    test_request(control_[1]);
+    const bool know_peer = test_request(control_[0]);
+    progress_receives(false);
+    if (!know_peer) return false;
+    // Every piece the peer sent must be received; posted receives beyond that are never matched
+    // and are cancelled. Receives match in posting order, so counting completions is enough.
+    if (pieces_received_ < close_in_) {
+      long pending = 0;
+      for (auto r : recv_requests_) pending += r != MPI_REQUEST_NULL ? 1 : 0;
+      for (std::size_t s = 0; s < recv_requests_.size() && pieces_received_ + pending < close_in_; ++s) {
+        if (recv_requests_[s] == MPI_REQUEST_NULL) {
+          post_receive(s);
+          ++pending;
+        }
+      }
+      return false;
+    }
+    for (auto& r : recv_requests_)
+      if (r != MPI_REQUEST_NULL && !cancel_request(r)) ++pieces_received_;  // matched after all
+    for (auto r : send_requests_)
+      if (r != MPI_REQUEST_NULL) return false;
+    if (control_[1] != MPI_REQUEST_NULL) return false;
+    closed_ = true;
+    return true;
+  }
+
+ private:
+  void post_receive(std::size_t slot) {
+    MPI_Irecv(recv_slots_[slot].data(), static_cast<int>(piece_capacity_), MPI_DOUBLE, core_.config.peer,
+              data_tag(recv_tag_), comm_, &recv_requests_[slot]);
+    RequestLedger::posted();
+  }
+
+  void progress_sends() {
+    int count = 0;
+    MPI_Testsome(static_cast<int>(send_requests_.size()), send_requests_.data(), &count, completed_.data(),
+                 MPI_STATUSES_IGNORE);
+    if (count != MPI_UNDEFINED && count > 0) RequestLedger::retired(count);
+  }
+
+  void progress_receives(bool block) {
+    int count = 0;
+    if (block)
+      MPI_Waitsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count, completed_.data(),
+                   MPI_STATUSES_IGNORE);
+    else
+      MPI_Testsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count, completed_.data(),
+                   MPI_STATUSES_IGNORE);
+    if (count == MPI_UNDEFINED || count == 0) return;
+    RequestLedger::retired(count);
+    pieces_received_ += count;
+    for (int n = 0; n < count; ++n) {
+      const auto s = static_cast<std::size_t>(completed_[static_cast<std::size_t>(n)]);
+      if (closing_) continue;  // draining: drop, the reposting policy is test_close's
+      core_.arrived_piece(recv_slots_[s].data());
+      post_receive(s);
+    }
+  }
+
+  std::size_t free_send_slot() const {
+    for (std::size_t s = 0; s < send_slots_.size(); ++s) {
+      bool free = true;
+      for (std::size_t p = 0; p < pieces_ && free; ++p) free = send_requests_[s * pieces_ + p] == MPI_REQUEST_NULL;
+      if (free) return s;
+    }
+    return npos;
+  }
+
+  MPI_Comm comm_;
+  int send_tag_, recv_tag_;
+  std::size_t pieces_ = 1, piece_capacity_ = 0;
+  std::vector<std::vector<double>> send_slots_;
+  std::vector<MPI_Request> send_requests_;  // slot * pieces_ + piece
+  std::vector<std::vector<double>> recv_slots_;
+  std::vector<MPI_Request> recv_requests_;
+  std::vector<int> completed_;
+  std::int64_t close_out_ = 0, close_in_ = -1;
+  MPI_Request control_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  long pieces_sent_ = 0, pieces_received_ = 0;
+  bool closing_ = false, closed_ = false;
+};
+}  // namespace
+
+std::unique_ptr<TransportBackend> make_p2p_backend(ChannelCore& core, MPI_Comm comm, int send_tag, int recv_tag) {
+  return std::make_unique<P2PBackend>(core, comm, send_tag, recv_tag);
+}
+
+}  // namespace desync::comm::detail

@@ -1,0 +1,323 @@
+// solve_jacobi with OpenMP threads (options.threads >= 1, paper 000 section 3.3): the synchronous
+// variant is bitwise the serial Jacobi iteration (and the plain MPI solver) at any thread and rank
+// count; the asynchronous and racy variants converge, alone and hybrid, and end clean.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "desync/communication/request_ledger.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/decomposition/field.hpp"
+#include "desync/problems/laplace3d.hpp"
+#include "desync/run/error.hpp"
+#include "desync/solvers/jacobi/jacobi.hpp"
+#include "desync/solvers/jacobi/omp_jacobi.hpp"
+#include "test_util.hpp"
+
+using namespace desync;
+using decomposition::CartGrid;
+using decomposition::Field;
+using decomposition::Index3;
+using solvers::JacobiOptions;
+using solvers::JacobiResult;
+using solvers::StopReason;
+
+namespace {
+
+/// The whole problem on one process, halo included, x fastest, with its own serial Jacobi sweep
+/// (neighbours added in the documented order) and Dirichlet values written out independently.
+class SerialGrid {
+ public:
+  SerialGrid(Index3 g, const problems::Laplace3D& p)
+      : g_(g), sx_(g[0] + 2), sy_(g[1] + 2), u_(static_cast<std::size_t>(sx_) * sy_ * (g[2] + 2), p.offset) {
+    for (int j = 0; j < g[1]; ++j)
+      for (int i = 0; i < g[0]; ++i) {
+        const double x = (i + 1) / static_cast<double>(g[0] + 1);
+        const double y = (j + 1) / static_cast<double>(g[1] + 1);
+        const double dx = 0.5 - x, dy = 0.5 - y;
+        const bool inside = dx * dx + dy * dy <= p.source_radius * p.source_radius;
+        at(i, j, -1) = p.offset + (inside ? std::exp(-(dx * dx + dy * dy)) : 0.0);
+      }
+  }
+  std::size_t idx(int i, int j, int k) const {
+    return (static_cast<std::size_t>(k + 1) * sy_ + static_cast<std::size_t>(j + 1)) * sx_ + static_cast<std::size_t>(i + 1);
+  }
+  double& at(int i, int j, int k) { return u_[idx(i, j, k)]; }
+  double at(int i, int j, int k) const { return u_[idx(i, j, k)]; }
+  void sweep() {
+    std::vector<double> next = u_;
+    for (int k = 0; k < g_[2]; ++k)
+      for (int j = 0; j < g_[1]; ++j)
+        for (int i = 0; i < g_[0]; ++i)
+          next[idx(i, j, k)] = (at(i - 1, j, k) + at(i + 1, j, k) + at(i, j - 1, k) + at(i, j + 1, k) +
+                                at(i, j, k - 1) + at(i, j, k + 1)) *
+                               (1.0 / 6.0);
+    u_.swap(next);
+  }
+
+ private:
+  Index3 g_;
+  int sx_, sy_;
+  std::vector<double> u_;
+};
+
+/// Interior cells of this rank's block whose bits differ from the serial array.
+long differing_cells(const CartGrid& grid, const Field& u, const SerialGrid& ref) {
+  const auto& n = grid.local();
+  const auto& o = grid.offset();
+  long diff = 0;
+  for (int k = 0; k < n[2]; ++k)
+    for (int j = 0; j < n[1]; ++j)
+      for (int i = 0; i < n[0]; ++i) {
+        const double a = u(i, j, k), b = ref.at(o[0] + i, o[1] + j, o[2] + k);
+        diff += std::memcmp(&a, &b, sizeof a) != 0 ? 1 : 0;
+      }
+  return diff;
+}
+
+/// Interior cells whose bits differ between two fields of the same block.
+long differing_cells(const Field& a, const Field& b) {
+  const auto& n = a.extent();
+  long diff = 0;
+  for (int k = 0; k < n[2]; ++k)
+    for (int j = 0; j < n[1]; ++j)
+      for (int i = 0; i < n[0]; ++i) {
+        const double x = a(i, j, k), y = b(i, j, k);
+        diff += std::memcmp(&x, &y, sizeof x) != 0 ? 1 : 0;
+      }
+  return diff;
+}
+
+bool same_on_all_ranks(MPI_Comm comm, long long v) {
+  long long lo = v, hi = v;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG_LONG, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG_LONG, MPI_MAX, comm);
+  return lo == hi;
+}
+
+struct SyncCase {
+  Index3 global;
+  Index3 hint;
+  int threads;
+};
+
+// Uneven slabs (11 planes over 2 and 3 threads), z split between ranks ({1, 1, 0}: the rank's z
+// faces are inter-rank halos read by the first and last thread), x split ({0, 1, 1}).
+const SyncCase sync_cases[] = {
+    {{19, 14, 11}, {0, 0, 0}, 1}, {{19, 14, 11}, {0, 0, 0}, 2}, {{19, 14, 11}, {0, 0, 0}, 3},
+    {{11, 10, 19}, {1, 1, 0}, 2}, {{11, 10, 19}, {1, 1, 0}, 4}, {{13, 9, 12}, {0, 1, 1}, 2},
+};
+
+class OmpSync : public ::testing::TestWithParam<int> {};
+
+}  // namespace
+
+// A fixed number of synchronous threaded iterations gives bitwise the serial Jacobi iterate and
+// the plain MPI solver's field, with the same iteration count and convergence tests.
+TEST_P(OmpSync, BitwiseEqualToSerialAndMpi) {
+  const SyncCase& c = sync_cases[GetParam()];
+  desync_test::TestComm comm;
+  const Index3 dims = decomposition::choose_dims(desync_test::world_size(), c.hint);
+  ASSERT_EQ(decomposition::check_split(c.global, dims), "");
+  CartGrid grid(comm, c.global, dims);
+  problems::Laplace3D problem;
+  problem.offset = 0.25;
+  const int sweeps = 41;
+  SerialGrid ref(c.global, problem);
+  for (int s = 0; s < sweeps; ++s) ref.sweep();
+
+  for (int check_every : {10, 1}) {
+    SCOPED_TRACE("threads " + std::to_string(c.threads) + ", check_every " + std::to_string(check_every));
+    JacobiOptions opt;
+    opt.mode = comm::HaloMode::sync;
+    opt.tol = 1e-300;
+    opt.max_iters = sweeps;
+    opt.check_every = check_every;
+    Field plain(grid.local());
+    problem.initialise(grid, plain);
+    const JacobiResult rp = solvers::solve_jacobi(grid, problem, opt, plain);
+
+    opt.threads = c.threads;
+    Field u(grid.local());
+    problem.initialise(grid, u);
+    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    EXPECT_EQ(r.stop, StopReason::max_iters);
+    EXPECT_EQ(r.stats.iterations, sweeps);
+    EXPECT_EQ(r.stats.threads, c.threads);
+    EXPECT_EQ(r.stats.thread_iterations_min, sweeps);
+    EXPECT_EQ(r.stats.thread_iterations_max, sweeps);
+    EXPECT_EQ(r.stats.reductions, rp.stats.reductions);
+    EXPECT_EQ(desync_test::sum_over_ranks(differing_cells(grid, u, ref), comm), 0)
+        << "cells differing from the serial reference (of " << grid.global_cells() << ")";
+    EXPECT_EQ(desync_test::sum_over_ranks(differing_cells(u, plain), comm), 0) << "cells differing from the MPI solver";
+    EXPECT_EQ(r.true_residual, rp.true_residual);
+    EXPECT_NEAR(r.tested_residual, r.true_residual, 1e-12 * r.true_residual);
+    EXPECT_EQ(r.history.size(), rp.history.size());
+    EXPECT_EQ(comm::RequestLedger::outstanding(), 0);
+  }
+}
+INSTANTIATE_TEST_SUITE_P(Slabs, OmpSync, ::testing::Range(0, static_cast<int>(std::size(sync_cases))));
+
+// Converging to a tolerance: the same stopping iteration as the MPI solver, the same field.
+TEST(OmpSyncEdge, ConvergesLikeTheMpiSolver) {
+  desync_test::TestComm comm;
+  CartGrid grid(comm, {12, 12, 14}, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
+  problems::Laplace3D problem;
+  JacobiOptions opt;
+  opt.tol = 1e-3;
+  opt.check_every = 7;
+  Field plain(grid.local());
+  problem.initialise(grid, plain);
+  const JacobiResult rp = solvers::solve_jacobi(grid, problem, opt, plain);
+  opt.threads = 2;
+  Field u(grid.local());
+  problem.initialise(grid, u);
+  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  EXPECT_EQ(r.stop, StopReason::converged);
+  EXPECT_TRUE(r.converged);
+  EXPECT_LE(r.true_residual, opt.tol);
+  EXPECT_EQ(r.stats.iterations, rp.stats.iterations);
+  EXPECT_EQ(desync_test::sum_over_ranks(differing_cells(u, plain), comm), 0);
+}
+
+TEST(OmpSyncEdge, RejectsMoreThreadsThanPlanes) {
+  desync_test::TestComm comm;
+  CartGrid grid(comm, {8, 8, 4}, decomposition::choose_dims(desync_test::world_size(), {0, 1, 1}));
+  problems::Laplace3D problem;
+  Field u(grid.local());
+  problem.initialise(grid, u);
+  JacobiOptions opt;
+  opt.threads = 5;
+  EXPECT_THROW(solvers::solve_jacobi(grid, problem, opt, u), InputError);
+}
+
+namespace {
+
+struct AsyncCase {
+  comm::HaloMode mode;
+  int threads;
+  bool polish;
+};
+
+std::string name(const AsyncCase& c) {
+  return std::string(comm::to_string(c.mode)) + "_" + std::to_string(c.threads) + "threads" +
+         (c.polish ? "_polish" : "");
+}
+
+class OmpAsync : public ::testing::TestWithParam<AsyncCase> {};
+
+constexpr std::int64_t no_iteration_limit = std::numeric_limits<std::int64_t>::max() / 4;
+
+JacobiOptions async_options(const AsyncCase& c) {
+  JacobiOptions opt;
+  opt.mode = c.mode;
+  opt.threads = c.threads;
+  opt.tol = 1e-4;
+  opt.check_every = 1;
+  opt.polish = c.polish;
+  opt.max_iters = no_iteration_limit;
+  opt.time_limit = 60;
+  return opt;
+}
+
+}  // namespace
+
+// The asynchronous and racy threaded solvers stop on their convergence test with a true residual
+// near (without --polish) or below (with --polish) the tolerance.
+TEST_P(OmpAsync, Converges) {
+  const AsyncCase& c = GetParam();
+  desync_test::TestComm comm;
+  // Hybrid runs split z between ranks (the rank's z faces belong to the first and last thread)
+  // or, with 2 threads, x (every thread has cells on the inter-rank faces).
+  const Index3 hint = c.threads == 2 ? Index3{0, 1, 1} : Index3{1, 1, 0};
+  // Large enough that a run spans many scheduler time slices when threads outnumber cores.
+  CartGrid grid(comm, {20, 18, 24}, decomposition::choose_dims(desync_test::world_size(), hint));
+  problems::Laplace3D problem;
+  problem.offset = 0.5;
+  Field u(grid.local());
+  problem.initialise(grid, u);
+  const JacobiOptions opt = async_options(c);
+  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  const bool same_stop = same_on_all_ranks(comm, static_cast<long long>(r.stop));
+  EXPECT_EQ(r.stop, StopReason::converged) << "stopped: " << solvers::to_string(r.stop) << " " << r.message;
+  EXPECT_TRUE(same_stop) << "ranks disagree on why they stopped";
+  EXPECT_LE(r.tested_residual, opt.tol);
+  EXPECT_EQ(r.stats.threads, c.threads);
+  EXPECT_GT(r.stats.thread_iterations_min, 0);
+  EXPECT_EQ(r.stats.iterations, r.stats.thread_iterations_min);
+  EXPECT_GE(r.stats.thread_iterations_max, r.stats.thread_iterations_min);
+  ASSERT_FALSE(r.history.empty());
+  // Enough sweeps were made for the problem: the synchronous solver needs several hundred.
+  EXPECT_GT(r.stats.thread_iterations_max, 100);
+  // The running residual is assembled from deltas of slabs at different iterations; it may be
+  // below the tolerance while the true residual is not quite. Only a gross error fails this.
+  EXPECT_LT(r.true_residual, 100 * opt.tol) << "the run stopped far from the tolerance";
+  if (c.polish) {
+    EXPECT_TRUE(r.converged);
+    EXPECT_LE(r.true_residual, opt.tol);
+  } else {
+    EXPECT_EQ(r.stats.polish_iterations, 0);
+    EXPECT_EQ(r.converged, r.true_residual <= opt.tol);
+  }
+  EXPECT_EQ(comm::RequestLedger::outstanding(), 0);
+}
+INSTANTIATE_TEST_SUITE_P(Modes, OmpAsync,
+                         ::testing::Values(AsyncCase{comm::HaloMode::async, 1, false},
+                                           AsyncCase{comm::HaloMode::async, 2, false},
+                                           AsyncCase{comm::HaloMode::async, 3, true},
+                                           AsyncCase{comm::HaloMode::racy, 1, false},
+                                           AsyncCase{comm::HaloMode::racy, 2, false},
+                                           AsyncCase{comm::HaloMode::racy, 3, true}),
+                         [](const ::testing::TestParamInfo<AsyncCase>& info) { return name(info.param); });
+
+TEST(OmpAsyncRuns, MaxItersStopsEveryThread) {
+  desync_test::TestComm comm;
+  CartGrid grid(comm, {12, 12, 12}, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
+  problems::Laplace3D problem;
+  for (auto mode : {comm::HaloMode::async, comm::HaloMode::racy}) {
+    SCOPED_TRACE(comm::to_string(mode));
+    Field u(grid.local());
+    problem.initialise(grid, u);
+    JacobiOptions opt = async_options({mode, 2, false});
+    opt.tol = 1e-300;
+    opt.max_iters = 50;
+    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    EXPECT_EQ(r.stop, StopReason::max_iters);
+    EXPECT_FALSE(r.converged);
+    EXPECT_LE(r.stats.thread_iterations_max, 50);
+    long long most = r.stats.thread_iterations_max;
+    MPI_Allreduce(MPI_IN_PLACE, &most, 1, MPI_LONG_LONG, MPI_MAX, comm);
+    EXPECT_EQ(most, 50);
+    if (desync_test::world_size() == 1) {
+      EXPECT_EQ(r.stats.thread_iterations_min, 50) << "one rank: every thread";
+    }
+    EXPECT_EQ(comm::RequestLedger::outstanding(), 0);
+  }
+}
+
+TEST(OmpAsyncRuns, NanStopsTheRun) {
+  desync_test::TestComm comm;
+  CartGrid grid(comm, {12, 12, 12}, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
+  problems::Laplace3D problem;
+  for (auto mode : {comm::HaloMode::sync, comm::HaloMode::async, comm::HaloMode::racy}) {
+    SCOPED_TRACE(comm::to_string(mode));
+    Field u(grid.local());
+    problem.initialise(grid, u);
+    JacobiOptions opt = async_options({mode, 2, false});
+    if (mode == comm::HaloMode::sync) opt.check_every = 10;
+    opt.noise.perturb_rank = desync_test::world_size() - 1;
+    opt.noise.perturb_iteration = 5;
+    opt.noise.perturb_value = std::numeric_limits<double>::quiet_NaN();
+    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    EXPECT_TRUE(same_on_all_ranks(comm, static_cast<long long>(r.stop)));
+    EXPECT_EQ(r.stop, StopReason::non_finite) << solvers::to_string(r.stop);
+    EXPECT_FALSE(r.converged);
+    EXPECT_NE(r.message.find("non-finite"), std::string::npos) << r.message;
+    EXPECT_EQ(comm::RequestLedger::outstanding(), 0);
+  }
+}
