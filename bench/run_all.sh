@@ -73,6 +73,17 @@ python3 "$here/time_to_solution.py" --desync "$build/desync" --mpirun "$MPIRUN" 
     | tee "$out/time_to_solution.txt" || status=1
 echo
 
+echo "== channel transports, async Jacobi iteration rate"
+# shellcheck disable=SC2086
+python3 "$here/transport_rate.py" --desync "$build/desync" --mpirun "$MPIRUN" --reps "${TR_REPS:-5}" \
+    --json "$out/transport_rate.json" | tee "$out/transport_rate.txt" || status=1
+echo
+
+echo "== OpenMP Jacobi, 1 rank x 2 threads"
+python3 "$here/omp_time_to_solution.py" --desync "$build/desync" --mpirun "$MPIRUN --bind-to none" \
+    --reps "${OMP_REPS:-5}" --json "$out/omp.json" | tee "$out/omp.txt" || status=1
+echo
+
 echo "load      $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min, at end)" | tee -a "$out/machine.txt"
 echo "== summary"
 grep -h '^SUMMARY' "$out"/sweep_np*.txt "$out"/comm.txt || true
