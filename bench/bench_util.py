@@ -3,6 +3,7 @@
 The scripts import this module from their own directory (Python puts a script's directory first on
 sys.path), so they run as `python3 bench/<script>.py ...` from anywhere.
 """
+import json
 import os
 import statistics
 
@@ -46,6 +47,13 @@ def interleaved(configs, reps):
             order.reverse()
         for cfg in order:
             yield rep, cfg
+
+
+def write_json(path, doc):
+    """Writes a benchmark's JSON document (indented by 1, a newline at the end)."""
+    with open(path, "w") as f:
+        json.dump(doc, f, indent=1)
+        f.write("\n")
 
 
 def median(xs):

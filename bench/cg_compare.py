@@ -39,7 +39,7 @@ import tempfile
 import time
 
 import bench_util
-from bench_util import add_desync_option, add_mpirun_option, interleaved, median
+from bench_util import add_desync_option, add_mpirun_option, interleaved, median, write_json
 
 DESYNC_METHODS = ("cg", "cg-cg", "pipecg", "groppcg")
 PETSC_METHODS = ("cg", "cg-sr", "pipecg", "groppcg")
@@ -391,9 +391,7 @@ def main(argv):
             "loadavg_before": load_before, "loadavg_after": load_after, "duration_s": duration,
             "summary": rows, "runs": runs,
         }
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        write_json(args.json, doc)
     return 1 if failed else 0
 
 

@@ -27,7 +27,7 @@ import sys
 import tempfile
 import time
 
-from bench_util import add_launch_options, child_env, interleaved, median
+from bench_util import add_launch_options, child_env, interleaved, median, write_json
 
 MODES = ("sync", "async", "racy")
 # Every variant polishes, so every mode's time is the time to a *true* residual below --tol.
@@ -236,9 +236,7 @@ def main(argv):
             "loadavg_before": load_before, "loadavg_after": load_after, "duration_s": duration,
             "summary": rows, "runs": runs,
         }
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        write_json(args.json, doc)
     return 1 if failed else 0
 
 
