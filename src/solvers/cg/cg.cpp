@@ -726,17 +726,9 @@ CgRankStats unpack(const double* v) {
 }  // namespace
 
 std::vector<CgRankStats> gather_cg_stats(MPI_Comm comm, const CgRankStats& mine) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   double buf[cg_stat_width];
   pack(mine, buf);
-  std::vector<double> all(rank == 0 ? static_cast<std::size_t>(size) * cg_stat_width : 0);
-  MPI_Gather(buf, cg_stat_width, MPI_DOUBLE, all.data(), cg_stat_width, MPI_DOUBLE, 0, comm);
-  std::vector<CgRankStats> out;
-  if (rank == 0)
-    for (int r = 0; r < size; ++r) out.push_back(unpack(all.data() + static_cast<std::size_t>(r) * cg_stat_width));
-  return out;
+  return run::gather_packed(comm, buf, unpack);
 }
 
 }  // namespace desync::solvers
