@@ -9,7 +9,6 @@
 #include <string>
 #include <fmt/format.h>
 
-#include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
 #include "desync/run/bench_comm.hpp"
@@ -19,6 +18,7 @@
 #include "desync/run/field_io.hpp"
 #include "desync/run/options.hpp"
 #include "desync/run/report.hpp"
+#include "desync/run/run_end.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 
 namespace {
@@ -52,23 +52,13 @@ int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
   report.true_residual = result.true_residual;
   report.tested_residual = result.tested_residual;
   report.history = result.history;
-  double wall = result.stats.time.total;
-  MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-  report.wall_time = wall;
-  long outstanding = comm::RequestLedger::outstanding();
-  MPI_Allreduce(MPI_IN_PLACE, &outstanding, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
-  report.outstanding_requests = outstanding;
+  report.wall_time = run::max_over_ranks(MPI_COMM_WORLD, result.stats.time.total);
+  report.outstanding_requests = run::pending_requests(MPI_COMM_WORLD);
   report.per_rank = run::gather_rank_stats(MPI_COMM_WORLD, result.stats);
 
   if (rank == 0 && !cmd.quiet) std::fputs(run::format_summary(report).c_str(), stdout);
   std::string io_error;
-  if (rank == 0 && !cmd.json_path.empty()) {
-    try {
-      run::write_json(report, cmd.json_path);
-    } catch (const std::exception& e) {
-      io_error = e.what();
-    }
-  }
+  run::write_on_rank0(rank, cmd.json_path, io_error, [&] { run::write_json(report, cmd.json_path); });
   if (!cmd.save_path.empty()) {
     try {
       run::save_field(grid, u, cmd.save_path);
@@ -76,22 +66,9 @@ int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
       if (rank == 0) io_error = e.what();
     }
   }
-  int io_failed = io_error.empty() ? 0 : 1;
-  MPI_Bcast(&io_failed, 1, MPI_INT, 0, MPI_COMM_WORLD);
-  if (io_failed) {
-    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", io_error.c_str());
-    return exit_internal;
-  }
-  if (outstanding != 0) {
-    if (rank == 0)
-      std::fprintf(stderr, "desync: error: %ld MPI request(s) still pending after the run\n", outstanding);
-    return exit_internal;
-  }
-  if (result.stop == solvers::StopReason::non_finite || result.stop == solvers::StopReason::diverged) {
-    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", result.message.c_str());
-    return exit_numerical;
-  }
-  return result.converged ? exit_converged : exit_not_converged;
+  const bool failed = result.stop == solvers::StopReason::non_finite || result.stop == solvers::StopReason::diverged;
+  return run::exit_code(MPI_COMM_WORLD,
+                        {io_error, report.outstanding_requests, failed, result.message, result.converged});
 }
 
 }  // namespace

@@ -33,11 +33,13 @@ import json
 import os
 import platform
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+import bench_util
+from bench_util import add_desync_option, add_mpirun_option, interleaved, median, write_json
 
 DESYNC_METHODS = ("cg", "cg-cg", "pipecg", "groppcg")
 PETSC_METHODS = ("cg", "cg-sr", "pipecg", "groppcg")
@@ -54,12 +56,10 @@ ITERATION_TOLERANCE = 2
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--desync", default=os.environ.get("DESYNC", "build/openmpi/desync"),
-                   help="path of the desync executable (default: $DESYNC or build/openmpi/desync)")
+    add_desync_option(p)
     p.add_argument("--petsc", default=os.environ.get("PETSC_DRIVER"),
                    help="path of the PETSc driver (default: $PETSC_DRIVER, else petsc_poisson3d next to --desync)")
-    p.add_argument("--mpirun", default=os.environ.get("MPIRUN", "mpirun"),
-                   help="launcher command, split like a shell line (default: $MPIRUN or mpirun)")
+    add_mpirun_option(p)
     p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
     p.add_argument("--n", default="128", help="interior points per direction, N or NXxNYxNZ (default 128)")
     p.add_argument("--dims", help="process grid PXxPYxPZ for both (0 entries: MPI_Dims_create; default: all chosen)")
@@ -104,10 +104,7 @@ def parse_args(argv):
 
 
 def child_env(solver):
-    env = dict(os.environ)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # Open MPI refuses root without these; MPICH ignores them
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
+    env = bench_util.child_env()
     if solver == "petsc":
         # PETSc's vector kernels call BLAS; a multithreaded BLAS (OpenBLAS as the libblas.so.3
         # alternative) would put several threads per rank on the cores. One thread per rank, as desync.
@@ -200,10 +197,6 @@ def first_error_line(text):
         if line.strip() and not line.strip().startswith("---"):
             return line.strip()
     return "no output"
-
-
-def median(xs):
-    return statistics.median(xs) if xs else float("nan")
 
 
 def summarise(args, configs, runs):
@@ -349,23 +342,18 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="desync-cgcmp-") as tmp:
         json_path = os.path.join(tmp, "run.json")
         total = args.reps * len(configs)
-        for rep in range(args.reps):
-            shift = (rep * 5) % len(configs)  # a different starting point and neighbour order each repetition
-            order = configs[shift:] + configs[:shift]
-            if rep % 2:
-                order.reverse()
-            for cfg in order:
-                rec = run_one(args, cfg, json_path)
-                rec["rep"] = rep
-                runs.append(rec)
-                if not args.quiet:
-                    if rec["ok"]:
-                        state = (f"{rec['solve_seconds']:.4f} s, {rec['iterations']} its, true residual "
-                                 f"{rec['true_residual']:.2e}, {'converged' if rec['converged'] else 'NOT converged'}")
-                    else:
-                        state = "FAILED: " + first_error_line(rec["error"])
-                    print(f"[{len(runs):3d}/{total}] {cfg[0]:<6} {cfg[1]:<7} {cfg[2]:<6} {cfg[3]:<11} {state}",
-                          file=sys.stderr, flush=True)
+        for rep, cfg in interleaved(configs, args.reps):
+            rec = run_one(args, cfg, json_path)
+            rec["rep"] = rep
+            runs.append(rec)
+            if not args.quiet:
+                if rec["ok"]:
+                    state = (f"{rec['solve_seconds']:.4f} s, {rec['iterations']} its, true residual "
+                             f"{rec['true_residual']:.2e}, {'converged' if rec['converged'] else 'NOT converged'}")
+                else:
+                    state = "FAILED: " + first_error_line(rec["error"])
+                print(f"[{len(runs):3d}/{total}] {cfg[0]:<6} {cfg[1]:<7} {cfg[2]:<6} {cfg[3]:<11} {state}",
+                      file=sys.stderr, flush=True)
     duration = time.monotonic() - t_start
     load_after = os.getloadavg()
     rows = summarise(args, configs, runs)
@@ -403,9 +391,7 @@ def main(argv):
             "loadavg_before": load_before, "loadavg_after": load_after, "duration_s": duration,
             "summary": rows, "runs": runs,
         }
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        write_json(args.json, doc)
     return 1 if failed else 0
 
 

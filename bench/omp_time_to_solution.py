@@ -29,6 +29,8 @@ import subprocess
 import sys
 import tempfile
 
+from bench_util import add_launch_options
+
 MODES = ("sync", "async", "racy")
 TARGET = 0.9  # async, racy wall time / sync wall time
 
@@ -36,10 +38,7 @@ TARGET = 0.9  # async, racy wall time / sync wall time
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--desync", default=os.environ.get("DESYNC", "build/openmpi/desync"),
-                   help="path of the desync executable (default: $DESYNC or build/openmpi/desync)")
-    p.add_argument("--mpirun", default=os.environ.get("MPIRUN", "mpirun --bind-to none"),
-                   help="launcher command, split like a shell line (default: $MPIRUN or 'mpirun --bind-to none')")
+    add_launch_options(p, mpirun="mpirun --bind-to none")
     p.add_argument("--np", type=int, default=1, help="ranks (default 1)")
     p.add_argument("--threads", type=int, default=2, help="OpenMP threads per rank (default 2)")
     p.add_argument("--global", dest="global_size", default="100x50x50",

@@ -22,11 +22,12 @@ import argparse
 import json
 import os
 import shlex
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
+
+from bench_util import add_launch_options, child_env, interleaved, median, write_json
 
 MODES = ("sync", "async", "racy")
 # Arguments that replace a variant's for sync runs: a test every iteration would only slow sync down.
@@ -57,10 +58,7 @@ def variant_args(variant, mode):
 def parse_args(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--desync", default=os.environ.get("DESYNC", "build/openmpi/desync"),
-                   help="path of the desync executable (default: $DESYNC or build/openmpi/desync)")
-    p.add_argument("--mpirun", default=os.environ.get("MPIRUN", "mpirun"),
-                   help="launcher command, split like a shell line (default: $MPIRUN or mpirun)")
+    add_launch_options(p)
     p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
     p.add_argument("--reps", type=int, default=5, help="repetitions of each configuration (default 5)")
     p.add_argument("--local", default="50", help="cells per rank, --local of desync (default 50)")
@@ -85,14 +83,6 @@ def parse_args(argv):
     if a.reps < 1:
         p.error("--reps must be >= 1")
     return a
-
-
-def child_env():
-    env = dict(os.environ)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # Open MPI refuses root without these; MPICH ignores them
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    return env
 
 
 def run_one(args, variant, mode, noisy, json_path):
@@ -138,10 +128,6 @@ def run_one(args, variant, mode, noisy, json_path):
     else:
         rec.update({"ok": False, "error": (err or "").strip()[-2000:] or f"exit code {rc}, no JSON"})
     return rec
-
-
-def median(xs):
-    return statistics.median(xs) if xs else float("nan")
 
 
 def summarise(args, runs):
@@ -228,21 +214,16 @@ def main(argv):
     with tempfile.TemporaryDirectory(prefix="desync-tts-") as tmp:
         json_path = os.path.join(tmp, "run.json")
         total = args.reps * len(configs)
-        for rep in range(args.reps):
-            shift = (rep * 5) % len(configs)  # a different starting point and neighbour order each repetition
-            order = configs[shift:] + configs[:shift]
-            if rep % 2:
-                order.reverse()
-            for (variant, mode, noisy) in order:
-                rec = run_one(args, variant, mode, noisy, json_path)
-                rec["rep"] = rep
-                runs.append(rec)
-                if not args.quiet:
-                    state = (f"wall {rec['wall_time']:.4f} s, its {rec['rank_iterations']}, "
-                             f"{'converged' if rec['converged'] else 'NOT converged'}") if rec["ok"] \
-                        else "FAILED: " + rec["error"].splitlines()[-1] if rec["error"] else "FAILED"
-                    print(f"[{len(runs):3d}/{total}] {variant:<7} {mode:<5} {'slow' if noisy else 'none':<4} {state}",
-                          file=sys.stderr, flush=True)
+        for rep, (variant, mode, noisy) in interleaved(configs, args.reps):
+            rec = run_one(args, variant, mode, noisy, json_path)
+            rec["rep"] = rep
+            runs.append(rec)
+            if not args.quiet:
+                state = (f"wall {rec['wall_time']:.4f} s, its {rec['rank_iterations']}, "
+                         f"{'converged' if rec['converged'] else 'NOT converged'}") if rec["ok"] \
+                    else "FAILED: " + rec["error"].splitlines()[-1] if rec["error"] else "FAILED"
+                print(f"[{len(runs):3d}/{total}] {variant:<7} {mode:<5} {'slow' if noisy else 'none':<4} {state}",
+                      file=sys.stderr, flush=True)
     duration = time.monotonic() - t_start
     load_after = os.getloadavg()
     rows = summarise(args, runs)
@@ -265,9 +246,7 @@ def main(argv):
             "loadavg_before": load_before, "loadavg_after": load_after, "duration_s": duration,
             "summary": rows, "runs": runs,
         }
-        with open(args.json, "w") as f:
-            json.dump(doc, f, indent=1)
-            f.write("\n")
+        write_json(args.json, doc)
     return 1 if failed else 0
 
 

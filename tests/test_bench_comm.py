@@ -10,15 +10,13 @@ Every number the JSON reports must be finite; times and bandwidths must be posit
 must be verified at the target; the run must end without the MPI library's end-of-run complaints
 (Open MPI is asked to list leaked handles). Exits 0 if every check passes.
 """
-import argparse
 import json
-import math
 import os
 import re
-import subprocess
 import sys
 
-FAILURES = []
+from desync_test_util import arguments, check, conclude, finite, positive, run_desync
+
 BANDWIDTH_METHODS = ("send_recv", "send_recv_ack", "put_lock_all_flush_local", "put_lock_all_flush",
                      "put_lock_shared_flush_local", "put_lock_shared_flush", "put_per_element",
                      "put_epoch_shared", "put_epoch_exclusive")
@@ -26,28 +24,8 @@ OVERLAP_METHODS = ("isend_irecv", "put_flush_local", "put_flush", "put_flush_tar
 COMPLAINTS = re.compile(r"warn|leak|not returned|pending|not freed", re.IGNORECASE)
 
 
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
-
-
-def positive(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x) and x > 0
-
-
-def finite(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
-
-
 def run(args, ranks, *options, expect_code=0, extra=()):
-    cmd = [args.mpiexec, args.np_flag, str(ranks), *args.preflag, *extra, args.desync, "bench", "comm", *options]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=150)
-    ok = check(proc.returncode == expect_code, f"{' '.join(cmd)}: exit code {proc.returncode}, expected {expect_code}")
-    if not ok:
-        print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
-    return proc
+    return run_desync(args, ranks, ("bench", "comm"), *options, expect_code=expect_code, extra=extra, timeout=150)
 
 
 def check_document(path, ranks, sizes):
@@ -122,13 +100,8 @@ def check_document(path, ranks, sizes):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--desync", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--np-flag", default="-n")
-    ap.add_argument("--preflag", action="append", default=[])
+    ap = arguments()
     ap.add_argument("--flavour", default="")
-    ap.add_argument("--workdir", required=True)
     args = ap.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     leak_flags = ["--mca", "mpi_show_handle_leaks", "1"] if args.flavour == "openmpi" else []
@@ -164,11 +137,7 @@ def main():
         ratios = rec.get("min_bandwidth_ratio_ge_64KiB", {})
         check(len(ratios) == 2 and all(positive(v) for v in ratios.values()), f"ratios {ratios!r}")
 
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("bench comm: JSON and tables as expected at 2 and 3 ranks")
-    return 0
+    return conclude("bench comm: JSON and tables as expected at 2 and 3 ranks")
 
 
 if __name__ == "__main__":

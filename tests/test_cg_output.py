@@ -6,32 +6,15 @@
 Runs a converging and a limited run on 2 ranks and checks the keys, types and consistency of the
 record. Exits 0 if every check passes.
 """
-import argparse
 import json
 import os
-import subprocess
 import sys
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
-
-
-def is_number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+from desync_test_util import arguments, check, conclude, is_number, run_desync
 
 
 def run(args, ranks, *options, expect_code):
-    cmd = [args.mpiexec, args.np_flag, str(ranks), *args.preflag, args.desync, "cg", *options]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if not check(proc.returncode == expect_code, f"{' '.join(cmd)}: exit code {proc.returncode}, expected {expect_code}"):
-        print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
-    return proc
+    return run_desync(args, ranks, ("cg",), *options, expect_code=expect_code)
 
 
 TIME_KEYS = ("spmv", "halo_wait", "pc", "vector", "reduction", "reduction_wait", "setup", "other", "total")
@@ -78,13 +61,7 @@ def check_record(rec, method, converged):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--desync", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--np-flag", default="-n")
-    ap.add_argument("--preflag", action="append", default=[])
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
+    args = arguments().parse_args()
     os.makedirs(args.workdir, exist_ok=True)
 
     path = os.path.join(args.workdir, "cg.json")
@@ -107,11 +84,7 @@ def main():
     check(rec.get("stop_reason") == "max_iters" and rec["iterations"]["max"] == 7, "max_iters stop at 7")
     check(rec.get("operator") == "csr", f"operator {rec.get('operator')!r}")
 
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all cg output checks passed")
-    return 0
+    return conclude("all cg output checks passed")
 
 
 if __name__ == "__main__":

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <iterator>
 #include <limits>
 #include <string>
@@ -17,6 +16,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 #include "channel_transport.hpp"  // the halo transport under test (ctest runs every one)
+#include "jacobi_reference.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
@@ -26,73 +26,11 @@ using decomposition::Index3;
 using solvers::JacobiOptions;
 using solvers::JacobiResult;
 using solvers::StopReason;
+using desync_test::differing_cells;
+using desync_test::same_on_all_ranks;
+using desync_test::SerialGrid;
 
 namespace {
-
-/// The whole problem on one process: (nx+2)(ny+2)(nz+2) values, halo included, x fastest.
-class SerialGrid {
- public:
-  SerialGrid(Index3 g, const problems::Laplace3D& p)
-      : g_(g), sx_(g[0] + 2), sy_(g[1] + 2), offset_(p.offset), u_(size(), p.offset) {
-    // Dirichlet values written out here, independently of Laplace3D::initialise.
-    for (int j = 0; j < g[1]; ++j)
-      for (int i = 0; i < g[0]; ++i) {
-        const double x = (i + 1) / static_cast<double>(g[0] + 1);
-        const double y = (j + 1) / static_cast<double>(g[1] + 1);
-        const double dx = 0.5 - x, dy = 0.5 - y;
-        const bool inside = dx * dx + dy * dy <= p.source_radius * p.source_radius;
-        at(i, j, -1) = p.offset + (inside ? std::exp(-(dx * dx + dy * dy)) : 0.0);
-      }
-  }
-  std::size_t size() const { return static_cast<std::size_t>(sx_) * sy_ * (g_[2] + 2); }
-  std::size_t idx(int i, int j, int k) const {
-    return (static_cast<std::size_t>(k + 1) * sy_ + static_cast<std::size_t>(j + 1)) * sx_ + static_cast<std::size_t>(i + 1);
-  }
-  std::vector<double>& data() { return u_; }
-  double& at(int i, int j, int k) { return u_[idx(i, j, k)]; }
-  double at(int i, int j, int k) const { return u_[idx(i, j, k)]; }
-  bool interior(int i, int j, int k) const {
-    return i >= 0 && i < g_[0] && j >= 0 && j < g_[1] && k >= 0 && k < g_[2];
-  }
-
-  /// One Jacobi sweep, neighbours added in the documented order.
-  void sweep() {
-    std::vector<double> next = u_;
-    for (int k = 0; k < g_[2]; ++k)
-      for (int j = 0; j < g_[1]; ++j)
-        for (int i = 0; i < g_[0]; ++i)
-          next[idx(i, j, k)] = (at(i - 1, j, k) + at(i + 1, j, k) + at(i, j - 1, k) + at(i, j + 1, k) +
-                                at(i, j, k - 1) + at(i, j, k + 1)) *
-                               (1.0 / 6.0);
-    u_.swap(next);
-  }
-
-  /// ||b - A u|| / ||s||: b_c the sum of the Dirichlet neighbours of cell c, s the same without the
-  /// offset (the source disc's part alone), as laplace3d.hpp defines the reported residual.
-  double residual() const {
-    double r2 = 0, b2 = 0;
-    for (int k = 0; k < g_[2]; ++k)
-      for (int j = 0; j < g_[1]; ++j)
-        for (int i = 0; i < g_[0]; ++i) {
-          const int nb[6][3] = {{i - 1, j, k}, {i + 1, j, k}, {i, j - 1, k}, {i, j + 1, k}, {i, j, k - 1}, {i, j, k + 1}};
-          double sum = 0, b = 0;
-          for (const auto& c : nb) {
-            sum += at(c[0], c[1], c[2]);
-            if (!interior(c[0], c[1], c[2])) b += at(c[0], c[1], c[2]) - offset_;
-          }
-          const double r = sum - 6.0 * at(i, j, k);
-          r2 += r * r;
-          b2 += b * b;
-        }
-    return std::sqrt(r2) / (b2 > 0 ? std::sqrt(b2) : 1.0);
-  }
-
- private:
-  Index3 g_;
-  int sx_, sy_;
-  double offset_;
-  std::vector<double> u_;
-};
 
 /// Copies every rank's interior into a SerialGrid (whose halos keep the Dirichlet values).
 void gather(const CartGrid& grid, const Field& u, SerialGrid& out) {
@@ -124,27 +62,6 @@ void gather(const CartGrid& grid, const Field& u, SerialGrid& out) {
       for (int j = 0; j < m[4]; ++j)
         for (int i = 0; i < m[3]; ++i) out.at(m[0] + i, m[1] + j, m[2] + k) = all[p++];
   }
-}
-
-/// Interior cells of this rank's block whose bits differ from the serial array.
-long differing_cells(const CartGrid& grid, const Field& u, const SerialGrid& ref) {
-  const auto& n = grid.local();
-  const auto& o = grid.offset();
-  long diff = 0;
-  for (int k = 0; k < n[2]; ++k)
-    for (int j = 0; j < n[1]; ++j)
-      for (int i = 0; i < n[0]; ++i) {
-        const double a = u(i, j, k), b = ref.at(o[0] + i, o[1] + j, o[2] + k);
-        diff += std::memcmp(&a, &b, sizeof a) != 0 ? 1 : 0;
-      }
-  return diff;
-}
-
-bool same_on_all_ranks(MPI_Comm comm, long long v) {
-  long long lo = v, hi = v;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG_LONG, MPI_MIN, comm);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG_LONG, MPI_MAX, comm);
-  return lo == hi;
 }
 
 struct SyncCase {

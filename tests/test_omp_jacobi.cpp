@@ -4,8 +4,6 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
-#include <cmath>
-#include <cstring>
 #include <limits>
 #include <string>
 #include <vector>
@@ -17,6 +15,7 @@
 #include "desync/run/error.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 #include "desync/solvers/jacobi/omp_jacobi.hpp"
+#include "jacobi_reference.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
@@ -26,79 +25,11 @@ using decomposition::Index3;
 using solvers::JacobiOptions;
 using solvers::JacobiResult;
 using solvers::StopReason;
+using desync_test::differing_cells;
+using desync_test::same_on_all_ranks;
+using desync_test::SerialGrid;
 
 namespace {
-
-/// The whole problem on one process, halo included, x fastest, with its own serial Jacobi sweep
-/// (neighbours added in the documented order) and Dirichlet values written out independently.
-class SerialGrid {
- public:
-  SerialGrid(Index3 g, const problems::Laplace3D& p)
-      : g_(g), sx_(g[0] + 2), sy_(g[1] + 2), u_(static_cast<std::size_t>(sx_) * sy_ * (g[2] + 2), p.offset) {
-    for (int j = 0; j < g[1]; ++j)
-      for (int i = 0; i < g[0]; ++i) {
-        const double x = (i + 1) / static_cast<double>(g[0] + 1);
-        const double y = (j + 1) / static_cast<double>(g[1] + 1);
-        const double dx = 0.5 - x, dy = 0.5 - y;
-        const bool inside = dx * dx + dy * dy <= p.source_radius * p.source_radius;
-        at(i, j, -1) = p.offset + (inside ? std::exp(-(dx * dx + dy * dy)) : 0.0);
-      }
-  }
-  std::size_t idx(int i, int j, int k) const {
-    return (static_cast<std::size_t>(k + 1) * sy_ + static_cast<std::size_t>(j + 1)) * sx_ + static_cast<std::size_t>(i + 1);
-  }
-  double& at(int i, int j, int k) { return u_[idx(i, j, k)]; }
-  double at(int i, int j, int k) const { return u_[idx(i, j, k)]; }
-  void sweep() {
-    std::vector<double> next = u_;
-    for (int k = 0; k < g_[2]; ++k)
-      for (int j = 0; j < g_[1]; ++j)
-        for (int i = 0; i < g_[0]; ++i)
-          next[idx(i, j, k)] = (at(i - 1, j, k) + at(i + 1, j, k) + at(i, j - 1, k) + at(i, j + 1, k) +
-                                at(i, j, k - 1) + at(i, j, k + 1)) *
-                               (1.0 / 6.0);
-    u_.swap(next);
-  }
-
- private:
-  Index3 g_;
-  int sx_, sy_;
-  std::vector<double> u_;
-};
-
-/// Interior cells of this rank's block whose bits differ from the serial array.
-long differing_cells(const CartGrid& grid, const Field& u, const SerialGrid& ref) {
-  const auto& n = grid.local();
-  const auto& o = grid.offset();
-  long diff = 0;
-  for (int k = 0; k < n[2]; ++k)
-    for (int j = 0; j < n[1]; ++j)
-      for (int i = 0; i < n[0]; ++i) {
-        const double a = u(i, j, k), b = ref.at(o[0] + i, o[1] + j, o[2] + k);
-        diff += std::memcmp(&a, &b, sizeof a) != 0 ? 1 : 0;
-      }
-  return diff;
-}
-
-/// Interior cells whose bits differ between two fields of the same block.
-long differing_cells(const Field& a, const Field& b) {
-  const auto& n = a.extent();
-  long diff = 0;
-  for (int k = 0; k < n[2]; ++k)
-    for (int j = 0; j < n[1]; ++j)
-      for (int i = 0; i < n[0]; ++i) {
-        const double x = a(i, j, k), y = b(i, j, k);
-        diff += std::memcmp(&x, &y, sizeof x) != 0 ? 1 : 0;
-      }
-  return diff;
-}
-
-bool same_on_all_ranks(MPI_Comm comm, long long v) {
-  long long lo = v, hi = v;
-  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG_LONG, MPI_MIN, comm);
-  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG_LONG, MPI_MAX, comm);
-  return lo == hi;
-}
 
 struct SyncCase {
   Index3 global;

@@ -7,24 +7,15 @@ Standard library only. Runs the real executable under mpiexec:
 
 CHECK is any of json, npy, vti, async (default: all). Exits 0 if every check passes.
 """
-import argparse
 import ast
 import json
 import math
 import os
 import struct
-import subprocess
 import sys
 import tempfile
 
-FAILURES = []
-
-
-def check(cond, what):
-    if not cond:
-        FAILURES.append(what)
-        print(f"FAIL: {what}", file=sys.stderr)
-    return cond
+from desync_test_util import arguments, check, conclude, is_number, run_desync
 
 
 class Runner:
@@ -32,18 +23,7 @@ class Runner:
         self.args = args
 
     def run(self, ranks, *options, expect_code):
-        cmd = [self.args.mpiexec, self.args.np_flag, str(ranks), *self.args.preflag, self.args.desync, "jacobi",
-               *options]
-        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-        ok = check(proc.returncode == expect_code,
-                   f"{' '.join(cmd)}: exit code {proc.returncode}, expected {expect_code}")
-        if not ok:
-            print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
-        return proc
-
-
-def is_number(x):
-    return isinstance(x, (int, float)) and not isinstance(x, bool)
+        return run_desync(self.args, ranks, ("jacobi",), *options, expect_code=expect_code)
 
 
 def read_npy(path):
@@ -189,12 +169,7 @@ def check_async(r, work):
 
 
 def main():
-    p = argparse.ArgumentParser()
-    p.add_argument("--desync", required=True)
-    p.add_argument("--mpiexec", required=True)
-    p.add_argument("--np-flag", default="-n")
-    p.add_argument("--preflag", action="append", default=[])
-    p.add_argument("--workdir", required=True)
+    p = arguments()
     p.add_argument("checks", nargs="*", default=["json", "npy", "vti", "async"])
     args = p.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
@@ -206,11 +181,7 @@ def main():
             check_vti(r, work)
         if "async" in args.checks:
             check_async(r, work)
-    if FAILURES:
-        print(f"{len(FAILURES)} check(s) failed", file=sys.stderr)
-        return 1
-    print("all output checks passed")
-    return 0
+    return conclude("all output checks passed")
 
 
 if __name__ == "__main__":

@@ -69,4 +69,12 @@ inline long long sum_over_ranks(long long v, MPI_Comm comm = MPI_COMM_WORLD) {
   return s;
 }
 
+/// True on every rank iff `v` has the same value on every rank.
+inline bool same_on_all_ranks(MPI_Comm comm, long long v) {
+  long long lo = v, hi = v;
+  MPI_Allreduce(MPI_IN_PLACE, &lo, 1, MPI_LONG_LONG, MPI_MIN, comm);
+  MPI_Allreduce(MPI_IN_PLACE, &hi, 1, MPI_LONG_LONG, MPI_MAX, comm);
+  return lo == hi;
+}
+
 }  // namespace desync_test

@@ -12,6 +12,23 @@ namespace desync::linalg {
 
 namespace {
 
+/// s += B xb for one stored 3x3 block B (row-major) and the three entries xb of x it multiplies:
+/// each row's products added one by one in ascending column order, the order that makes the
+/// product bitwise the same in every engine.
+[[gnu::always_inline]] inline void add_block3(const double* B, const double* xb, double& s0, double& s1,
+                                              double& s2) {
+  const double x0 = xb[0], x1 = xb[1], x2 = xb[2];
+  s0 += B[0] * x0;
+  s0 += B[1] * x1;
+  s0 += B[2] * x2;
+  s1 += B[3] * x0;
+  s1 += B[4] * x1;
+  s1 += B[5] * x2;
+  s2 += B[6] * x0;
+  s2 += B[7] * x1;
+  s2 += B[8] * x2;
+}
+
 // Empty when A is a valid row-distributed matrix on this rank, otherwise the reason.
 std::string check_matrix(const DistributedCsr& A, int rank, int nranks) {
   if (A.block_size != 1 && A.block_size != 3)
@@ -212,20 +229,8 @@ void CsrOperator::rows(std::int32_t begin, std::int32_t end, const double* __res
       y[r] = s;
     } else {
       double s0 = 0.0, s1 = 0.0, s2 = 0.0;
-      for (std::int64_t p = rp[r]; p < pe; ++p) {
-        const double* B = v + 9 * p;
-        const double* xb = x + 3 * static_cast<std::int64_t>(ci[p]);
-        const double x0 = xb[0], x1 = xb[1], x2 = xb[2];
-        s0 += B[0] * x0;
-        s0 += B[1] * x1;
-        s0 += B[2] * x2;
-        s1 += B[3] * x0;
-        s1 += B[4] * x1;
-        s1 += B[5] * x2;
-        s2 += B[6] * x0;
-        s2 += B[7] * x1;
-        s2 += B[8] * x2;
-      }
+      for (std::int64_t p = rp[r]; p < pe; ++p)
+        add_block3(v + 9 * p, x + 3 * static_cast<std::int64_t>(ci[p]), s0, s1, s2);
       y[3 * static_cast<std::int64_t>(r)] = s0;
       y[3 * static_cast<std::int64_t>(r) + 1] = s1;
       y[3 * static_cast<std::int64_t>(r) + 2] = s2;
@@ -254,19 +259,9 @@ void CsrOperator::boundary_rows(const double* x, const double* g, double* y) con
     } else {
       double s0 = 0.0, s1 = 0.0, s2 = 0.0;
       for (std::int64_t p = rp[q]; p < pe; ++p) {
-        const double* B = v + 9 * p;
         const std::int32_t c = ci[p];
         const double* xb = c < n ? x + 3 * static_cast<std::int64_t>(c) : g + 3 * static_cast<std::int64_t>(c - n);
-        const double x0 = xb[0], x1 = xb[1], x2 = xb[2];
-        s0 += B[0] * x0;
-        s0 += B[1] * x1;
-        s0 += B[2] * x2;
-        s1 += B[3] * x0;
-        s1 += B[4] * x1;
-        s1 += B[5] * x2;
-        s2 += B[6] * x0;
-        s2 += B[7] * x1;
-        s2 += B[8] * x2;
+        add_block3(v + 9 * p, xb, s0, s1, s2);
       }
       y[3 * static_cast<std::int64_t>(r)] = s0;
       y[3 * static_cast<std::int64_t>(r) + 1] = s1;

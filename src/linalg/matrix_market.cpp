@@ -81,9 +81,11 @@ bool parse_count(const std::string& tok, std::int64_t& out) {
   return ec == std::errc() && p == tok.data() + tok.size();
 }
 
-/// Parses the token starting at text[*pos] (whitespace before it skipped) as an integer; advances
-/// *pos past it. False if there is no token or it is not an integer.
-bool next_int(std::string_view text, std::size_t& pos, std::int64_t& out) {
+/// Parses the token starting at text[*pos] (whitespace before it skipped) as a number of type T
+/// (std::from_chars: decimal integers; reals in decimal or scientific notation, correctly rounded);
+/// advances *pos past it. False if there is no token or it is not wholly such a number.
+template <class T>
+bool next_number(std::string_view text, std::size_t& pos, T& out) {
   while (pos < text.size() && is_space(text[pos])) ++pos;
   std::size_t end = pos;
   while (end < text.size() && !is_space(text[end])) ++end;
@@ -96,7 +98,11 @@ bool next_int(std::string_view text, std::size_t& pos, std::int64_t& out) {
   return true;
 }
 
-/// Same for a real value (decimal or scientific notation; inf and nan parse and are rejected later).
+/// An integer token (see next_number).
+bool next_int(std::string_view text, std::size_t& pos, std::int64_t& out) { return next_number(text, pos, out); }
+
+/// A real token (see next_number; inf and nan parse and are rejected later), read as an integer in
+/// an integer field.
 bool next_real(std::string_view text, std::size_t& pos, double& out, bool integer_field) {
   if (integer_field) {
     std::int64_t v = 0;
@@ -104,16 +110,7 @@ bool next_real(std::string_view text, std::size_t& pos, double& out, bool intege
     out = static_cast<double>(v);
     return true;
   }
-  while (pos < text.size() && is_space(text[pos])) ++pos;
-  std::size_t end = pos;
-  while (end < text.size() && !is_space(text[end])) ++end;
-  if (end == pos) return false;
-  const char* b = text.data() + pos;
-  if (*b == '+' && end - pos > 1 && b[1] != '-' && b[1] != '+') ++b;  // from_chars takes no plus sign
-  auto [p, ec] = std::from_chars(b, text.data() + end, out);  // general format, correctly rounded
-  if (ec != std::errc() || p != text.data() + end) return false;
-  pos = end;
-  return true;
+  return next_number(text, pos, out);
 }
 
 bool only_space_after(std::string_view text, std::size_t pos) {

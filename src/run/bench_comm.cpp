@@ -8,7 +8,6 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <limits>
 #include <nlohmann/json.hpp>
 #include <stdexcept>
@@ -17,6 +16,7 @@
 #include "desync/run/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/options.hpp"
+#include "report_common.hpp"
 
 namespace desync::run {
 
@@ -738,9 +738,7 @@ void write_bench_comm_json(const BenchCommReport& r, const std::string& path) {
   j["mpi_library"] = r.mpi_library;
   j["ranks"] = r.ranks;
   j["pair"] = {0, 1};
-  json opts = json::object();
-  for (const auto& [k, v] : r.options) opts[k] = v;
-  j["options"] = opts;
+  j["options"] = detail::options_json<json>(r.options);
   std::vector<long> bytes;
   for (long n : r.sizes) bytes.push_back(8 * n);
   j["sizes"] = {{"doubles", r.sizes}, {"bytes", bytes}};
@@ -789,10 +787,7 @@ void write_bench_comm_json(const BenchCommReport& r, const std::string& path) {
   j["wall_time"] = r.wall_time;
   j["phase_time"] = {{"bandwidth", r.bandwidth_time}, {"overlap", r.overlap_time}, {"collectives", r.collectives_time}};
   j["verified"] = r.verified;
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write JSON output '" + path + "'");
-  out << j.dump(2) << "\n";
-  if (!out) throw std::runtime_error("error writing JSON output '" + path + "'");
+  detail::write_json_file(j, path);
 }
 
 int bench_comm_main(const BenchCommCommand& cmd, MPI_Comm comm) {

@@ -6,6 +6,7 @@
 
 #include "desync/run/error.hpp"
 #include "desync/run/field_io.hpp"
+#include "option_parsing.hpp"
 
 namespace desync::run {
 
@@ -49,25 +50,6 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
   app.add_flag("--quiet", quiet, "Print no summary");
 }
-
-namespace {
-decomposition::Index3 parse_dims(const std::string& dims) {
-  decomposition::Index3 d{0, 0, 0};
-  int count = 0;
-  std::size_t pos = 0;
-  bool bad = false;
-  while (pos <= dims.size() && !bad) {
-    std::size_t end = dims.find('x', pos);
-    if (end == std::string::npos) end = dims.size();
-    const std::string part = dims.substr(pos, end - pos);
-    bad = part.empty() || part.size() > 6 || count == 3 || part.find_first_not_of("0123456789") != std::string::npos;
-    if (!bad) d[count++] = std::stoi(part);
-    pos = end + 1;
-  }
-  if (bad || count != 3) throw InputError("--dims '" + dims + "': expected PXxPYxPZ, e.g. 4x1x1 or 0x0x0");
-  return d;
-}
-}  // namespace
 
 void CgCommand::finalise(MPI_Comm comm) {
   int nranks = 1;
@@ -125,18 +107,8 @@ void CgCommand::finalise(MPI_Comm comm) {
       throw InputError("--problem '" + problem + "': unknown problem (expected poisson3d or elasticity3d)");
     }
     if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
-    process_grid = decomposition::choose_dims(nranks, parse_dims(dims));
-    if (!global.empty()) {
-      global_points = decomposition::parse_extent(global, "--global");
-    } else {
-      const std::string def = problem == "elasticity3d" ? "16" : "50";
-      const auto l = decomposition::parse_extent(local.empty() ? def : local, "--local");
-      for (int a = 0; a < 3; ++a) {
-        const long long g = static_cast<long long>(l[a]) * process_grid[a];
-        if (g > 1000000000LL) throw InputError("--local: global size too large");
-        global_points[a] = static_cast<int>(g);
-      }
-    }
+    process_grid = decomposition::choose_dims(nranks, detail::parse_dims(dims));
+    global_points = detail::global_size(local, global, problem == "elasticity3d" ? "16" : "50", process_grid);
     const std::string split = decomposition::check_split(global_points, process_grid);
     if (!split.empty()) throw InputError(split);
   }

@@ -3,11 +3,10 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
 
 #include "desync/run/report.hpp"
+#include "report_common.hpp"
 
 namespace desync::run {
 
@@ -77,17 +76,8 @@ std::string format_cg_summary(const CgReport& r) {
                    r.engine, r.progress);
   if (r.grid) {
     const auto& g = r.global;
-    const auto& d = r.dims;
-    int lmin[3], lmax[3];
-    for (int a = 0; a < 3; ++a) {
-      lmin[a] = g[a] / d[a];
-      lmax[a] = (g[a] + d[a] - 1) / d[a];
-    }
-    s += fmt::format("  global size      {}x{}x{} {}, {} unknowns, local {}x{}x{}", g[0], g[1], g[2],
-                     r.problem == "elasticity3d" ? "nodes" : "points", r.unknowns, lmin[0], lmin[1], lmin[2]);
-    if (lmin[0] != lmax[0] || lmin[1] != lmax[1] || lmin[2] != lmax[2])
-      s += fmt::format(" to {}x{}x{}", lmax[0], lmax[1], lmax[2]);
-    s += "\n";
+    s += fmt::format("  global size      {}x{}x{} {}, {} unknowns, local {}\n", g[0], g[1], g[2],
+                     r.problem == "elasticity3d" ? "nodes" : "points", r.unknowns, detail::local_sizes(g, r.dims));
   } else {
     s += fmt::format("  global size      {} unknowns\n", r.unknowns);
   }
@@ -144,9 +134,7 @@ void write_cg_json(const CgReport& r, const std::string& path) {
     j["process_grid"] = nullptr;
     j["global_size"] = nullptr;
   }
-  json opts = json::object();
-  for (const auto& [k, v] : r.options) opts[k] = v;
-  j["options"] = opts;
+  j["options"] = detail::options_json<json>(r.options);
   j["tolerance"] = r.rtol;
   j["converged"] = r.converged;
   j["stop_reason"] = r.stop_reason;
@@ -162,14 +150,7 @@ void write_cg_json(const CgReport& r, const std::string& path) {
   j["time_split"] = time_json(m.time);
   j["messages_per_iteration"] = {{"sent", m.sent_per_it}, {"received", m.recv_per_it}};
   j["outstanding_requests"] = r.outstanding_requests;
-  std::vector<double> ht, hr;
-  std::vector<std::int64_t> hi;
-  for (const auto& h : r.history) {
-    ht.push_back(h.time);
-    hi.push_back(h.iteration);
-    hr.push_back(h.residual);
-  }
-  j["residual_history"] = {{"time", ht}, {"iteration", hi}, {"residual", hr}};
+  j["residual_history"] = detail::history_json(r.history);
   json ranks = json::array();
   for (const auto& p : r.per_rank)
     ranks.push_back({{"rank", p.rank},
@@ -184,10 +165,7 @@ void write_cg_json(const CgReport& r, const std::string& path) {
                      {"messages_received", p.spmv.messages_received},
                      {"bytes_sent", p.spmv.bytes_sent}});
   j["per_rank"] = ranks;
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write JSON output '" + path + "'");
-  out << j.dump(2) << "\n";
-  if (!out) throw std::runtime_error("error writing JSON output '" + path + "'");
+  detail::write_json_file(j, path);
 }
 
 }  // namespace desync::run

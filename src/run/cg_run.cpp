@@ -5,7 +5,6 @@
 #include <memory>
 #include <vector>
 
-#include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/matrix_market.hpp"
@@ -15,6 +14,7 @@
 #include "desync/run/cg_report.hpp"
 #include "desync/run/error.hpp"
 #include "desync/run/options.hpp"
+#include "desync/run/run_end.hpp"
 
 namespace desync::run {
 
@@ -86,12 +86,8 @@ int run_cg(CgCommand& cmd) {
   report.b_norm = result.b_norm;
   report.iterations = result.iterations;
   report.history = result.history;
-  double wall = result.stats.time.total;
-  MPI_Allreduce(MPI_IN_PLACE, &wall, 1, MPI_DOUBLE, MPI_MAX, world);
-  report.wall_time = wall;
-  long outstanding = comm::RequestLedger::outstanding();
-  MPI_Allreduce(MPI_IN_PLACE, &outstanding, 1, MPI_LONG, MPI_MAX, world);
-  report.outstanding_requests = outstanding;
+  report.wall_time = max_over_ranks(world, result.stats.time.total);
+  report.outstanding_requests = pending_requests(world);
   report.per_rank = solvers::gather_cg_stats(world, result.stats);
 
   if (rank == 0 && !cmd.quiet) {
@@ -99,29 +95,9 @@ int run_cg(CgCommand& cmd) {
     std::fflush(stdout);
   }
   std::string io_error;
-  if (rank == 0 && !cmd.json_path.empty()) {
-    try {
-      write_cg_json(report, cmd.json_path);
-    } catch (const std::exception& e) {
-      io_error = e.what();
-    }
-  }
-  int io_failed = io_error.empty() ? 0 : 1;
-  MPI_Bcast(&io_failed, 1, MPI_INT, 0, world);
-  if (io_failed) {
-    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", io_error.c_str());
-    return exit_internal;
-  }
-  if (outstanding != 0) {
-    if (rank == 0)
-      std::fprintf(stderr, "desync: error: %ld MPI request(s) still pending after the run\n", outstanding);
-    return exit_internal;
-  }
-  if (solvers::is_numerical_failure(result.stop)) {
-    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", result.message.c_str());
-    return exit_numerical;
-  }
-  return result.converged ? exit_converged : exit_not_converged;
+  write_on_rank0(rank, cmd.json_path, io_error, [&] { write_cg_json(report, cmd.json_path); });
+  return exit_code(world, {io_error, report.outstanding_requests, solvers::is_numerical_failure(result.stop),
+                           result.message, result.converged});
 }
 
 }  // namespace desync::run

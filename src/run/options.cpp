@@ -6,6 +6,7 @@
 
 #include "desync/run/error.hpp"
 #include "desync/run/field_io.hpp"
+#include "option_parsing.hpp"
 
 namespace desync::run {
 
@@ -104,33 +105,8 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
   if (threads_given && s.threads < 1) throw InputError(fmt::format("--threads {}: must be >= 1", s.threads));
 
-  // --dims accepts zeros (MPI chooses), which parse_extent rejects: parse it here.
-  {
-    decomposition::Index3 d{0, 0, 0};
-    int count = 0;
-    std::size_t pos = 0;
-    bool bad = false;
-    while (pos <= dims.size() && !bad) {
-      std::size_t end = dims.find('x', pos);
-      if (end == std::string::npos) end = dims.size();
-      const std::string part = dims.substr(pos, end - pos);
-      bad = part.empty() || part.size() > 6 || count == 3 || part.find_first_not_of("0123456789") != std::string::npos;
-      if (!bad) d[count++] = std::stoi(part);
-      pos = end + 1;
-    }
-    if (bad || count != 3) throw InputError("--dims '" + dims + "': expected PXxPYxPZ, e.g. 4x1x1 or 0x0x0");
-    process_grid = decomposition::choose_dims(nranks, d);
-  }
-  if (!global.empty()) {
-    global_cells = decomposition::parse_extent(global, "--global");
-  } else {
-    const auto l = decomposition::parse_extent(local.empty() ? "50" : local, "--local");
-    for (int a = 0; a < 3; ++a) {
-      const long long g = static_cast<long long>(l[a]) * process_grid[a];
-      if (g > 1000000000LL) throw InputError("--local: global size too large");
-      global_cells[a] = static_cast<int>(g);
-    }
-  }
+  process_grid = decomposition::choose_dims(nranks, detail::parse_dims(dims));
+  global_cells = detail::global_size(local, global, "50", process_grid);
   const std::string split = decomposition::check_split(global_cells, process_grid);
   if (!split.empty()) throw InputError(split);
   if (s.threads > global_cells[2] / process_grid[2])

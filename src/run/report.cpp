@@ -3,9 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
-#include <fstream>
 #include <nlohmann/json.hpp>
-#include <stdexcept>
+
+#include "report_common.hpp"
 
 namespace desync::run {
 
@@ -97,15 +97,7 @@ std::string format_summary(const RunReport& r) {
                    r.mode == "sync" ? "" : ", reduction " + r.reduction);
   s += fmt::format("  ranks            {} (process grid {}x{}x{}), MPI: {}\n", r.ranks, d[0], d[1], d[2],
                    r.mpi_library);
-  int lmin[3], lmax[3];
-  for (int a = 0; a < 3; ++a) {
-    lmin[a] = g[a] / d[a];
-    lmax[a] = (g[a] + d[a] - 1) / d[a];
-  }
-  s += fmt::format("  global size      {}x{}x{} cells, local {}x{}x{}", g[0], g[1], g[2], lmin[0], lmin[1], lmin[2]);
-  if (lmin[0] != lmax[0] || lmin[1] != lmax[1] || lmin[2] != lmax[2])
-    s += fmt::format(" to {}x{}x{}", lmax[0], lmax[1], lmax[2]);
-  s += "\n";
+  s += fmt::format("  global size      {}x{}x{} cells, local {}\n", g[0], g[1], g[2], detail::local_sizes(g, d));
   s += fmt::format("  iterations       min {:.0f}  mean {:.1f}  max {:.0f}", it.min, it.mean, it.max);
   if (m.polish_iterations > 0) s += fmt::format("  (+{} synchronous polish)", m.polish_iterations);
   s += "\n";
@@ -162,9 +154,7 @@ void write_json(const RunReport& r, const std::string& path) {
   j["threads"] = r.per_rank.empty() ? 0 : r.per_rank[0].threads;
   j["process_grid"] = {r.dims[0], r.dims[1], r.dims[2]};
   j["global_size"] = {r.global[0], r.global[1], r.global[2]};
-  json opts = json::object();
-  for (const auto& [k, v] : r.options) opts[k] = v;
-  j["options"] = opts;
+  j["options"] = detail::options_json<json>(r.options);
   j["tolerance"] = r.tolerance;
   j["converged"] = r.converged;
   j["stop_reason"] = r.stop_reason;
@@ -178,14 +168,7 @@ void write_json(const RunReport& r, const std::string& path) {
   j["time_split"] = time_json(m.time);
   j["messages_per_iteration"] = {{"sent", m.sent_per_it}, {"received", m.recv_per_it}, {"skipped", m.skipped_per_it}};
   j["outstanding_requests"] = r.outstanding_requests;
-  std::vector<double> ht, hr;
-  std::vector<std::int64_t> hi;
-  for (const auto& h : r.history) {
-    ht.push_back(h.time);
-    hi.push_back(h.iteration);
-    hr.push_back(h.residual);
-  }
-  j["residual_history"] = {{"time", ht}, {"iteration", hi}, {"residual", hr}};
+  j["residual_history"] = detail::history_json(r.history);
   json ranks = json::array();
   std::array<long, comm::DelayStats::bins> hist{};
   for (const auto& p : r.per_rank) {
@@ -212,10 +195,7 @@ void write_json(const RunReport& r, const std::string& path) {
   j["delay"] = {{"mean", m.delay_mean}, {"min", m.delay_min}, {"max", m.delay_max},
                 {"ahead", m.delay_ahead}, {"histogram", hist}};
   j["per_rank"] = ranks;
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write JSON output '" + path + "'");
-  out << j.dump(2) << "\n";
-  if (!out) throw std::runtime_error("error writing JSON output '" + path + "'");
+  detail::write_json_file(j, path);
 }
 
 }  // namespace desync::run

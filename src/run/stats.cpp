@@ -67,16 +67,8 @@ RankStats unpack(const double* v) {
 }  // namespace
 
 std::vector<RankStats> gather_rank_stats(MPI_Comm comm, const RankStats& mine) {
-  int rank = 0, size = 0;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  std::vector<double> out = pack(mine);
-  std::vector<double> all(rank == 0 ? static_cast<std::size_t>(width) * size : 0);
-  MPI_Gather(out.data(), width, MPI_DOUBLE, all.data(), width, MPI_DOUBLE, 0, comm);
-  std::vector<RankStats> result;
-  if (rank == 0)
-    for (int r = 0; r < size; ++r) result.push_back(unpack(all.data() + static_cast<std::size_t>(r) * width));
-  return result;
+  const std::vector<double> packed = pack(mine);
+  return gather_packed(comm, packed, unpack);
 }
 
 }  // namespace desync::run

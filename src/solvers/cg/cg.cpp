@@ -136,27 +136,22 @@ class Solver {
     res_.stop = s;
     res_.message = std::move(message);
   }
+  /// Tests that a denominator `value` (named `what`) of iteration k is > 0; false (and a stop) if not:
+  /// a non-finite value, or a breakdown that says `which` operator is not positive definite.
+  bool positive(double value, std::int64_t k, const char* what, const char* which) {
+    if (value > 0 && std::isfinite(value)) return true;
+    if (!std::isfinite(value))
+      fail(CgStop::non_finite, fmt::format("non-finite value (NaN or Inf) in {} at iteration {}", what, k));
+    else
+      fail(CgStop::breakdown,
+           fmt::format("breakdown at iteration {}: {} = {:.6e} <= 0: the {} is not positive definite", k, what,
+                       value, which));
+    return false;
+  }
   /// Tests a denominator (p, A p) > 0; false (and a stop) if not.
-  bool positive_curvature(double d, std::int64_t k) {
-    if (d > 0 && std::isfinite(d)) return true;
-    if (!std::isfinite(d))
-      fail(CgStop::non_finite, fmt::format("non-finite value (NaN or Inf) in (p, Ap) at iteration {}", k));
-    else
-      fail(CgStop::breakdown, fmt::format("breakdown at iteration {}: (p, Ap) = {:.6e} <= 0: the operator is not "
-                                          "positive definite",
-                                          k, d));
-    return false;
-  }
-  bool positive_gamma(double g, std::int64_t k) {
-    if (g > 0 && std::isfinite(g)) return true;
-    if (!std::isfinite(g))
-      fail(CgStop::non_finite, fmt::format("non-finite value (NaN or Inf) in (r, M^-1 r) at iteration {}", k));
-    else
-      fail(CgStop::breakdown, fmt::format("breakdown at iteration {}: (r, M^-1 r) = {:.6e} <= 0: the "
-                                          "preconditioner is not positive definite",
-                                          k, g));
-    return false;
-  }
+  bool positive_curvature(double d, std::int64_t k) { return positive(d, k, "(p, Ap)", "operator"); }
+  /// Tests (r, M^-1 r) > 0; false (and a stop) if not.
+  bool positive_gamma(double g, std::int64_t k) { return positive(g, k, "(r, M^-1 r)", "preconditioner"); }
   /// Called on a candidate: r = b - A x (true residual, into r). Returns true when it meets the
   /// tolerance (stop converged); false: r now holds the true residual, the method rebuilds the rest.
   bool verify(std::int64_t k, Vec r, Vec t);
@@ -731,17 +726,9 @@ CgRankStats unpack(const double* v) {
 }  // namespace
 
 std::vector<CgRankStats> gather_cg_stats(MPI_Comm comm, const CgRankStats& mine) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
   double buf[cg_stat_width];
   pack(mine, buf);
-  std::vector<double> all(rank == 0 ? static_cast<std::size_t>(size) * cg_stat_width : 0);
-  MPI_Gather(buf, cg_stat_width, MPI_DOUBLE, all.data(), cg_stat_width, MPI_DOUBLE, 0, comm);
-  std::vector<CgRankStats> out;
-  if (rank == 0)
-    for (int r = 0; r < size; ++r) out.push_back(unpack(all.data() + static_cast<std::size_t>(r) * cg_stat_width));
-  return out;
+  return run::gather_packed(comm, buf, unpack);
 }
 
 }  // namespace desync::solvers

@@ -7,7 +7,6 @@
 #include <array>
 #include <atomic>
 #include <cmath>
-#include <cstdio>
 #include <cstring>
 #include <fmt/format.h>
 #include <memory>
@@ -19,6 +18,7 @@
 
 #include "desync/run/error.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
+#include "jacobi_run_base.hpp"
 
 namespace desync::solvers {
 
@@ -27,8 +27,7 @@ using decomposition::Index3;
 
 namespace {
 
-// Convergence-test payload, summed over ranks (the same layout as the MPI solver's).
-enum Vote : int { vote_residual_sq = 0, vote_at_max_iters, vote_at_time_limit, vote_non_finite, vote_count };
+using detail::vote_count;
 
 /// An OpenMP lock (paper 000 uses omp_set_lock / omp_unset_lock), usable with std::lock_guard.
 class OmpLock {
@@ -72,6 +71,33 @@ void write_shared(bool racy, const double* mine, double* shared, std::size_t n) 
     for (std::size_t i = 0; i < n; ++i) std::atomic_ref<double>(shared[i]).store(mine[i], std::memory_order_relaxed);
   } else {
     std::memcpy(shared, mine, n * sizeof(double));
+  }
+}
+
+/// Reads the cells `cells` of a buffer that another thread may write concurrently (see read_shared).
+void read_cells(bool racy, const std::vector<std::size_t>& cells, double* shared, double* mine) {
+  for (std::size_t idx : cells)
+    mine[idx] = racy ? std::atomic_ref<double>(shared[idx]).load(std::memory_order_relaxed) : shared[idx];
+}
+
+/// Writes the cells `cells` of a buffer that another thread may read concurrently (see read_shared).
+void write_cells(bool racy, const std::vector<std::size_t>& cells, const double* mine, double* shared) {
+  for (std::size_t idx : cells) {
+    if (racy)
+      std::atomic_ref<double>(shared[idx]).store(mine[idx], std::memory_order_relaxed);
+    else
+      shared[idx] = mine[idx];
+  }
+}
+
+/// Runs access() holding `lock` (async), or without it (racy: the access is made of atomics).
+template <class Access>
+void guarded(bool racy, OmpLock& lock, Access&& access) {
+  if (racy) {
+    access();
+  } else {
+    std::lock_guard<OmpLock> guard(lock);
+    access();
   }
 }
 
@@ -135,11 +161,11 @@ struct Slab {
   int nz = 0;  // planes
 };
 
-class OmpJacobiRun {
+class OmpJacobiRun : private detail::JacobiRunBase {
  public:
   OmpJacobiRun(const decomposition::CartGrid& grid, const problems::Laplace3D& problem, const JacobiOptions& options,
                Field& u)
-      : grid_(grid), opt_(options), noise_(options.noise, grid.rank()), threads_(options.threads), u_(u), v_(u) {
+      : JacobiRunBase(grid, options, u), threads_(options.threads) {
     const int nz = grid.local()[2];
     agree_or_throw(grid.comm(), threads_ >= 1, fmt::format("--threads {}: must be >= 1", threads_));
     agree_or_throw(grid.comm(), threads_ <= nz,
@@ -155,65 +181,25 @@ class OmpJacobiRun {
                                threads_, team));
     for (int t = 0; t < threads_; ++t)
       slabs_.push_back({decomposition::block_start(nz, threads_, t), decomposition::block_size(nz, threads_, t)});
-
-    double b2 = problem.local_source_norm_sq(grid, u);
-    comm::allreduce_sum(grid.comm(), std::span<double>(&b2, 1));
-    source_norm_ = std::sqrt(b2);
-    if (source_norm_ == 0.0) source_norm_ = 1.0;  // no source: report the plain residual norm
-    auto& st = result_.stats;
-    st.rank = grid.rank();
-    st.coords = grid.coords();
-    st.local = grid.local();
-    st.neighbours = grid.num_neighbours();
-    st.threads = threads_;
-    cur_ = &u_;
-    next_ = &v_;
-    initial_residual_ = std::max(true_residual(), opt_.tol);
+    start(problem);
+    result_.stats.threads = threads_;
   }
 
   JacobiResult run() {
-    auto& st = result_.stats;
-    if (opt_.mode == comm::HaloMode::sync) {
-      result_.stop = run_sync(Phase::main, st.iterations, st.time);
-      st.thread_iterations_min = st.thread_iterations_max = st.iterations;
-    } else {
-      run_async();
-    }
-    result_.tested_residual = last_tested_;
-
-    const bool failed = result_.stop == StopReason::non_finite || result_.stop == StopReason::diverged;
-    run::Stopwatch finish;
-    result_.true_residual = true_residual();
-    st.time.finish += finish.seconds();
-    if (opt_.polish && result_.stop == StopReason::converged && !(result_.true_residual <= opt_.tol)) {
-      run::Stopwatch polish;
-      run::TimeSplit polish_split;
-      const StopReason polish_stop = run_sync(Phase::polish, st.polish_iterations, polish_split);
-      if (polish_stop == StopReason::non_finite || polish_stop == StopReason::diverged) result_.stop = polish_stop;
-      run::Stopwatch t_true;
-      result_.true_residual = true_residual();
-      polish_split.finish += t_true.seconds();
-      st.time.polish += polish.seconds() - polish_split.finish;
-      st.time.finish += polish_split.finish;
-    }
-    result_.converged = !failed && result_.true_residual <= opt_.tol;
-    if (cur_ != &u_) u_ = *cur_;
-    st.time.total = clock_.seconds();
-    return std::move(result_);
+    return solve([this](Phase phase, std::int64_t& iterations, run::TimeSplit& time) {
+      return run_sync(phase, iterations, time);
+    }, [this] { run_async(); });
   }
 
  private:
-  enum class Phase { main, polish };
-
   // Figure 2 with the MPI solver's synchronous halo swap between ranks (done by thread 0). The
   // polish phase uses it too, exactly as the MPI solver's polish does.
-  StopReason run_sync(Phase phase, std::int64_t& iterations, run::TimeSplit& time) {
-    const bool polishing = phase == Phase::polish;
-    const int period = polishing ? 1 : opt_.halo_period;
-    const int check_every = polishing ? std::min(opt_.check_every, 10) : opt_.check_every;
-    iteration_offset_ = polishing ? result_.stats.iterations : 0;
-    comm::HaloExchange halo(grid_, {comm::HaloMode::sync, 1, 1, polishing ? 16 : 8, opt_.transport, opt_.rma_sync,
-                                    opt_.shmem_sync});
+  StopReason run_sync(Phase which, std::int64_t& iterations, run::TimeSplit& time) {
+    const SyncPhase phase = begin_sync(which);
+    const bool polishing = phase.polishing;
+    const int period = phase.period;
+    const int check_every = phase.check_every;
+    comm::HaloExchange halo(grid_, sync_halo_config(phase));
     std::optional<StopReason> stop;  // set by thread 0 on a check iteration, read after a barrier
     double residual_sq = 0;          // the parallel loop's reduction variable
     Field* const start_cur = cur_;
@@ -255,14 +241,8 @@ class OmpJacobiRun {
           time.compute += sweep_s;
           time.noise += noise_.after_sweep(sweep_s);
           if (check) {
-            run::Stopwatch t_red;
-            double votes[vote_count] = {residual_sq, at_limit ? 1.0 : 0.0, over_time() ? 1.0 : 0.0,
-                                        std::isfinite(residual_sq) ? 0.0 : 1.0};
-            comm::allreduce_sum(grid_.comm(), votes);
-            time.reduction += t_red.seconds();
-            ++result_.stats.reductions;
             // The test judged *c; stopping keeps it and drops the sweep just made.
-            stop = decide(votes, it);
+            stop = sync_test(residual_sq, at_limit, it, time);
             if (stop) {
               iterations = it;
               cur_ = c;
@@ -277,10 +257,9 @@ class OmpJacobiRun {
         std::swap(c, n);
       }
     }
-    if (!polishing) result_.stats.halo = halo.stats();
-    run::Stopwatch t_close;
-    halo.close();
-    time.finish += t_close.seconds();
+    close_sync_halo(halo, phase, time);
+    // Every thread made every iteration of the main phase.
+    if (!polishing) result_.stats.thread_iterations_min = result_.stats.thread_iterations_max = iterations;
     return *stop;
   }
 
@@ -326,8 +305,7 @@ class OmpJacobiRun {
         u_.for_each_boundary(f, [&](std::size_t, std::size_t idx) { out_cells[owner_of(idx)].push_back(idx); });
         u_.for_each_halo(f, [&](std::size_t, std::size_t idx) { in_cells[owner_of(idx)].push_back(idx); });
       }
-      halo.emplace(grid_, comm::HaloConfig{opt_.mode, opt_.inflight, opt_.racy_chunks, 0, opt_.transport, opt_.rma_sync,
-                                           opt_.shmem_sync});
+      halo.emplace(grid_, async_halo_config());
       reduction = comm::make_reduction(opt_.reduction, grid_.comm(), vote_count);
     }
 
@@ -393,39 +371,13 @@ class OmpJacobiRun {
           double* mb = mailbox->data();
           double* rb = rank_buffer->data();
           if (!done && it % opt_.halo_period == 0) {
-            for (int s = 0; s < nthreads; ++s) {
-              const auto ss = static_cast<std::size_t>(s);
-              auto copy = [&] {
-                for (std::size_t idx : out_cells[ss])
-                  rb[idx] = racy ? std::atomic_ref<double>(mb[idx]).load(std::memory_order_relaxed) : mb[idx];
-              };
-              if (racy) {
-                copy();
-              } else {
-                std::lock_guard<OmpLock> guard(rank_locks[ss].lock);
-                copy();
-              }
-            }
+            for (std::size_t s = 0; s < out_cells.size(); ++s)
+              guarded(racy, rank_locks[s].lock, [&] { read_cells(racy, out_cells[s], mb, rb); });
             halo->push(*rank_buffer, it);
           }
           halo->pull(*rank_buffer, it);
-          for (int s = 0; s < nthreads; ++s) {
-            const auto ss = static_cast<std::size_t>(s);
-            auto copy = [&] {
-              for (std::size_t idx : in_cells[ss]) {
-                if (racy)
-                  std::atomic_ref<double>(mb[idx]).store(rb[idx], std::memory_order_relaxed);
-                else
-                  mb[idx] = rb[idx];
-              }
-            };
-            if (racy) {
-              copy();
-            } else {
-              std::lock_guard<OmpLock> guard(rank_locks[ss].lock);
-              copy();
-            }
-          }
+          for (std::size_t s = 0; s < in_cells.size(); ++s)
+            guarded(racy, rank_locks[s].lock, [&] { write_cells(racy, in_cells[s], rb, mb); });
           time.halo += t_halo.seconds();
         }
 
@@ -437,35 +389,16 @@ class OmpJacobiRun {
           run::Stopwatch t_halo;
           if (t > 0) {
             auto& bd = boundaries[ts - 1];
-            if (racy) {
-              read_shared(true, bd.up.data(), plane(*c, -1), plane_size);
-            } else {
-              std::lock_guard<OmpLock> guard(bd.lock);
-              read_shared(false, bd.up.data(), plane(*c, -1), plane_size);
-            }
+            guarded(racy, bd.lock, [&] { read_shared(racy, bd.up.data(), plane(*c, -1), plane_size); });
           }
           if (t + 1 < nthreads) {
             auto& bd = boundaries[ts];
-            if (racy) {
-              read_shared(true, bd.down.data(), plane(*c, slab.nz), plane_size);
-            } else {
-              std::lock_guard<OmpLock> guard(bd.lock);
-              read_shared(false, bd.down.data(), plane(*c, slab.nz), plane_size);
-            }
+            guarded(racy, bd.lock, [&] { read_shared(racy, bd.down.data(), plane(*c, slab.nz), plane_size); });
           }
           if (hybrid && !in_cells[ts].empty()) {
             double* mb = mailbox->data();
             double* cd = c->data() - shift;  // rank storage index -> slab storage index
-            auto copy = [&] {
-              for (std::size_t idx : in_cells[ts])
-                cd[idx] = racy ? std::atomic_ref<double>(mb[idx]).load(std::memory_order_relaxed) : mb[idx];
-            };
-            if (racy) {
-              copy();
-            } else {
-              std::lock_guard<OmpLock> guard(rank_locks[ts].lock);
-              copy();
-            }
+            guarded(racy, rank_locks[ts].lock, [&] { read_cells(racy, in_cells[ts], mb, cd); });
           }
           time.halo += t_halo.seconds();
           if (t == 0 && noise_.perturb_now(it)) (*c)(0, 0, 0) = noise_.perturb_value();
@@ -489,39 +422,16 @@ class OmpJacobiRun {
           run::Stopwatch t_publish;
           if (t > 0) {
             auto& bd = boundaries[ts - 1];
-            if (racy) {
-              write_shared(true, plane(*c, 0), bd.down.data(), plane_size);
-            } else {
-              std::lock_guard<OmpLock> guard(bd.lock);
-              write_shared(false, plane(*c, 0), bd.down.data(), plane_size);
-            }
+            guarded(racy, bd.lock, [&] { write_shared(racy, plane(*c, 0), bd.down.data(), plane_size); });
           }
           if (t + 1 < nthreads) {
             auto& bd = boundaries[ts];
-            if (racy) {
-              write_shared(true, plane(*c, slab.nz - 1), bd.up.data(), plane_size);
-            } else {
-              std::lock_guard<OmpLock> guard(bd.lock);
-              write_shared(false, plane(*c, slab.nz - 1), bd.up.data(), plane_size);
-            }
+            guarded(racy, bd.lock, [&] { write_shared(racy, plane(*c, slab.nz - 1), bd.up.data(), plane_size); });
           }
           if (hybrid && !out_cells[ts].empty()) {
             double* mb = mailbox->data();
             const double* cd = c->data() - shift;
-            auto copy = [&] {
-              for (std::size_t idx : out_cells[ts]) {
-                if (racy)
-                  std::atomic_ref<double>(mb[idx]).store(cd[idx], std::memory_order_relaxed);
-                else
-                  mb[idx] = cd[idx];
-              }
-            };
-            if (racy) {
-              copy();
-            } else {
-              std::lock_guard<OmpLock> guard(rank_locks[ts].lock);
-              copy();
-            }
+            guarded(racy, rank_locks[ts].lock, [&] { write_cells(racy, out_cells[ts], cd, mb); });
           }
           time.halo += t_publish.seconds();
 
@@ -614,10 +524,7 @@ class OmpJacobiRun {
           const bool complete = reduction->test();
           time.reduction += t_red.seconds();
           if (complete) {
-            ++st.reductions;
-            double votes[vote_count];
-            std::copy(reduction->result().begin(), reduction->result().end(), votes);
-            if (const auto stop = decide(votes, it)) {
+            if (const auto stop = completed_test(*reduction, it)) {
               result_.stop = *stop;
               stop_flag.store(true, std::memory_order_release);
               break;
@@ -649,8 +556,7 @@ class OmpJacobiRun {
           result_.message = "non-finite value (NaN or Inf) in the solution at iteration " +
                             std::to_string(thread_iterations[0]) + " of thread 0";
         } else if (result_.stop == StopReason::diverged) {
-          result_.message = fmt::format("residual grew from {:.3e} to {:.3e} (more than {:.0e} times): diverging",
-                                        initial_residual_, claimed_residual, opt_.divergence_factor);
+          result_.message = detail::divergence_message(initial_residual_, claimed_residual, opt_.divergence_factor);
         }
       } else {
         result_.stop = timed_out.load() ? StopReason::time_limit : StopReason::max_iters;
@@ -667,65 +573,11 @@ class OmpJacobiRun {
   // One rank, thread 0: a history point (and --monitor line) for a residual it saw.
   void record(std::int64_t it, double residual) {
     last_tested_ = residual;
-    result_.history.push_back({clock_.seconds(), it, residual});
-    if (opt_.monitor && grid_.rank() == 0) {
-      std::printf("  iteration %10lld  time %9.3f s  residual %.6e\n", static_cast<long long>(it), clock_.seconds(),
-                  residual);
-      std::fflush(stdout);
-    }
+    record_point(it, residual);
   }
 
-  // A completed convergence test (every rank reads the same votes): why to stop, or nothing.
-  std::optional<StopReason> decide(const double* votes, std::int64_t it) {
-    const double residual = std::sqrt(votes[vote_residual_sq]) / source_norm_;
-    if (iteration_offset_ == 0) last_tested_ = residual;
-    it += iteration_offset_;
-    result_.history.push_back({clock_.seconds(), it, residual});
-    if (opt_.monitor && grid_.rank() == 0) {
-      std::printf("  iteration %10lld  time %9.3f s  residual %.6e\n", static_cast<long long>(it), clock_.seconds(),
-                  residual);
-      std::fflush(stdout);
-    }
-    if (votes[vote_non_finite] > 0 || !std::isfinite(residual)) {
-      result_.message = "non-finite value (NaN or Inf) in the solution at iteration " + std::to_string(it) + " on " +
-                        std::to_string(static_cast<int>(votes[vote_non_finite])) + " rank(s)";
-      return StopReason::non_finite;
-    }
-    if (residual > opt_.divergence_factor * initial_residual_) {
-      result_.message = fmt::format("residual grew from {:.3e} to {:.3e} (more than {:.0e} times): diverging",
-                                    initial_residual_, residual, opt_.divergence_factor);
-      return StopReason::diverged;
-    }
-    if (residual <= opt_.tol) return StopReason::converged;
-    if (votes[vote_at_max_iters] > 0) return StopReason::max_iters;
-    if (votes[vote_at_time_limit] > 0) return StopReason::time_limit;
-    return std::nullopt;
-  }
-
-  bool over_time() const { return opt_.time_limit > 0 && clock_.seconds() > opt_.time_limit; }
-
-  double true_residual() {
-    comm::exchange_halos_blocking(grid_, *cur_);
-    double r2 = problems::laplace_residual_sq(*cur_);
-    comm::allreduce_sum(grid_.comm(), std::span<double>(&r2, 1));
-    return std::sqrt(r2) / source_norm_;
-  }
-
-  const decomposition::CartGrid& grid_;
-  const JacobiOptions& opt_;
-  run::Noise noise_;
   int threads_;
   std::vector<Slab> slabs_;
-  Field& u_;
-  Field v_;
-  Field* cur_ = nullptr;
-  Field* next_ = nullptr;
-  double source_norm_ = 1;
-  double initial_residual_ = 1;
-  double last_tested_ = 0;
-  std::int64_t iteration_offset_ = 0;
-  run::Stopwatch clock_;
-  JacobiResult result_;
 };
 
 }  // namespace

@@ -1,0 +1,44 @@
+#pragma once
+// Internal to the run layer: option values that desync's solver commands parse alike
+// (options.cpp, cg_options.cpp).
+#include <string>
+
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/run/error.hpp"
+
+namespace desync::run::detail {
+
+/// --dims PXxPYxPZ. Zeros are allowed (MPI_Dims_create chooses them), which parse_extent rejects.
+inline decomposition::Index3 parse_dims(const std::string& dims) {
+  decomposition::Index3 d{0, 0, 0};
+  int count = 0;
+  std::size_t pos = 0;
+  bool bad = false;
+  while (pos <= dims.size() && !bad) {
+    std::size_t end = dims.find('x', pos);
+    if (end == std::string::npos) end = dims.size();
+    const std::string part = dims.substr(pos, end - pos);
+    bad = part.empty() || part.size() > 6 || count == 3 || part.find_first_not_of("0123456789") != std::string::npos;
+    if (!bad) d[count++] = std::stoi(part);
+    pos = end + 1;
+  }
+  if (bad || count != 3) throw InputError("--dims '" + dims + "': expected PXxPYxPZ, e.g. 4x1x1 or 0x0x0");
+  return d;
+}
+
+/// The global size: --global, or --local (`default_local` when neither is given) on every rank of
+/// the process grid.
+inline decomposition::Index3 global_size(const std::string& local, const std::string& global,
+                                         const std::string& default_local, const decomposition::Index3& process_grid) {
+  if (!global.empty()) return decomposition::parse_extent(global, "--global");
+  decomposition::Index3 g{0, 0, 0};
+  const auto l = decomposition::parse_extent(local.empty() ? default_local : local, "--local");
+  for (int a = 0; a < 3; ++a) {
+    const long long n = static_cast<long long>(l[a]) * process_grid[a];
+    if (n > 1000000000LL) throw InputError("--local: global size too large");
+    g[a] = static_cast<int>(n);
+  }
+  return g;
+}
+
+}  // namespace desync::run::detail

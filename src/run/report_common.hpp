@@ -1,0 +1,63 @@
+#pragma once
+// Internal to the run layer: the pieces that the summaries and JSON documents of desync's commands
+// share (report.cpp, cg_report.cpp, bench_comm.cpp).
+#include <fmt/format.h>
+
+#include <cstdint>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/run/stats.hpp"
+
+namespace desync::run::detail {
+
+/// The "options" object: every option's effective value under its key.
+template <class Json>
+Json options_json(const std::vector<std::pair<std::string, std::string>>& options) {
+  Json opts = Json::object();
+  for (const auto& [k, v] : options) opts[k] = v;
+  return opts;
+}
+
+/// The "residual_history" object: the history's times, iterations and residuals as three arrays.
+inline nlohmann::json history_json(const std::vector<HistoryPoint>& history) {
+  std::vector<double> ht, hr;
+  std::vector<std::int64_t> hi;
+  for (const auto& h : history) {
+    ht.push_back(h.time);
+    hi.push_back(h.iteration);
+    hr.push_back(h.residual);
+  }
+  return {{"time", ht}, {"iteration", hi}, {"residual", hr}};
+}
+
+/// Writes a JSON document (indented by 2, a newline at the end); throws std::runtime_error if the
+/// file cannot be written.
+template <class Json>
+void write_json_file(const Json& j, const std::string& path) {
+  std::ofstream out(path);
+  if (!out) throw std::runtime_error("cannot write JSON output '" + path + "'");
+  out << j.dump(2) << "\n";
+  if (!out) throw std::runtime_error("error writing JSON output '" + path + "'");
+}
+
+/// The sizes of the blocks of `global` split over the process grid `dims`: "AxBxC", or
+/// "AxBxC to DxExF" when the split is uneven.
+inline std::string local_sizes(const decomposition::Index3& global, const decomposition::Index3& dims) {
+  int lmin[3], lmax[3];
+  for (int a = 0; a < 3; ++a) {
+    lmin[a] = global[a] / dims[a];
+    lmax[a] = (global[a] + dims[a] - 1) / dims[a];
+  }
+  std::string s = fmt::format("{}x{}x{}", lmin[0], lmin[1], lmin[2]);
+  if (lmin[0] != lmax[0] || lmin[1] != lmax[1] || lmin[2] != lmax[2])
+    s += fmt::format(" to {}x{}x{}", lmax[0], lmax[1], lmax[2]);
+  return s;
+}
+
+}  // namespace desync::run::detail
