@@ -38,12 +38,16 @@
 namespace {
 
 using desync::decomposition::Field;
+using desync::solvers::SweepPrefetch;
 using clock_type = std::chrono::steady_clock;
 
 constexpr double triad_bytes_per_element = 32.0;  // read b, read c, write a (+ write-allocate of a)
 constexpr double scale_bytes_per_element = 24.0;  // read b, write a (+ write-allocate of a)
 
+enum class Prefetch { auto_, on, off };
+
 struct Options {
+  Prefetch prefetch = Prefetch::auto_;
   int local = 200;
   int cache_local = 50;
   int reps = 10;
@@ -59,7 +63,7 @@ double seconds_since(clock_type::time_point t0) {
   if (rank == 0)
     std::fprintf(stderr,
                  "desync_bench_sweep: %s\n"
-                 "usage: desync_bench_sweep [--local N] [--cache-local N] [--reps R] [--triad-mib M] [--json FILE]\n",
+                 "usage: desync_bench_sweep [--local N] [--cache-local N] [--reps R] [--triad-mib M] [--prefetch auto|on|off] [--json FILE]\n",
                  msg);
   MPI_Finalize();
   std::exit(2);
@@ -72,11 +76,15 @@ Options parse(int argc, char** argv, int rank) {
     if (arg == "-h" || arg == "--help") {
       if (rank == 0)
         std::printf(
-            "usage: desync_bench_sweep [--local N] [--cache-local N] [--reps R] [--triad-mib M] [--json FILE]\n"
+            "usage: desync_bench_sweep [--local N] [--cache-local N] [--reps R] [--triad-mib M]\n"
+            "                          [--prefetch auto|on|off] [--json FILE]\n"
             "  --local N        memory-bound sweep on N^3 cells per rank (default 200)\n"
             "  --cache-local N  cache-resident sweep on N^3 cells per rank (default 50; 0 skips it)\n"
             "  --reps R         repetitions, the best is reported (default 10)\n"
             "  --triad-mib M    size of each of the three triad arrays in MiB (default 64)\n"
+            "  --prefetch P     software prefetch in the sweeps: auto (default; the solvers' choice, on when the\n"
+            "                   two fields exceed the rank's share of the last-level cache), on, off. With auto\n"
+            "                   the memory-bound sweep is also run with the other setting, for comparison\n"
             "  --json FILE      also write the results as JSON\n");
       MPI_Finalize();
       std::exit(0);
@@ -89,6 +97,14 @@ Options parse(int argc, char** argv, int rank) {
     else if (arg == "--reps") o.reps = static_cast<int>(std::strtol(v, &end, 10));
     else if (arg == "--triad-mib") o.triad_mib = std::strtod(v, &end);
     else if (arg == "--json") { o.json = v; continue; }
+    else if (arg == "--prefetch") {
+      const std::string p = v;
+      if (p == "auto") o.prefetch = Prefetch::auto_;
+      else if (p == "on") o.prefetch = Prefetch::on;
+      else if (p == "off") o.prefetch = Prefetch::off;
+      else usage_error(rank, ("--prefetch " + p + ": expected auto, on or off").c_str());
+      continue;
+    }
     else usage_error(rank, ("unknown option " + arg).c_str());
     if (end == v || *end != '\0') usage_error(rank, ("bad value for " + arg).c_str());
   }
@@ -97,25 +113,6 @@ Options parse(int argc, char** argv, int rank) {
   if (o.reps < 1) usage_error(rank, "--reps must be >= 1");
   if (!(o.triad_mib >= 1)) usage_error(rank, "--triad-mib must be >= 1");
   return o;
-}
-
-// Last-level cache size in bytes (0 if unknown), for the "far beyond cache" check.
-long l3_bytes() {
-  // sysfs first: glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) is wrong on some AMD guests (10x too large).
-  std::ifstream f("/sys/devices/system/cpu/cpu0/cache/index3/size");
-  std::string text;
-  if (f >> text && !text.empty()) {
-    long v = std::atol(text.c_str());
-    const char u = text.back();
-    if (u == 'K') v *= 1024;
-    else if (u == 'M') v *= 1024 * 1024;
-    if (v > 0) return v;
-  }
-  long s = 0;
-#ifdef _SC_LEVEL3_CACHE_SIZE
-  s = sysconf(_SC_LEVEL3_CACHE_SIZE);
-#endif
-  return s > 0 ? s : 0;
 }
 
 std::string cpu_model() {
@@ -138,6 +135,7 @@ struct Timing {
   std::vector<double> best_per_rank;  // seconds, rank 0 only
   double best_aggregate = 0;          // min over reps of the max over ranks, seconds
   std::string working_set;            // e.g. "3 x 64.0 MiB"
+  bool prefetch = false;              // sweeps: software prefetch on
   double working_set_bytes = 0;
 
   double aggregate_rate(int nranks) const { return work_per_rank * nranks / best_aggregate; }
@@ -217,9 +215,13 @@ std::vector<Timing> bench_stream(const Options& o) {
 // Sweeps of `local`^3 cells; `residual` selects jacobi_sweep_residual. A repetition is enough
 // sweeps to make at least ~2e7 updates, so cache-resident repetitions are not dominated by timer
 // and barrier overhead.
-Timing bench_sweep(const Options& o, int local, bool residual, bool memory_bound) {
+Timing bench_sweep(const Options& o, int local, bool residual, bool memory_bound, int ranks_on_node,
+                   Prefetch forced = Prefetch::auto_) {
   const desync::decomposition::Index3 ext{local, local, local};
   Field u(ext, 0.0), v(ext, 0.0);
+  const SweepPrefetch pf = forced == Prefetch::on    ? SweepPrefetch::on
+                           : forced == Prefetch::off ? SweepPrefetch::off
+                                                     : desync::solvers::sweep_prefetch_for(u, ranks_on_node, 1);
   // Smooth, non-trivial data (no denormals, no all-equal shortcuts); halos included.
   for (std::size_t i = 0; i < u.storage_size(); ++i) u.data()[i] = 1.0 + 1e-3 * static_cast<double>(i % 997);
   std::copy(u.data(), u.data() + u.storage_size(), v.data());
@@ -227,6 +229,8 @@ Timing bench_sweep(const Options& o, int local, bool residual, bool memory_bound
   const int sweeps = std::max(1, static_cast<int>(std::ceil(2e7 / updates)));
   Timing t;
   t.name = residual ? "sweep+residual" : "sweep";
+  if (forced != Prefetch::auto_) t.name += pf == SweepPrefetch::on ? " [pf on]" : " [pf off]";
+  t.prefetch = pf == SweepPrefetch::on;
   t.work_per_rank = updates * sweeps;
   t.bytes_per_unit = desync::solvers::sweep_bytes_per_update;
   t.memory_bound = memory_bound;
@@ -241,9 +245,9 @@ Timing bench_sweep(const Options& o, int local, bool residual, bool memory_bound
   time_reps(o.reps, t, [&] {
     for (int s = 0; s < sweeps; ++s) {
       if (residual)
-        acc += desync::solvers::jacobi_sweep_residual(*cur, *next);
+        acc += desync::solvers::jacobi_sweep_residual(*cur, *next, pf);
       else
-        desync::solvers::jacobi_sweep(*cur, *next);
+        desync::solvers::jacobi_sweep(*cur, *next, pf);
       std::swap(cur, next);
     }
   });
@@ -271,15 +275,27 @@ int main(int argc, char** argv) {
 
   char host[256] = "?";
   gethostname(host, sizeof host - 1);
-  const long l3 = l3_bytes();
+  const desync::solvers::CacheInfo cache = desync::solvers::last_level_cache();
+  const long l3 = static_cast<long>(cache.bytes);
+  int ranks_on_node = 1;
+  {
+    MPI_Comm node;
+    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    MPI_Comm_size(node, &ranks_on_node);
+    MPI_Comm_free(&node);
+  }
 
-  // Memory-bound kernels first, then the cache-resident ones.
-  std::vector<Timing> big = bench_stream(o), small;  // big: triad, scale, sweep, sweep+residual
-  big.push_back(bench_sweep(o, o.local, false, true));
-  big.push_back(bench_sweep(o, o.local, true, true));
+  // Memory-bound kernels first, then the cache-resident ones. The sweeps use the prefetch setting
+  // a solver would choose (or --prefetch); with auto the memory-bound sweep also runs with the
+  // other setting, as big[4], for comparison.
+  std::vector<Timing> big = bench_stream(o), small;  // big: triad, scale, sweep, sweep+residual[, other]
+  big.push_back(bench_sweep(o, o.local, false, true, ranks_on_node, o.prefetch));
+  big.push_back(bench_sweep(o, o.local, true, true, ranks_on_node, o.prefetch));
+  if (o.prefetch == Prefetch::auto_)
+    big.push_back(bench_sweep(o, o.local, false, true, ranks_on_node, big[2].prefetch ? Prefetch::off : Prefetch::on));
   if (o.cache_local > 0) {
-    small.push_back(bench_sweep(o, o.cache_local, false, false));
-    small.push_back(bench_sweep(o, o.cache_local, true, false));
+    small.push_back(bench_sweep(o, o.cache_local, false, false, ranks_on_node, o.prefetch));
+    small.push_back(bench_sweep(o, o.cache_local, true, false, ranks_on_node, o.prefetch));
   }
 
   if (rank == 0) {
@@ -291,6 +307,10 @@ int main(int argc, char** argv) {
     std::printf("desync_bench_sweep: %d rank%s, %s, host %s\n", size, s_ranks, cpu_model().c_str(), host);
     std::printf("  L3 %.0f MiB; best of %d repetitions; all ranks run each kernel concurrently\n",
                 static_cast<double>(l3) / (1024.0 * 1024.0), o.reps);
+    std::printf("  sweep prefetch (%s): memory-bound %s, cache-resident %s; %d rank%s on this node\n",
+                o.prefetch == Prefetch::auto_ ? "auto, the solvers' choice" : "forced by --prefetch",
+                sweep.prefetch ? "on" : "off", small.empty() ? "-" : (small[0].prefetch ? "on" : "off"), ranks_on_node,
+                ranks_on_node == 1 ? "" : "s");
     std::printf("  bytes counted: triad 32 B/element (read b, c; write a + write-allocate), scale 24 B/element,\n"
                 "                 sweep %.0f B/update (read u; write u_new + write-allocate)\n\n",
                 desync::solvers::sweep_bytes_per_update);
@@ -333,8 +353,12 @@ int main(int argc, char** argv) {
     std::printf("\nSUMMARY %d rank%s: sweep/triad %.3f (per rank", size, s_ranks,
                 sweep.aggregate_gbs(size) / triad.aggregate_gbs(size));
     for (int r = 0; r < size; ++r) std::printf(" %.3f", sweep.rank_gbs(r) / triad.rank_gbs(r));
-    std::printf("), sweep/scale %.3f, sweep+residual/triad %.3f\n", sweep.aggregate_gbs(size) / scale.aggregate_gbs(size),
+    std::printf("), sweep/scale %.3f, sweep+residual/triad %.3f", sweep.aggregate_gbs(size) / scale.aggregate_gbs(size),
                 sweep_res.aggregate_gbs(size) / triad.aggregate_gbs(size));
+    if (big.size() > 4)
+      std::printf("; prefetch %s: sweep/triad %.3f", big[4].prefetch ? "on" : "off",
+                  big[4].aggregate_gbs(size) / triad.aggregate_gbs(size));
+    std::printf("\n");
 
     if (!o.json.empty()) {
       std::FILE* f = std::fopen(o.json.c_str(), "w");
@@ -343,9 +367,9 @@ int main(int argc, char** argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
       auto kernel_json = [&](const Timing& t, bool ratios) {
-        std::fprintf(f, "    {\"kernel\": \"%s\", \"memory_bound\": %s, \"working_set\": \"%s\", "
+        std::fprintf(f, "    {\"kernel\": \"%s\", \"memory_bound\": %s, \"prefetch\": %s, \"working_set\": \"%s\", "
                         "\"working_set_bytes_per_rank\": %.0f, \"bytes_per_unit\": %.1f, \"units_per_rep_per_rank\": %.0f,\n",
-                     t.name.c_str(), t.memory_bound ? "true" : "false", json_escape(t.working_set).c_str(),
+                     t.name.c_str(), t.memory_bound ? "true" : "false", t.prefetch ? "true" : "false", json_escape(t.working_set).c_str(),
                      t.working_set_bytes, t.bytes_per_unit, t.work_per_rank);
         std::fprintf(f, "     \"aggregate\": {\"seconds\": %.6e, \"units_per_s\": %.6e, \"gb_per_s\": %.4f",
                      t.best_aggregate, t.aggregate_rate(size), t.aggregate_gbs(size));
@@ -364,10 +388,12 @@ int main(int argc, char** argv) {
         std::fprintf(f, "]}");
       };
       std::fprintf(f, "{\n  \"benchmark\": \"desync_bench_sweep\",\n  \"ranks\": %d,\n  \"cpu\": \"%s\",\n"
-                      "  \"host\": \"%s\",\n  \"l3_bytes\": %ld,\n  \"reps\": %d,\n  \"local\": %d,\n"
+                      "  \"host\": \"%s\",\n  \"l3_bytes\": %ld,\n  \"l3_shared_by_cpus\": %d,\n"
+                      "  \"ranks_on_node\": %d,\n  \"prefetch_option\": \"%s\",\n  \"reps\": %d,\n  \"local\": %d,\n"
                       "  \"cache_local\": %d,\n  \"triad_mib_per_array\": %.1f,\n  \"kernels\": [\n",
-                   size, json_escape(cpu_model()).c_str(), json_escape(host).c_str(), l3, o.reps, o.local,
-                   o.cache_local, o.triad_mib);
+                   size, json_escape(cpu_model()).c_str(), json_escape(host).c_str(), l3, cache.shared_by,
+                   ranks_on_node, o.prefetch == Prefetch::auto_ ? "auto" : (o.prefetch == Prefetch::on ? "on" : "off"),
+                   o.reps, o.local, o.cache_local, o.triad_mib);
       std::vector<const Timing*> all;
       for (const Timing& t : big) all.push_back(&t);
       for (const Timing& t : small) all.push_back(&t);

@@ -8,6 +8,7 @@
 #include <iterator>
 #include <limits>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "desync/communication/request_ledger.hpp"
@@ -96,8 +97,10 @@ TEST_P(SyncJacobi, BitwiseEqualToSerialReference) {
   const double initial_residual = ref.residual();
   for (int s = 0; s < sweeps; ++s) ref.sweep();
 
-  for (int check_every : {10, 1, 1000}) {
-    SCOPED_TRACE("check_every " + std::to_string(check_every));
+  // The last variant forces the sweep kernels' software prefetch, which must not change a bit.
+  const std::pair<int, bool> variants[] = {{10, false}, {1, false}, {1000, false}, {10, true}};
+  for (const auto& [check_every, prefetch] : variants) {
+    SCOPED_TRACE("check_every " + std::to_string(check_every) + (prefetch ? ", prefetch on" : ""));
     Field u(grid.local());
     problem.initialise(grid, u);
     JacobiOptions opt;
@@ -106,7 +109,9 @@ TEST_P(SyncJacobi, BitwiseEqualToSerialReference) {
     opt.tol = 1e-300;
     opt.max_iters = sweeps;
     opt.check_every = check_every;
+    if (prefetch) opt.prefetch = solvers::SweepPrefetch::on;
     const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    EXPECT_EQ(r.stats.prefetch, prefetch);  // these blocks fit in any cache: auto is off
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_FALSE(r.converged);
     EXPECT_EQ(r.stats.iterations, sweeps);

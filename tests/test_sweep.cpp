@@ -77,6 +77,55 @@ TEST(Sweep, OptimisedKernelEqualsReferenceBitwise) {
   }
 }
 
+// Software prefetch only moves loads earlier: the prefetching kernels give bitwise the reference's
+// u_new, the same residual as without prefetch, leave u_new's halo alone, and stay inside the
+// fields on blocks whose plane k + 2 is the halo or beyond (1 and 2 planes).
+TEST(Sweep, PrefetchingKernelsEqualReferenceBitwise) {
+  unsigned seed = 40;
+  for (const auto& n : extents) {
+    const Field u = random_field(n, seed++);
+    const double sentinel = -7.5;
+    Field ref(n, sentinel), plain(n, sentinel), pf(n, sentinel), pf_fused(n, sentinel), pf_planes(n, sentinel);
+    jacobi_sweep_ref(u, ref);
+    const double r_plain = jacobi_sweep_residual(u, plain, SweepPrefetch::off);
+    jacobi_sweep(u, pf, SweepPrefetch::on);
+    const double r_pf = jacobi_sweep_residual(u, pf_fused, SweepPrefetch::on);
+    // Slab by slab, as the OpenMP solver sweeps: planes [0, h) then [h, n).
+    const int h = n[2] / 2;
+    double r_planes = jacobi_sweep_residual_planes(u, pf_planes, 0, h, SweepPrefetch::on);
+    r_planes += jacobi_sweep_residual_planes(u, pf_planes, h, n[2], SweepPrefetch::on);
+    EXPECT_EQ(desync_test::differing_cells(pf, ref), 0) << str(n);
+    EXPECT_EQ(desync_test::differing_cells(pf_fused, ref), 0) << str(n);
+    EXPECT_EQ(desync_test::differing_cells(pf_planes, ref), 0) << str(n);
+    EXPECT_EQ(halo_cells_not(pf, sentinel), 0) << str(n);
+    EXPECT_EQ(halo_cells_not(pf_planes, sentinel), 0) << str(n);
+    EXPECT_EQ(r_pf, r_plain) << str(n);  // same accumulation order
+    const double r_ref = jacobi_residual_sq_ref(u);
+    EXPECT_NEAR(r_planes, r_ref, 1e-12 * r_ref) << str(n);
+  }
+}
+
+// The automatic choice: on exactly when the two fields exceed the rank's share of the cache.
+TEST(Sweep, PrefetchChoiceFollowsCacheShare) {
+  const CacheInfo l3{32u << 20, 2};  // 32 MiB shared by 2 CPUs, as on the development machine
+  const Field small({50, 50, 50}), mid({100, 100, 100}), big({200, 200, 200});
+  // 2 x 52^3 doubles = 2.1 MiB; 2 x 102^3 = 16.2 MiB; 2 x 202^3 = 126 MiB.
+  EXPECT_EQ(sweep_prefetch_for(small, 1, 1, l3), SweepPrefetch::off);
+  EXPECT_EQ(sweep_prefetch_for(mid, 1, 1, l3), SweepPrefetch::off);    // the whole 32 MiB
+  EXPECT_EQ(sweep_prefetch_for(mid, 2, 1, l3), SweepPrefetch::on);     // 16 MiB each
+  EXPECT_EQ(sweep_prefetch_for(mid, 8, 1, l3), SweepPrefetch::on);     // sharers capped at 2 CPUs
+  EXPECT_EQ(sweep_prefetch_for(mid, 1, 2, l3), SweepPrefetch::off);    // one rank, two threads
+  EXPECT_EQ(sweep_prefetch_for(big, 1, 1, l3), SweepPrefetch::on);
+  EXPECT_EQ(sweep_prefetch_for(small, 64, 1, CacheInfo{32u << 20, 8}), SweepPrefetch::off);  // 4 MiB share
+  EXPECT_EQ(sweep_prefetch_for(big, 1, 1, CacheInfo{}), SweepPrefetch::off);  // unknown cache
+  // The machine's own answer is either unknown or a plausible cache.
+  const CacheInfo here = last_level_cache();
+  if (here.bytes != 0) {
+    EXPECT_GE(here.bytes, 64u * 1024);
+    EXPECT_GE(here.shared_by, 1);
+  }
+}
+
 TEST(Sweep, InputIsNotModified) {
   const Field u = random_field({7, 5, 4}, 99);
   Field copy = u, out({7, 5, 4});

@@ -61,6 +61,10 @@ void JacobiCommand::add_options(CLI::App& app) {
       },
       "OpenMP threads per rank, each sweeping a slab of the rank's block along z (paper 000, 3.3); "
       "omitted: the plain MPI solver");
+  app.add_option("--prefetch", prefetch,
+                 "Software prefetch in the sweep kernel: auto (on for a rank whose two fields exceed its share "
+                 "of the last-level cache) | on | off")
+      ->capture_default_str();
   app.add_flag("--monitor", s.monitor, "Print each convergence test on rank 0");
   app.add_flag("--quiet", quiet, "Print no summary");
 }
@@ -81,6 +85,14 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   s.transport = comm::parse_transport(transport);
   s.rma_sync = comm::parse_rma_sync(rma_sync);
   s.shmem_sync = comm::parse_shmem_sync(shmem_sync);
+  if (prefetch == "on")
+    s.prefetch = solvers::SweepPrefetch::on;
+  else if (prefetch == "off")
+    s.prefetch = solvers::SweepPrefetch::off;
+  else if (prefetch == "auto")
+    s.prefetch.reset();
+  else
+    throw InputError("--prefetch '" + prefetch + "': expected auto, on or off");
   if (!comm::transport_built(s.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
   if (!(s.tol > 0) || !std::isfinite(s.tol)) throw InputError(fmt::format("--tol {}: must be > 0", s.tol));
   // OpenMP async/racy threads update the shared residual after every sweep (paper 000, 3.3.2);
@@ -146,6 +158,7 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
           {"perturb-iter", std::to_string(s.noise.perturb_iteration)},
           {"perturb-value", fmt::format("{}", s.noise.perturb_value)},
           {"threads", std::to_string(s.threads)},
+          {"prefetch", prefetch},
           {"monitor", s.monitor ? "true" : "false"},
           {"quiet", quiet ? "true" : "false"},
           {"json", json_path},

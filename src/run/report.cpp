@@ -110,6 +110,10 @@ std::string format_summary(const RunReport& r) {
     s += fmt::format("  threads          {} OpenMP threads per rank (slabs along z), iterations per thread min {}  max {}\n",
                      r.per_rank[0].threads, lo, hi);
   }
+  const auto prefetching = std::count_if(r.per_rank.begin(), r.per_rank.end(), [](const RankStats& p) { return p.prefetch; });
+  if (prefetching > 0)
+    s += fmt::format("  sweep prefetch   on for {} of {} ranks (block beyond its share of the last-level cache, or --prefetch on)\n",
+                     prefetching, r.per_rank.size());
   s += fmt::format("  wall time        {:.4f} s   iteration rate {:.1f} it/s (main phase)\n", r.wall_time,
                    iteration_rate(it, m));
   const double tot = m.time.total > 0 ? m.time.total : 1.0;
@@ -182,6 +186,7 @@ void write_json(const RunReport& r, const std::string& path) {
                      {"reductions", p.reductions},
                      {"threads", p.threads},
                      {"thread_iterations", {{"min", p.thread_iterations_min}, {"max", p.thread_iterations_max}}},
+                     {"prefetch", p.prefetch},
                      {"time", time_json(p.time)},
                      {"messages_sent", p.halo.messages_sent},
                      {"messages_received", p.halo.messages_received},

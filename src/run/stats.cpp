@@ -4,7 +4,7 @@ namespace desync::run {
 
 namespace {
 // Fixed layout of one rank's stats as doubles for a single MPI_Gather.
-constexpr int scalars = 30;
+constexpr int scalars = 31;
 constexpr int width = scalars + comm::DelayStats::bins;
 
 std::vector<double> pack(const RankStats& s) {
@@ -21,6 +21,7 @@ std::vector<double> pack(const RankStats& s) {
   put(s.threads);
   put(static_cast<double>(s.thread_iterations_min));
   put(static_cast<double>(s.thread_iterations_max));
+  put(s.prefetch ? 1.0 : 0.0);
   put(s.time.compute); put(s.time.halo); put(s.time.reduction); put(s.time.noise);
   put(s.time.polish); put(s.time.finish); put(s.time.total);
   put(static_cast<double>(s.halo.messages_sent));
@@ -50,6 +51,7 @@ RankStats unpack(const double* v) {
   s.threads = static_cast<int>(get());
   s.thread_iterations_min = static_cast<std::int64_t>(get());
   s.thread_iterations_max = static_cast<std::int64_t>(get());
+  s.prefetch = get() != 0.0;
   s.time.compute = get(); s.time.halo = get(); s.time.reduction = get(); s.time.noise = get();
   s.time.polish = get(); s.time.finish = get(); s.time.total = get();
   s.halo.messages_sent = static_cast<long>(get());

@@ -24,6 +24,7 @@ struct JacobiCommand {
   std::string transport = "p2p";    // --transport: p2p | rma | shmem
   std::string rma_sync = "flush";   // --rma-sync (see docs/channel.md for why flush is the default)
   std::string shmem_sync = "put";   // --shmem-sync
+  std::string prefetch = "auto";    // --prefetch: auto | on | off (sweep kernel software prefetch)
   problems::Laplace3D problem;
   solvers::JacobiOptions solver;
   std::string json_path;            // --json

@@ -47,6 +47,7 @@ struct RankStats {
   int threads = 0;
   std::int64_t thread_iterations_min = 0;
   std::int64_t thread_iterations_max = 0;
+  bool prefetch = false;  ///< the sweeps used software prefetch (solvers/jacobi/sweep.hpp)
   TimeSplit time;
   comm::HaloStats halo;
 };

@@ -60,7 +60,7 @@ class JacobiRun : private detail::JacobiRunBase {
       const bool at_limit = it >= opt_.max_iters;
       const bool check = it % phase.check_every == 0 || at_limit;
       run::Stopwatch t_sweep;
-      double local_sq = check ? jacobi_sweep_residual(*cur_, *next_) : (jacobi_sweep(*cur_, *next_), 0.0);
+      double local_sq = check ? jacobi_sweep_residual(*cur_, *next_, prefetch_) : (jacobi_sweep(*cur_, *next_, prefetch_), 0.0);
       const double sweep_s = t_sweep.seconds();
       time.compute += sweep_s;
       time.noise += noise_.after_sweep(sweep_s);
@@ -98,11 +98,11 @@ class JacobiRun : private detail::JacobiRunBase {
         fresh_residual = !reduction->active() && it >= next_test_;
         run::Stopwatch t_sweep;
         if (fresh_residual) {
-          last_local_sq = jacobi_sweep_residual(*cur_, *next_);
+          last_local_sq = jacobi_sweep_residual(*cur_, *next_, prefetch_);
           next_test_ = it + opt_.check_every;
         }
         else
-          jacobi_sweep(*cur_, *next_);
+          jacobi_sweep(*cur_, *next_, prefetch_);
         const double sweep_s = t_sweep.seconds();
         st.time.compute += sweep_s;
         st.time.noise += noise_.after_sweep(sweep_s);

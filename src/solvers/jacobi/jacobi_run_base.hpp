@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "desync/solvers/jacobi/jacobi.hpp"
+#include "desync/solvers/jacobi/sweep.hpp"
 
 namespace desync::solvers::detail {
 
@@ -41,7 +42,21 @@ class JacobiRunBase {
   };
 
   JacobiRunBase(const decomposition::CartGrid& grid, const JacobiOptions& options, decomposition::Field& u)
-      : grid_(grid), opt_(options), noise_(options.noise, grid.rank()), u_(u), v_(u) {}
+      : grid_(grid), opt_(options), noise_(options.noise, grid.rank()), u_(u), v_(u),
+        prefetch_(options.prefetch ? *options.prefetch
+                                   : sweep_prefetch_for(u, ranks_on_node(grid.comm()), std::max(1, options.threads))) {
+    result_.stats.prefetch = prefetch_ == SweepPrefetch::on;
+  }
+
+  /// Collective: the number of ranks of `comm` that share this rank's node.
+  static int ranks_on_node(MPI_Comm comm) {
+    MPI_Comm node;
+    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+    int size = 1;
+    MPI_Comm_size(node, &size);
+    MPI_Comm_free(&node);
+    return size;
+  }
 
   /// Collective: the global source norm, this rank's statistics and the true residual of the
   /// initial guess. Called once, when the run's own checks have passed.
@@ -183,6 +198,7 @@ class JacobiRunBase {
   decomposition::Field v_;
   decomposition::Field* cur_ = nullptr;
   decomposition::Field* next_ = nullptr;
+  const SweepPrefetch prefetch_;  ///< --prefetch, or the choice for this rank's block (sweep.hpp)
   double source_norm_ = 1;
   // Baseline of the divergence safeguard: the true residual of the initial guess, computed
   // synchronously before the solve (an asynchronous first test may already be perturbed).

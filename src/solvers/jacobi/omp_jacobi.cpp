@@ -232,9 +232,9 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           const int k0 = slabs_[static_cast<std::size_t>(s)].k0;
           const int k1 = k0 + slabs_[static_cast<std::size_t>(s)].nz;
           if (check)
-            residual_sq += jacobi_sweep_residual_planes(*c, *n, k0, k1);
+            residual_sq += jacobi_sweep_residual_planes(*c, *n, k0, k1, prefetch_);
           else
-            jacobi_sweep_planes(*c, *n, k0, k1);
+            jacobi_sweep_planes(*c, *n, k0, k1, prefetch_);
         }
         if (t == 0) {
           const double sweep_s = t_sweep.seconds();
@@ -407,10 +407,10 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           run::Stopwatch t_sweep;
           double sq = 0;
           if (with_residual) {
-            sq = jacobi_sweep_residual(*c, *n);
+            sq = jacobi_sweep_residual(*c, *n, prefetch_);
             next_test = it + opt_.check_every;
           } else {
-            jacobi_sweep(*c, *n);
+            jacobi_sweep(*c, *n, prefetch_);
           }
           const double sweep_s = t_sweep.seconds();
           time.compute += sweep_s;

@@ -12,6 +12,7 @@
 // tolerance but the true residual does not (asynchronous runs, or sync with halo_period > 1),
 // `polish` continues with synchronous sweeps until it does (the extension proposed in 3.1.2).
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -22,6 +23,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/run/noise.hpp"
 #include "desync/run/stats.hpp"
+#include "desync/solvers/jacobi/sweep.hpp"
 
 namespace desync::solvers {
 
@@ -49,6 +51,9 @@ struct JacobiOptions {
   /// OpenMP threads per rank (paper 000, 3.3; see omp_jacobi.hpp). 0: the plain MPI solver, one
   /// thread per rank; T >= 1: each rank's block is split into T slabs along z, one per thread.
   int threads = 0;
+  /// Software prefetch in the sweeps (sweep.hpp); unset: chosen per rank by sweep_prefetch_for(),
+  /// on when the rank's two fields exceed its share of the last-level cache.
+  std::optional<SweepPrefetch> prefetch;
   run::NoiseOptions noise;
 };
 

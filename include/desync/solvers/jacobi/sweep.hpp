@@ -6,20 +6,50 @@
 //
 // jacobi_sweep is the optimised kernel; jacobi_sweep_ref (sweep_ref.cpp) is the plain reference the
 // tests compare it with.
+#include <cstddef>
+
 #include "desync/decomposition/field.hpp"
 
 namespace desync::solvers {
 
+/// Software prefetch in the sweep kernels. `on`: while computing row j of plane k, the kernel asks
+/// for the same row of u two planes ahead (k + 2) and, for writing, of u_new one plane ahead. It
+/// only moves loads earlier, never changes a value. When the two fields stream from memory it lets
+/// one core sweep about a third faster (docs/benchmarks.md, "Sweep kernel vs STREAM"); when they fit
+/// in the last-level cache it costs some 10 %, so solvers choose with sweep_prefetch_for().
+enum class SweepPrefetch { off, on };
+
 /// u_new <- Jacobi update of u (interior only; u_new's halo is left untouched).
-void jacobi_sweep(const decomposition::Field& u, decomposition::Field& u_new);
+void jacobi_sweep(const decomposition::Field& u, decomposition::Field& u_new,
+                  SweepPrefetch prefetch = SweepPrefetch::off);
 /// The same update, fused with the local residual of u: returns sum over cells of
 /// (sum of neighbours - 6 u)^2, i.e. the local part of ||b - A u||^2.
-double jacobi_sweep_residual(const decomposition::Field& u, decomposition::Field& u_new);
+double jacobi_sweep_residual(const decomposition::Field& u, decomposition::Field& u_new,
+                             SweepPrefetch prefetch = SweepPrefetch::off);
 /// The same two kernels restricted to the interior planes k_begin <= k < k_end (a thread's slab,
 /// see omp_jacobi.hpp); every cell is computed exactly as by the whole-block kernels.
-void jacobi_sweep_planes(const decomposition::Field& u, decomposition::Field& u_new, int k_begin, int k_end);
+void jacobi_sweep_planes(const decomposition::Field& u, decomposition::Field& u_new, int k_begin, int k_end,
+                         SweepPrefetch prefetch = SweepPrefetch::off);
 double jacobi_sweep_residual_planes(const decomposition::Field& u, decomposition::Field& u_new, int k_begin,
-                                    int k_end);
+                                    int k_end, SweepPrefetch prefetch = SweepPrefetch::off);
+
+/// Size in bytes of the last-level cache of CPU 0 and the number of CPUs that share it, from
+/// /sys/devices/system/cpu/cpu0/cache (the highest unified level); {0, 0} when unknown.
+/// (glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) is only the fallback: on some AMD guests it reports ten
+/// times the real size.)
+struct CacheInfo {
+  std::size_t bytes = 0;
+  int shared_by = 0;
+};
+CacheInfo last_level_cache();
+
+/// The prefetch choice for sweeping `u` into a field of the same shape: `on` when the two fields
+/// exceed this rank's share of the last-level cache, i.e. when the sweep streams from memory.
+/// A rank's share is the cache size times the cores it sweeps with (`threads_per_rank`) over the
+/// cores that share the cache and run ranks of this job (at most `ranks_on_node` x threads);
+/// `off` when the cache size is unknown.
+SweepPrefetch sweep_prefetch_for(const decomposition::Field& u, int ranks_on_node, int threads_per_rank,
+                                 CacheInfo cache = last_level_cache());
 
 /// Reference implementations, element by element through Field::operator().
 void jacobi_sweep_ref(const decomposition::Field& u, decomposition::Field& u_new);
