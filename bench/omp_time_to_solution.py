@@ -1,17 +1,21 @@
 #!/usr/bin/env python3
 """Time to solution of OpenMP synchronous, asynchronous and racy Jacobi (desync --threads).
 
-Runs `MPIRUN -np NP DESYNC jacobi --mode {sync,async,racy} --threads T --global G --polish --json ...`
-REPS times each, in an interleaved order (every repetition visits all modes, starting one further
-along, so slow drift of the machine spreads over all of them), and reports medians: wall time
-(slowest rank's solve time, from the JSON), ratio to sync, iterations per thread (min / max),
-polish iterations, true residual and how many runs converged.
+Runs `MPIRUN -np NP DESYNC jacobi --mode {sync,async,racy} --threads T --global G --dims 1x1xNP
+--polish --check-every C --json ...` REPS times for each test cadence C and mode, in an interleaved
+order (every repetition visits all configurations, starting one further along, so slow drift of the
+machine spreads over all of them), and reports medians per cadence: wall time (slowest rank's solve
+time, from the JSON), ratio to sync at the same cadence, iterations per thread (min / max), polish
+iterations, true residual and how many runs converged.
 
-Default problem: one rank, 2 threads, global 100x50x50 cells: the same problem and the same work as
-`mpirun -np 2 desync jacobi --local 50` (the paper's default, 50^3 cells per rank), split into two
-slabs of 25 planes of 100x50 cells along z instead of two 50^3 blocks along x. Every run polishes,
-so every mode's time is the time to a *true* residual below --tol. Target: async and racy <= 0.9x
-sync (paper 000, section 3.3).
+Cadences (--cadences, default 1,100): `1` is paper 000's own set-up, in which the synchronous variant
+computes and reduces the residual every iteration (Figure 2) and the asynchronous ones update the
+running residual every iteration (3.3.2); `100` is desync's default in every mode (paper 000,
+Figure 1); `default` passes no --check-every at all.
+
+Default problem: paper 000's OpenMP weak scaling (section 3.3): 50 planes of 50x50 cells per thread,
+stacked along z (global 50x50x(50 T NP)). Every run polishes, so every mode's time is the time to a
+*true* residual below --tol. Target: async and racy <= 0.9x sync (paper 000, section 3.3).
 
 Run it on a quiet machine with a core per thread. The launcher's default binding may put all
 threads of a rank on one core: the default launcher line adds `--bind-to none` (Open MPI) and the
@@ -41,8 +45,10 @@ def parse_args(argv):
     add_launch_options(p, mpirun="mpirun --bind-to none")
     p.add_argument("--np", type=int, default=1, help="ranks (default 1)")
     p.add_argument("--threads", type=int, default=2, help="OpenMP threads per rank (default 2)")
-    p.add_argument("--global", dest="global_size", default="100x50x50",
-                   help="global cells (default 100x50x50: two ranks' worth of the default --local 50)")
+    p.add_argument("--global", dest="global_size", default=None,
+                   help="global cells (default 50x50x(50 x threads x np): 50 planes of 50x50 per thread)")
+    p.add_argument("--cadences", default="1,100",
+                   help="comma-separated --check-every values, or 'default' for none (default 1,100)")
     p.add_argument("--reps", type=int, default=5, help="repetitions of each mode (default 5)")
     p.add_argument("--modes", default=",".join(MODES), help="comma-separated modes (default sync,async,racy)")
     p.add_argument("--extra", default="", help="more desync options, split like a shell line")
@@ -50,11 +56,12 @@ def parse_args(argv):
     return p.parse_args(argv)
 
 
-def run_once(args, mode, workdir, rep):
-    out = os.path.join(workdir, f"{mode}_{rep}.json")
+def run_once(args, cadence, mode, workdir, rep):
+    out = os.path.join(workdir, f"{mode}_{cadence}_{rep}.json")
     cmd = (shlex.split(args.mpirun) + ["-np", str(args.np), args.desync, "jacobi", "--mode", mode,
                                         "--threads", str(args.threads), "--global", args.global_size,
-                                        "--polish", "--quiet", "--json", out] + shlex.split(args.extra))
+                                        "--dims", f"1x1x{args.np}", "--polish", "--quiet", "--json", out]
+           + ([] if cadence == "default" else ["--check-every", cadence]) + shlex.split(args.extra))
     env = dict(os.environ)
     env.setdefault("OMP_PROC_BIND", "close")
     env.setdefault("OMP_PLACES", "cores")
@@ -66,6 +73,7 @@ def run_once(args, mode, workdir, rep):
         rec = json.load(f)
     ranks = rec["per_rank"]
     return {
+        "cadence": cadence,
         "mode": mode,
         "wall_time": rec["wall_time"],
         "converged": rec["converged"],
@@ -78,42 +86,55 @@ def run_once(args, mode, workdir, rep):
 
 def main(argv):
     args = parse_args(argv)
+    if args.global_size is None:
+        args.global_size = f"50x50x{50 * args.threads * args.np}"
     modes = [m for m in args.modes.split(",") if m]
+    cadences = [c.strip() for c in args.cadences.split(",") if c.strip()]
+    for c in cadences:
+        if c != "default" and not (c.isdigit() and int(c) >= 1):
+            sys.exit(f"omp_time_to_solution: --cadences: '{c}' is neither a positive integer nor 'default'")
+    configs = [(c, m) for c in cadences for m in modes]
     runs = []
     with tempfile.TemporaryDirectory(prefix="desync_omp_tts_") as workdir:
         for rep in range(args.reps):
-            for i in range(len(modes)):
-                mode = modes[(i + rep) % len(modes)]
-                runs.append(run_once(args, mode, workdir, rep))
-    medians = {}
-    for mode in modes:
-        mine = [r for r in runs if r["mode"] == mode]
-        medians[mode] = {
-            "wall_time": statistics.median(r["wall_time"] for r in mine),
-            "thread_iterations_min": statistics.median(r["thread_iterations_min"] for r in mine),
-            "thread_iterations_max": statistics.median(r["thread_iterations_max"] for r in mine),
-            "polish_iterations": statistics.median(r["polish_iterations"] for r in mine),
-            "true_residual": statistics.median(r["true_residual"] for r in mine),
-            "converged": sum(1 for r in mine if r["converged"]),
-            "runs": len(mine),
-        }
-    sync = medians.get("sync", {}).get("wall_time")
+            order = configs[rep % len(configs):] + configs[:rep % len(configs)]
+            for cadence, mode in (order if rep % 2 == 0 else order[::-1]):
+                runs.append(run_once(args, cadence, mode, workdir, rep))
     print(f"np {args.np}, {args.threads} threads per rank, global {args.global_size}, {args.reps} repetitions (medians)")
-    print(f"{'mode':6} {'wall [s]':>9} {'/ sync':>7} {'it/thread min':>14} {'max':>8} {'polish':>7} "
-          f"{'true residual':>14} {'converged':>10}")
-    for mode, m in medians.items():
-        ratio = m["wall_time"] / sync if sync else float("nan")
-        m["ratio_to_sync"] = ratio
-        flag = ""
-        if mode != "sync" and sync:
-            flag = "  (target <= %.1f: %s)" % (TARGET, "met" if ratio <= TARGET else "NOT met")
-        print(f"{mode:6} {m['wall_time']:9.4f} {ratio:7.3f} {m['thread_iterations_min']:14.0f} "
-              f"{m['thread_iterations_max']:8.0f} {m['polish_iterations']:7.0f} {m['true_residual']:14.3e} "
-              f"{m['converged']:>4}/{m['runs']}{flag}")
+    summary = {}
+    for cadence in cadences:
+        medians = {}
+        for mode in modes:
+            mine = [r for r in runs if r["mode"] == mode and r["cadence"] == cadence]
+            medians[mode] = {
+                "wall_time": statistics.median(r["wall_time"] for r in mine),
+                "thread_iterations_min": statistics.median(r["thread_iterations_min"] for r in mine),
+                "thread_iterations_max": statistics.median(r["thread_iterations_max"] for r in mine),
+                "polish_iterations": statistics.median(r["polish_iterations"] for r in mine),
+                "true_residual": statistics.median(r["true_residual"] for r in mine),
+                "converged": sum(1 for r in mine if r["converged"]),
+                "runs": len(mine),
+            }
+        sync = medians.get("sync", {}).get("wall_time")
+        what = ("no --check-every: desync's defaults" if cadence == "default"
+                else f"--check-every {cadence} in every mode")
+        print(f"\ncadence {cadence}: {what}")
+        print(f"{'mode':6} {'wall [s]':>9} {'/ sync':>7} {'it/thread min':>14} {'max':>8} {'polish':>7} "
+              f"{'true residual':>14} {'converged':>10}")
+        for mode, m in medians.items():
+            ratio = m["wall_time"] / sync if sync else float("nan")
+            m["ratio_to_sync"] = ratio
+            flag = ""
+            if mode != "sync" and sync:
+                flag = "  (target <= %.1f: %s)" % (TARGET, "met" if ratio <= TARGET else "NOT met")
+            print(f"{mode:6} {m['wall_time']:9.4f} {ratio:7.3f} {m['thread_iterations_min']:14.0f} "
+                  f"{m['thread_iterations_max']:8.0f} {m['polish_iterations']:7.0f} {m['true_residual']:14.3e} "
+                  f"{m['converged']:>4}/{m['runs']}{flag}")
+        summary[cadence] = medians
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"np": args.np, "threads": args.threads, "global": args.global_size, "reps": args.reps,
-                       "runs": runs, "medians": medians}, f, indent=2)
+                       "cadences": cadences, "runs": runs, "medians": summary}, f, indent=2)
     return 0
 
 

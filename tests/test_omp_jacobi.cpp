@@ -3,7 +3,9 @@
 // count; the asynchronous and racy variants converge, alone and hybrid, and end clean.
 #include <gtest/gtest.h>
 #include <mpi.h>
+#include <sched.h>
 
+#include <algorithm>
 #include <limits>
 #include <string>
 #include <vector>
@@ -232,6 +234,51 @@ TEST(OmpAsyncRuns, MaxItersStopsEveryThread) {
       EXPECT_EQ(r.stats.thread_iterations_min, 50) << "one rank: every thread";
     }
     EXPECT_EQ(comm::RequestLedger::outstanding(), 0);
+  }
+}
+
+// One rank, coarse test cadence: once a thread sees the running residual at or below the tolerance
+// it tests after every sweep, so the two agreement rounds end a few sweeps after the first test
+// that sees convergence, not a whole --check-every period later (which would put every thread at
+// 2K sweeps or more).
+TEST(OmpAsyncRuns, CoarseCadenceStopsSoonAfterConvergenceIsSeen) {
+  if (desync_test::world_size() != 1) GTEST_SKIP() << "one-rank agreement protocol";
+  // With both threads time-sliced on one core a thread runs hundreds of sweeps while the other is
+  // descheduled, and the stopping point says nothing about the protocol.
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  if (sched_getaffinity(0, sizeof cpus, &cpus) != 0 || CPU_COUNT(&cpus) < 2)
+    GTEST_SKIP() << "needs a core per thread (launch with --bind-to none)";
+  desync_test::TestComm comm;
+  CartGrid grid(comm, {20, 18, 24}, {1, 1, 1});
+  problems::Laplace3D problem;
+  problem.offset = 0.5;
+  // The synchronous solver testing every sweep: the iteration X where the residual first meets tol.
+  Field ref(grid.local());
+  problem.initialise(grid, ref);
+  JacobiOptions sync_opt = async_options({comm::HaloMode::sync, 2, false});
+  const JacobiResult sync_run = solvers::solve_jacobi(grid, problem, sync_opt, ref);
+  ASSERT_EQ(sync_run.stop, StopReason::converged);
+  const std::int64_t x = sync_run.stats.iterations;
+  ASSERT_GT(x, 100);
+  // Residuals at sweeps 0 and K (> X by a margin): the one at K sees convergence. Without the
+  // switch to every sweep the second agreement round needs the residual at 2K: at least 2K + 1.
+  const int k = static_cast<int>(x + x / 4);
+  for (auto mode : {comm::HaloMode::async, comm::HaloMode::racy}) {
+    SCOPED_TRACE(comm::to_string(mode));
+    // Another process taking a core for a moment stalls one thread: the best of three runs counts.
+    std::int64_t best = std::numeric_limits<std::int64_t>::max();
+    for (int attempt = 0; attempt < 3 && best >= k + k / 2; ++attempt) {
+      Field u(grid.local());
+      problem.initialise(grid, u);
+      JacobiOptions opt = async_options({mode, 2, false});
+      opt.check_every = k;
+      const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+      EXPECT_EQ(r.stop, StopReason::converged) << solvers::to_string(r.stop);
+      EXPECT_GE(r.stats.thread_iterations_max, k);
+      best = std::min(best, r.stats.thread_iterations_min);
+    }
+    EXPECT_LT(best, k + k / 2) << "X = " << x << ", K = " << k;
   }
 }
 

@@ -82,7 +82,13 @@ TEST(Sweep, OptimisedKernelEqualsReferenceBitwise) {
 // fields on blocks whose plane k + 2 is the halo or beyond (1 and 2 planes).
 TEST(Sweep, PrefetchingKernelsEqualReferenceBitwise) {
   unsigned seed = 40;
-  for (const auto& n : extents) {
+  std::vector<Index3> cases(std::begin(extents), std::end(extents));
+  // Planes large enough for the prefetch distances to fall inside the block: 152^2 doubles (185 KiB,
+  // 3 planes ahead in u, 2 in u_new) and 303 x 143 (339 KiB, 2 and 1), both with k + distance
+  // reaching the halo plane and beyond.
+  cases.push_back({150, 150, 6});
+  cases.push_back({301, 141, 4});
+  for (const auto& n : cases) {
     const Field u = random_field(n, seed++);
     const double sentinel = -7.5;
     Field ref(n, sentinel), plain(n, sentinel), pf(n, sentinel), pf_fused(n, sentinel), pf_planes(n, sentinel);

@@ -120,6 +120,8 @@ class Agreement {
   };
   /// Read at the start of each of a thread's iterations; passed to agree().
   std::uint64_t snapshot() const { return state_.load(std::memory_order_relaxed); }
+  /// Some thread has agreed in the epoch of `snapshot`, and nobody has disagreed since.
+  static bool pending(std::uint64_t snapshot) { return (snapshot & count_mask) != 0; }
   /// The calling thread saw the sum at or below the tolerance; `at_start` is its snapshot at the
   /// start of the iteration. True for the thread that completes the agreement.
   bool agree(int threads, std::uint64_t at_start, Mine& mine) {
@@ -403,7 +405,9 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           time.halo += t_halo.seconds();
           if (t == 0 && noise_.perturb_now(it)) (*c)(0, 0, 0) = noise_.perturb_value();
 
-          const bool with_residual = it >= next_test;
+          // A residual every --check-every sweeps, and after every sweep while an agreement is
+          // being gathered (see the end of the residual block below).
+          const bool with_residual = it >= next_test || (!hybrid && Agreement::pending(agreement_at_start));
           run::Stopwatch t_sweep;
           double sq = 0;
           if (with_residual) {
@@ -473,6 +477,10 @@ class OmpJacobiRun : private detail::JacobiRunBase {
                   agreement.disagree();
                 else if (agreement.agree(nthreads, agreement_at_start, agreed))
                   claim(StopReason::converged, residual);
+                // Once some thread has seen the sum at or below the tolerance, every thread adds a
+                // fresh residual after every sweep until the run stops or someone sees the sum above
+                // it again (pending() above), so the two agreement rounds take a few sweeps, not two
+                // --check-every periods.
               }
             }
             time.reduction += t_red.seconds();

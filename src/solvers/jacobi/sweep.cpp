@@ -1,6 +1,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstddef>
 #include <fstream>
 #include <string>
@@ -22,6 +23,12 @@ double sweep(const Field& u, Field& u_new, int k_begin, int k_end) {
   // Residual squares accumulate per x position across all rows and are summed once at the end:
   // a horizontal reduction per row (rows are short, 50 cells by default) costs more than the
   // extra L1 traffic.
+  // Prefetch distances in planes: about 640 KiB ahead in u and 320 KiB ahead in u_new, at least 2
+  // and 1 planes (measured on 200^2 to 64^2 planes, docs/benchmarks.md; the plane k + ahead_u of u
+  // may be the upper halo plane, u_new's must be interior).
+  const double plane_bytes = static_cast<double>(sz) * sizeof(double);
+  const int ahead_u = std::max(2, static_cast<int>(std::lround(640.0 * 1024 / plane_bytes)));
+  const int ahead_out = std::max(1, static_cast<int>(std::lround(320.0 * 1024 / plane_bytes)));
   std::vector<double> row_residual_sq(with_residual ? static_cast<std::size_t>(n[0]) : 0, 0.0);
   double* __restrict acc = row_residual_sq.data();
   for (int k = k_begin; k < k_end; ++k) {
@@ -30,16 +37,14 @@ double sweep(const Field& u, Field& u_new, int k_begin, int k_end) {
       const double* __restrict c = u.data() + row;
       double* __restrict out = u_new.data() + row;
       if constexpr (prefetch) {
-        // u two planes ahead, halo cells included (plane k + 2 exists up to the upper halo plane),
-        // and u_new one plane ahead, which the next plane's rows will write.
         // One request per 64-byte line (8 doubles). (Written out here: as a helper function the
         // same requests made GCC 12 lay the loop out so that the sweep got slower, not faster.)
-        if (k + 2 <= n[2]) {
-          const double* ahead = c + 2 * sz;
+        if (k + ahead_u <= n[2]) {
+          const double* ahead = c + ahead_u * sz;
           for (int i = -1; i < n[0] + 1; i += 8) __builtin_prefetch(ahead + i, 0, 3);
         }
-        if (k + 1 < n[2]) {
-          const double* ahead = out + sz;
+        if (k + ahead_out < n[2]) {
+          const double* ahead = out + ahead_out * sz;
           for (int i = 0; i < n[0]; i += 8) __builtin_prefetch(ahead + i, 1, 3);
         }
       }
