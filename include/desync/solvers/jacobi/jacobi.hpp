@@ -41,7 +41,8 @@ struct JacobiOptions {
   double tol = 1e-4;          ///< on ||b - A u|| / ||s||, s the source part of b
   /// sync: iterations between blocking convergence tests. async/racy: minimum iterations between
   /// the starts of two non-blocking tests; 1 restarts as soon as the previous test completes
-  /// (paper 000, 3.1.2). The command line's default is 100 for sync and 1 for async/racy.
+  /// (paper 000, 3.1.2). With threads, async/racy: sweeps between a thread's residual updates
+  /// (omp_jacobi.hpp). The command line's default is 100 in every mode.
   int check_every = 100;
   std::int64_t max_iters = 1000000;
   double time_limit = 0;      ///< seconds, 0 = none

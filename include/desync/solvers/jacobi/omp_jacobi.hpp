@@ -17,9 +17,11 @@
 //          that lock, and copies its neighbour's plane out of it under the same lock, so every
 //          plane it reads comes whole from one iteration of its neighbour. The rank's squared
 //          residual is a running sum that each thread corrects by the change of its own part (a
-//          delta) in a critical section, taking a copy of the sum in the same section. A thread
-//          that sees the sum below the tolerance sets the shared (atomic) stop flag; every thread
-//          leaves its loop when it sees the flag.
+//          delta) in a critical section, taking a copy of the sum in the same section, after every
+//          check_every of its sweeps (the paper: every sweep), and after every sweep while an
+//          agreement that the sum is at or below the tolerance is being gathered. When every thread
+//          has agreed twice (see Agreement in omp_jacobi.cpp) the shared (atomic) stop flag is set;
+//          every thread leaves its loop when it sees the flag.
 //   racy   (3.3.3) as async without locks or critical section: the shared plane buffers are read
 //          and written element by element with relaxed atomic loads and stores (std::atomic_ref),
 //          so a plane may mix iterations element by element but there is no data race; the deltas
