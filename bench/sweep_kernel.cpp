@@ -277,13 +277,7 @@ int main(int argc, char** argv) {
   gethostname(host, sizeof host - 1);
   const desync::solvers::CacheInfo cache = desync::solvers::last_level_cache();
   const long l3 = static_cast<long>(cache.bytes);
-  int ranks_on_node = 1;
-  {
-    MPI_Comm node;
-    MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    MPI_Comm_size(node, &ranks_on_node);
-    MPI_Comm_free(&node);
-  }
+  const int ranks_on_node = desync::solvers::ranks_on_node(MPI_COMM_WORLD);
 
   // Memory-bound kernels first, then the cache-resident ones. The sweeps use the prefetch setting
   // a solver would choose (or --prefetch); with auto the memory-bound sweep also runs with the

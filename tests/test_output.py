@@ -60,6 +60,9 @@ def check_json_and_npy(r, work):
     # A fixed number of iterations does not converge: exit code 1.
     r.run(2, *common, "--json", j2, "--save", n2, expect_code=1)
     r.run(1, *common, "--save", n1, expect_code=1)
+    # Software prefetch forced on: reported, and the field is bitwise the same.
+    j1p, n1p = os.path.join(work, "run1p.json"), os.path.join(work, "u1p.npy")
+    r.run(1, *common, "--prefetch", "on", "--json", j1p, "--save", n1p, expect_code=1)
 
     with open(j2) as f:
         rec = json.load(f)
@@ -89,6 +92,8 @@ def check_json_and_npy(r, work):
         check(all(p.get("iterations") == 23 for p in pr), "per_rank iterations")
         cells = sum(p["local_size"][0] * p["local_size"][1] * p["local_size"][2] for p in pr)
         check(cells == nx * ny * nz, f"per_rank local sizes cover {cells} cells, not {nx * ny * nz}")
+        # --prefetch auto: blocks this small fit in any cache.
+        check(all(p.get("prefetch") is False for p in pr), "per_rank prefetch, expected false (auto, small block)")
     hist = rec.get("residual_history", {})
     lens = {k: len(hist.get(k, [])) for k in ("time", "iteration", "residual")}
     check(len(set(lens.values())) == 1 and lens["iteration"] > 0, f"residual_history lengths {lens}")
@@ -96,12 +101,18 @@ def check_json_and_npy(r, work):
     opts = rec.get("options", {})
     check(isinstance(opts, dict) and all(isinstance(v, str) for v in opts.values()), "options are not strings")
     check(opts.get("mode") == "sync" and opts.get("max-iters") == "23", f"options {opts!r:.300}")
+    check(opts.get("prefetch") == "auto", f"options.prefetch {opts.get('prefetch')!r}")
+    with open(j1p) as f:
+        rec_p = json.load(f)
+    check([p.get("prefetch") for p in rec_p.get("per_rank", [])] == [True], "--prefetch on: per_rank prefetch")
+    check(rec_p.get("options", {}).get("prefetch") == "on", "--prefetch on: options.prefetch")
 
     d2, shape2, data2 = read_npy(n2)
     d1, shape1, data1 = read_npy(n1)
     check(shape2 == (nz, ny, nx), f"shape {shape2}, expected {(nz, ny, nx)}")
     check(shape1 == shape2, f"1-rank shape {shape1} != 2-rank shape {shape2}")
     check(data1 == data2, "the 2-rank field differs (bitwise) from the 1-rank field")
+    check(read_npy(n1p)[2] == data1, "the field with --prefetch on differs (bitwise) from the one without")
     u = values(data2)
     check(all(math.isfinite(x) for x in u), "non-finite value in the saved field")
     check(all(0.0 <= x <= 1.0 for x in u), "saved values outside [0, 1] (boundary values are in [0, 1])")

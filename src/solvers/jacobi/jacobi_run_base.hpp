@@ -48,16 +48,6 @@ class JacobiRunBase {
     result_.stats.prefetch = prefetch_ == SweepPrefetch::on;
   }
 
-  /// Collective: the number of ranks of `comm` that share this rank's node.
-  static int ranks_on_node(MPI_Comm comm) {
-    MPI_Comm node;
-    MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
-    int size = 1;
-    MPI_Comm_size(node, &size);
-    MPI_Comm_free(&node);
-    return size;
-  }
-
   /// Collective: the global source norm, this rank's statistics and the true residual of the
   /// initial guess. Called once, when the run's own checks have passed.
   void start(const problems::Laplace3D& problem) {

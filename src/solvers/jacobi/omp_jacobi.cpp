@@ -405,8 +405,11 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           time.halo += t_halo.seconds();
           if (t == 0 && noise_.perturb_now(it)) (*c)(0, 0, 0) = noise_.perturb_value();
 
-          // A residual every --check-every sweeps, and after every sweep while an agreement is
-          // being gathered (see the end of the residual block below).
+          // A residual every --check-every sweeps, and (one rank) after every sweep while an
+          // agreement is being gathered: once some thread has seen the sum at or below the
+          // tolerance, every thread adds a fresh residual after each sweep until the run stops or
+          // someone sees the sum above it again, so the two agreement rounds take a few sweeps, not
+          // two --check-every periods.
           const bool with_residual = it >= next_test || (!hybrid && Agreement::pending(agreement_at_start));
           run::Stopwatch t_sweep;
           double sq = 0;
@@ -477,10 +480,6 @@ class OmpJacobiRun : private detail::JacobiRunBase {
                   agreement.disagree();
                 else if (agreement.agree(nthreads, agreement_at_start, agreed))
                   claim(StopReason::converged, residual);
-                // Once some thread has seen the sum at or below the tolerance, every thread adds a
-                // fresh residual after every sweep until the run stops or someone sees the sum above
-                // it again (pending() above), so the two agreement rounds take a few sweeps, not two
-                // --check-every periods.
               }
             }
             time.reduction += t_red.seconds();

@@ -150,6 +150,15 @@ CacheInfo last_level_cache() {
   return info;
 }
 
+int ranks_on_node(MPI_Comm comm) {
+  MPI_Comm node;
+  MPI_Comm_split_type(comm, MPI_COMM_TYPE_SHARED, 0, MPI_INFO_NULL, &node);
+  int size = 1;
+  MPI_Comm_size(node, &size);
+  MPI_Comm_free(&node);
+  return size;
+}
+
 SweepPrefetch sweep_prefetch_for(const Field& u, int ranks_on_node, int threads_per_rank, CacheInfo cache) {
   if (cache.bytes == 0) return SweepPrefetch::off;
   const double threads = std::max(1, threads_per_rank);

@@ -13,7 +13,8 @@
 namespace desync::solvers {
 
 /// Software prefetch in the sweep kernels. `on`: while computing row j of plane k, the kernel asks
-/// for the same row of u two planes ahead (k + 2) and, for writing, of u_new one plane ahead. It
+/// for the same row of u about 640 KiB ahead (at least two planes) and, for writing, of u_new about
+/// 320 KiB ahead (at least one plane). It
 /// only moves loads earlier, never changes a value. When the two fields stream from memory it lets
 /// one core sweep about a third faster (docs/benchmarks.md, "Sweep kernel vs STREAM"); when they fit
 /// in the last-level cache it costs some 10 %, so solvers choose with sweep_prefetch_for().
@@ -42,6 +43,9 @@ struct CacheInfo {
   int shared_by = 0;
 };
 CacheInfo last_level_cache();
+
+/// Collective over `comm`: how many of its ranks share this rank's node (MPI_COMM_TYPE_SHARED).
+int ranks_on_node(MPI_Comm comm);
 
 /// The prefetch choice for sweeping `u` into a field of the same shape: `on` when the two fields
 /// exceed this rank's share of the last-level cache, i.e. when the sweep streams from memory.
