@@ -6,7 +6,7 @@
 # BUILD_DIR must hold the desync and desync_bench_sweep executables (configure with
 # -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF for the figures in the docs). Environment overrides:
 #   MPIRUN      launcher (default: MPIEXEC_EXECUTABLE from BUILD_DIR/CMakeCache.txt, else mpirun)
-#   SWEEP_REPS  repetitions of each kernel in desync_bench_sweep (default 10)
+#   SWEEP_REPS  interleaved rounds of the kernels in desync_bench_sweep (default 40)
 #   SWEEP_ARGS  further desync_bench_sweep arguments, e.g. "--local 250"
 #   COMM_ARGS   further `desync bench comm` arguments, e.g. "--max-doubles 65536"
 #   TTS_REPS    repetitions of each time-to-solution configuration (default 5)
@@ -56,7 +56,7 @@ status=0
 for np in 1 2; do
   echo "== sweep kernel vs STREAM, $np rank(s): $MPIRUN -np $np $build/desync_bench_sweep"
   # shellcheck disable=SC2086
-  "$MPIRUN" -np "$np" "$build/desync_bench_sweep" --reps "${SWEEP_REPS:-10}" ${SWEEP_ARGS:-} \
+  "$MPIRUN" -np "$np" "$build/desync_bench_sweep" --reps "${SWEEP_REPS:-40}" ${SWEEP_ARGS:-} \
       --json "$out/sweep_np$np.json" | tee "$out/sweep_np$np.txt" || status=1
   echo
 done
