@@ -391,9 +391,9 @@ int main(int argc, char** argv) {
                   sweep.rank_gbs(r), sweep.rank_gbs(r) / triad.rank_gbs(r), sweep_res.rank_gbs(r),
                   sweep_res.rank_gbs(r) / triad.rank_gbs(r));
     if (!small.empty()) {
-      std::printf("\nCACHE-RESIDENT (%d^3 per rank, the paper's default problem: the two Fields fit in L3, so\n"
+      std::printf("\nCACHE-RESIDENT (%d^3 per rank%s: the two Fields fit in L3, so\n"
                   "GB/s is only the equivalent traffic and a ratio to triad means nothing; compare Mupdates/s):\n",
-                  o.cache_local);
+                  o.cache_local, o.cache_local == 50 ? ", the paper's default problem" : "");
       std::printf("  %-15s %-36s %11s %14s %12s\n", "kernel", "working set per rank", "Mupdates/s", "per rank",
                   "equiv. GB/s");
       for (const Timing& t : small)
@@ -430,7 +430,9 @@ int main(int argc, char** argv) {
         if (ratios)
           std::fprintf(f, ", \"ratio_to_triad\": %.4f, \"ratio_to_scale\": %.4f",
                        t.aggregate_gbs(size) / triad.aggregate_gbs(size), t.aggregate_gbs(size) / scale.aggregate_gbs(size));
-        std::fprintf(f, "},\n     \"per_rank\": [");
+        std::fprintf(f, ", \"round_seconds\": [");
+        for (std::size_t i = 0; i < t.rounds.size(); ++i) std::fprintf(f, "%s%.6e", i ? ", " : "", t.rounds[i]);
+        std::fprintf(f, "]},\n     \"per_rank\": [");
         for (int r = 0; r < size; ++r) {
           std::fprintf(f, "%s{\"rank\": %d, \"seconds\": %.6e, \"units_per_s\": %.6e, \"gb_per_s\": %.4f", r ? ", " : "",
                        r, t.best_per_rank[static_cast<std::size_t>(r)], t.rank_rate(r), t.rank_gbs(r));
