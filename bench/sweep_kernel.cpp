@@ -222,14 +222,17 @@ struct StreamArrays {
 
 // STREAM triad a = b + s c (32 B/element) and, for a kernel with the sweep's own traffic pattern
 // (one read stream, one write stream), STREAM scale a = s b (24 B/element with write-allocate).
-Kernel triad_kernel(StreamArrays& arr, double mib, Timing& t) {
-  t.name = "triad";
+void describe_stream(Timing& t, const char* name, const StreamArrays& arr, int arrays, double bytes, double mib) {
+  t.name = name;
   t.work_per_rank = static_cast<double>(arr.n);
-  t.bytes_per_unit = triad_bytes_per_element;
-  t.working_set_bytes = 3.0 * static_cast<double>(arr.n) * sizeof(double);
+  t.bytes_per_unit = bytes;
+  t.working_set_bytes = arrays * static_cast<double>(arr.n) * sizeof(double);
   char buf[64];
-  std::snprintf(buf, sizeof buf, "3 x %.1f MiB", mib);
+  std::snprintf(buf, sizeof buf, "%d x %.1f MiB", arrays, mib);
   t.working_set = buf;
+}
+Kernel triad_kernel(StreamArrays& arr, double mib, Timing& t) {
+  describe_stream(t, "triad", arr, 3, triad_bytes_per_element, mib);
   return {&t, [&arr] {
             const double s = 3.0;
             const std::size_t n = arr.n;
@@ -241,13 +244,7 @@ Kernel triad_kernel(StreamArrays& arr, double mib, Timing& t) {
           }};
 }
 Kernel scale_kernel(StreamArrays& arr, double mib, Timing& t) {
-  t.name = "scale";
-  t.work_per_rank = static_cast<double>(arr.n);
-  t.bytes_per_unit = scale_bytes_per_element;
-  t.working_set_bytes = 2.0 * static_cast<double>(arr.n) * sizeof(double);
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "2 x %.1f MiB", mib);
-  t.working_set = buf;
+  describe_stream(t, "scale", arr, 2, scale_bytes_per_element, mib);
   return {&t, [&arr] {
             const double s = 3.0;
             const std::size_t n = arr.n;
