@@ -137,8 +137,8 @@ struct Timing {
   double bytes_per_unit = 0;  // bytes counted per element / update
   bool memory_bound = true;
   std::vector<double> best_per_rank;  // seconds, rank 0 only
-  double best_aggregate = 0;          // min over reps of the max over ranks, seconds
-  std::vector<double> rounds;         // every round's max over ranks, seconds (rank 0 only)
+  double best_aggregate = 0;          // min over rounds of the max over ranks, seconds
+  std::vector<double> rounds;         // every round's max over ranks, seconds (the same on every rank)
   std::string working_set;            // e.g. "3 x 64.0 MiB"
   bool prefetch = false;              // sweeps: software prefetch on
   double working_set_bytes = 0;
@@ -168,7 +168,7 @@ void time_interleaved(int reps, const std::vector<Kernel>& kernels) {
     MPI_Barrier(MPI_COMM_WORLD);
     k.body();
   }
-  std::vector<double> mine_best(nk, 1e300), agg_best(nk, 1e300);
+  std::vector<double> mine_best(nk, 1e300);
   for (int r = 0; r < reps; ++r)
     for (std::size_t i = 0; i < nk; ++i) {
       MPI_Barrier(MPI_COMM_WORLD);
@@ -177,12 +177,11 @@ void time_interleaved(int reps, const std::vector<Kernel>& kernels) {
       double dt = seconds_since(t0);
       mine_best[i] = std::min(mine_best[i], dt);
       MPI_Allreduce(MPI_IN_PLACE, &dt, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      agg_best[i] = std::min(agg_best[i], dt);
       kernels[i].timing->rounds.push_back(dt);
     }
   for (std::size_t i = 0; i < nk; ++i) {
     Timing& t = *kernels[i].timing;
-    t.best_aggregate = agg_best[i];
+    t.best_aggregate = *std::min_element(t.rounds.begin(), t.rounds.end());  // reps >= 1
     t.best_per_rank.assign(static_cast<std::size_t>(size), 0.0);
     MPI_Gather(&mine_best[i], 1, MPI_DOUBLE, t.best_per_rank.data(), 1, MPI_DOUBLE, 0, MPI_COMM_WORLD);
   }

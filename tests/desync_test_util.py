@@ -31,10 +31,11 @@ def positive(x):
     return finite(x) and x > 0
 
 
-def arguments(description=None):
-    """The options every check takes: the executable, how to launch it and a scratch directory."""
+def arguments(description=None, exe_flag="--desync"):
+    """The options every check takes: the executable (given as exe_flag, stored as args.desync), how
+    to launch it and a scratch directory."""
     ap = argparse.ArgumentParser(description=description)
-    ap.add_argument("--desync", required=True)
+    ap.add_argument(exe_flag, dest="desync", required=True)
     ap.add_argument("--mpiexec", required=True)
     ap.add_argument("--np-flag", default="-n")
     ap.add_argument("--preflag", action="append", default=[])

@@ -12,19 +12,13 @@ quotients they claim to be, the median of same-round ratios recomputed from the 
 import json
 import os
 import statistics
-import subprocess
 import sys
 
-from desync_test_util import check, conclude, is_number, positive
-import argparse
+from desync_test_util import arguments, check, conclude, is_number, positive, run_desync
 
 
 def run(args, ranks, *options, expect_code=0):
-    cmd = [args.mpiexec, args.np_flag, str(ranks), *args.preflag, args.bench, *options]
-    proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
-    if not check(proc.returncode == expect_code, f"{' '.join(cmd)}: exit code {proc.returncode}, expected {expect_code}"):
-        print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
-    return proc
+    return run_desync(args, ranks, (), *options, expect_code=expect_code)
 
 
 def close(a, b, rel=2e-3):
@@ -36,13 +30,7 @@ def gbs(k, seconds, ranks):
 
 
 def main():
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--bench", required=True)
-    ap.add_argument("--mpiexec", required=True)
-    ap.add_argument("--np-flag", default="-n")
-    ap.add_argument("--preflag", action="append", default=[])
-    ap.add_argument("--workdir", required=True)
-    args = ap.parse_args()
+    args = arguments(__doc__, exe_flag="--bench").parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     out = os.path.join(args.workdir, "sweep.json")
     if os.path.exists(out):
