@@ -11,10 +11,10 @@
 
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
-#include "desync/run/bench_comm.hpp"
+#include "bench_comm.hpp"
 #include "desync/run/cg_options.hpp"
 #include "desync/run/cg_report.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/options.hpp"
 #include "desync/run/report.hpp"

@@ -17,7 +17,7 @@
 
 #include "desync/communication/channel.hpp"
 #include "desync/communication/request_ledger.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "channel_transport.hpp"
 #include "test_util.hpp"
 

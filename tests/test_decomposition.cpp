@@ -7,7 +7,7 @@
 #include <vector>
 
 #include "desync/decomposition/cart_grid.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "test_util.hpp"
 
 using desync::InputError;

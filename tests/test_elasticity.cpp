@@ -14,7 +14,7 @@
 
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/problems/elasticity3d.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "test_util.hpp"
 
 using desync::InputError;

@@ -16,7 +16,7 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/matrix_market.hpp"
 #include "desync/problems/elasticity3d.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "test_util.hpp"
 
 #ifndef DESYNC_TEST_DATA_DIR

@@ -14,7 +14,7 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
 #include "desync/problems/laplace3d.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 #include "desync/solvers/jacobi/omp_jacobi.hpp"
 #include "jacobi_reference.hpp"

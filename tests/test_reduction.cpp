@@ -10,7 +10,7 @@
 
 #include "desync/communication/reduction.hpp"
 #include "desync/communication/request_ledger.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "test_util.hpp"
 
 using desync::comm::make_reduction;

@@ -14,7 +14,7 @@
 #include "desync/communication/halo_exchange.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/report.hpp"
 #include "desync/run/stats.hpp"
@@ -219,7 +219,7 @@ TEST(Stats, DelayStatsRecordsSignedAges) {
 }
 
 TEST(Stats, SummariseIterations) {
-  std::vector<run::RankStats> ranks(3);
+  std::vector<solvers::RankStats> ranks(3);
   ranks[0].iterations = 10;
   ranks[1].iterations = 40;
   ranks[2].iterations = 25;
@@ -235,7 +235,7 @@ TEST(Stats, SummariseIterations) {
 TEST(Stats, GatherRankStatsOrdersByRankOnRankZero) {
   desync_test::TestComm comm;
   const int rank = desync_test::world_rank(), size = desync_test::world_size();
-  run::RankStats mine;
+  solvers::RankStats mine;
   mine.rank = rank;
   mine.coords = {rank, 2 * rank, 3};
   mine.local = {4, 5, 6 + rank};

@@ -33,7 +33,7 @@
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/operator.hpp"
 #include "desync/problems/poisson3d.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "test_util.hpp"
 
 using desync::InputError;

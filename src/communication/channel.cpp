@@ -9,7 +9,7 @@
 
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "transport_backend.hpp"
 
 namespace desync::comm {

@@ -4,7 +4,7 @@
 #include <string>
 
 #include "desync/communication/request_ledger.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::comm {
 
@@ -47,10 +47,10 @@ void require_thread_multiple(const char* what) {
                      thread_level_name(provided));
 }
 
-GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, linalg::ExchangeEngine engine,
-                             linalg::Progress progress)
+GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine engine,
+                             Progress progress)
     : spec_(std::move(spec)), engine_(engine), progress_(progress) {
-  if (engine_ == linalg::ExchangeEngine::blocking) progress_ = linalg::Progress::none;
+  if (engine_ == ExchangeEngine::blocking) progress_ = Progress::none;
 
   // Validation, agreed on by every rank so that none goes on into the collective calls alone.
   std::string problem;
@@ -99,7 +99,7 @@ GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, linalg::Exchange
       if (spec_.recv_ranks[n] == MPI_PROC_NULL && spec_.recv_offsets[n + 1] != spec_.recv_offsets[n])
         problem = "ghost plan: entries listed for MPI_PROC_NULL";
   }
-  if (problem.empty() && progress_ == linalg::Progress::thread) {
+  if (problem.empty() && progress_ == Progress::thread) {
     try {
       require_thread_multiple("--progress thread (a progress thread calling MPI_Test)");
     } catch (const InputError& e) {
@@ -136,7 +136,7 @@ GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, linalg::Exchange
   MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
   any_traffic_ = any != 0;
 
-  if (engine_ == linalg::ExchangeEngine::neighbor) {
+  if (engine_ == ExchangeEngine::neighbor) {
     if (spec_.cartesian) {
       MPI_Comm_dup(comm, &comm_);  // keeps the Cartesian topology
     } else {
@@ -150,7 +150,7 @@ GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, linalg::Exchange
     requests_.assign(p2p_send_.size() + p2p_recv_.size(), MPI_REQUEST_NULL);
   }
 
-  if (progress_ == linalg::Progress::thread) thread_ = std::thread([this] { thread_main(); });
+  if (progress_ == Progress::thread) thread_ = std::thread([this] { thread_main(); });
 }
 
 GhostExchange::~GhostExchange() {
@@ -166,7 +166,7 @@ GhostExchange::~GhostExchange() {
 }
 
 void GhostExchange::post() {
-  if (engine_ == linalg::ExchangeEngine::neighbor) {
+  if (engine_ == ExchangeEngine::neighbor) {
     if (!any_traffic_) return;
     MPI_Ineighbor_alltoallv(send_.data(), send_counts_.data(), send_displs_.data(), MPI_DOUBLE, ghost_.data(),
                             recv_counts_.data(), recv_displs_.data(), MPI_DOUBLE, comm_, &requests_[0]);
@@ -193,7 +193,7 @@ void GhostExchange::post() {
 void GhostExchange::start(const double* x) {
   finish();  // a previous exchange still pending is completed first (the buffers are reused)
   ++stats_.exchanges;
-  if (engine_ != linalg::ExchangeEngine::neighbor) {
+  if (engine_ != ExchangeEngine::neighbor) {
     std::size_t q = 0;
     for (int n : p2p_recv_) {
       MPI_Irecv(ghost_.data() + recv_displs_[static_cast<std::size_t>(n)], recv_counts_[static_cast<std::size_t>(n)],
@@ -206,9 +206,9 @@ void GhostExchange::start(const double* x) {
   const std::size_t m = send_.size();
   for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
   post();
-  if (engine_ == linalg::ExchangeEngine::blocking) {
+  if (engine_ == ExchangeEngine::blocking) {
     wait_pending();
-  } else if (progress_ == linalg::Progress::thread && pending_ > 0) {
+  } else if (progress_ == Progress::thread && pending_ > 0) {
     phase_.store(run, std::memory_order_release);
     phase_.notify_all();
   }
@@ -233,12 +233,12 @@ void GhostExchange::wait_pending() {
 }
 
 bool GhostExchange::poll() {
-  if (progress_ == linalg::Progress::thread) return false;  // the thread owns the requests
+  if (progress_ == Progress::thread) return false;  // the thread owns the requests
   return test_pending();
 }
 
 void GhostExchange::finish() {
-  if (progress_ == linalg::Progress::thread && phase_.load(std::memory_order_acquire) != idle) {
+  if (progress_ == Progress::thread && phase_.load(std::memory_order_acquire) != idle) {
     phase_.store(stop, std::memory_order_release);
     phase_.notify_all();
     for (int p = phase_.load(std::memory_order_acquire); p != idle; p = phase_.load(std::memory_order_acquire))

@@ -32,7 +32,7 @@
 #include <memory>
 #include <vector>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "transport_onesided.hpp"
 
 namespace desync::comm::detail {

@@ -18,7 +18,7 @@
 #include <cstring>
 #include <map>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "transport_onesided.hpp"
 
 #ifdef DESYNC_HAVE_SHMEM

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <string>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::decomposition {
 

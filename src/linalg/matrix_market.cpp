@@ -17,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::linalg {
 

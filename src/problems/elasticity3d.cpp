@@ -6,7 +6,7 @@
 #include <string>
 #include <utility>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::problems {
 

@@ -4,7 +4,7 @@
 #include <cmath>
 #include <fmt/format.h>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "option_parsing.hpp"
 

@@ -12,7 +12,7 @@
 #include "desync/problems/poisson3d.hpp"
 #include "desync/run/cg_options.hpp"
 #include "desync/run/cg_report.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "desync/run/options.hpp"
 #include "desync/run/run_end.hpp"
 

@@ -9,7 +9,7 @@
 #include <filesystem>
 #include <stdexcept>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::run {
 

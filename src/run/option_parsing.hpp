@@ -4,7 +4,7 @@
 #include <string>
 
 #include "desync/decomposition/cart_grid.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::run::detail {
 

@@ -3,7 +3,7 @@
 #include <cstdio>
 
 #include "desync/communication/request_ledger.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::run {
 

@@ -1,4 +1,5 @@
 #include "desync/run/stats.hpp"
+#include "desync/core/gather.hpp"
 
 namespace desync::run {
 
@@ -70,7 +71,7 @@ RankStats unpack(const double* v) {
 
 std::vector<RankStats> gather_rank_stats(MPI_Comm comm, const RankStats& mine) {
   const std::vector<double> packed = pack(mine);
-  return gather_packed(comm, packed, unpack);
+  return core::gather_packed(comm, packed, unpack);
 }
 
 }  // namespace desync::run

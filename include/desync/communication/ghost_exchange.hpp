@@ -27,7 +27,7 @@
 #include <thread>
 #include <vector>
 
-#include "desync/linalg/operator.hpp"
+#include "desync/communication/exchange_engine.hpp"
 
 namespace desync::comm {
 
@@ -70,8 +70,8 @@ class GhostExchange {
  public:
   /// Collective over `comm` (duplicates it or creates the topology communicator). Throws
   /// InputError on an inconsistent spec or an unsupported progress mode.
-  GhostExchange(MPI_Comm comm, GhostPlanSpec spec, linalg::ExchangeEngine engine,
-                linalg::Progress progress);
+  GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine engine,
+                Progress progress);
   /// Completes a started exchange, stops the progress thread and frees the plan's communicator.
   ~GhostExchange();
   GhostExchange(const GhostExchange&) = delete;
@@ -91,8 +91,8 @@ class GhostExchange {
   const double* ghosts() const { return ghost_.data(); }
   std::size_t ghost_count() const { return ghost_.size(); }
   const GhostPlanSpec& spec() const { return spec_; }
-  linalg::ExchangeEngine engine() const { return engine_; }
-  linalg::Progress progress() const { return progress_; }
+  ExchangeEngine engine() const { return engine_; }
+  Progress progress() const { return progress_; }
   /// Neighbours exchanged with (distinct ranks other than MPI_PROC_NULL).
   int neighbours() const { return neighbours_; }
   const GhostStats& stats() const { return stats_; }
@@ -105,8 +105,8 @@ class GhostExchange {
   void thread_main();
 
   GhostPlanSpec spec_;
-  linalg::ExchangeEngine engine_;
-  linalg::Progress progress_;
+  ExchangeEngine engine_;
+  Progress progress_;
   MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate or topology communicator (owned)
   std::vector<double> send_;
   std::vector<double> ghost_;

@@ -13,28 +13,18 @@
 #include <string>
 #include <vector>
 
+#include "desync/communication/exchange_engine.hpp"
 #include "desync/linalg/csr.hpp"
 
 namespace desync::linalg {
 
-/// How ghost values travel during apply().
-enum class ExchangeEngine {
-  p2p,       ///< MPI_Isend / MPI_Irecv, overlapped with the interior rows
-  neighbor,  ///< MPI_Ineighbor_alltoallv on a topology communicator, overlapped
-  blocking,  ///< exchange completed before any row is computed (reference, no overlap)
-};
-/// How the exchange is pushed forward while the interior rows are computed.
-enum class Progress {
-  none,    ///< rely on the MPI library (no calls between start and wait)
-  test,    ///< MPI_Test every `test_interval` interior rows
-  thread,  ///< a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE)
-};
-const char* to_string(ExchangeEngine e);
-const char* to_string(Progress p);
-/// "p2p", "neighbor", "blocking"; throws desync::InputError naming the choices otherwise.
-ExchangeEngine parse_exchange_engine(const std::string& text);
-/// "none", "test", "thread"; throws desync::InputError naming the choices otherwise.
-Progress parse_progress(const std::string& text);
+// The exchange engines and progress modes belong to the communication layer; the operators name them
+// as linalg:: too.
+using comm::ExchangeEngine;
+using comm::parse_exchange_engine;
+using comm::parse_progress;
+using comm::Progress;
+using comm::to_string;
 
 struct SpmvConfig {
   ExchangeEngine engine = ExchangeEngine::p2p;

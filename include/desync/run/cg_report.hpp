@@ -23,7 +23,7 @@ struct CgReport {
   std::string stop_reason, message;
   double true_residual = 0, recursive_residual = 0, b_norm = 0;
   std::int64_t iterations = 0;
-  std::vector<HistoryPoint> history;
+  std::vector<core::HistoryPoint> history;
   std::vector<solvers::CgRankStats> per_rank;  ///< rank 0 only
   double wall_time = 0;                         ///< slowest rank's solve time
   long outstanding_requests = 0;

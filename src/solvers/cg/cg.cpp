@@ -8,7 +8,8 @@
 #include <cstdio>
 #include <memory>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
+#include "desync/core/gather.hpp"
 
 namespace desync::solvers {
 
@@ -728,7 +729,7 @@ CgRankStats unpack(const double* v) {
 std::vector<CgRankStats> gather_cg_stats(MPI_Comm comm, const CgRankStats& mine) {
   double buf[cg_stat_width];
   pack(mine, buf);
-  return run::gather_packed(comm, buf, unpack);
+  return core::gather_packed(comm, buf, unpack);
 }
 
 }  // namespace desync::solvers

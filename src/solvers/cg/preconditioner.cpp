@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "desync/linalg/vector.hpp"
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 namespace desync::solvers {
 

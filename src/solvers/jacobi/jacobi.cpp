@@ -1,4 +1,5 @@
 // Jacobi solvers of paper 000, section 3.1 (Figure 1 for the loop structure).
+#include "desync/core/timer.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 
 #include <cmath>
@@ -37,7 +38,7 @@ class JacobiRun : private detail::JacobiRunBase {
   }
 
   JacobiResult run() {
-    return solve([this](Phase phase, std::int64_t& iterations, run::TimeSplit& time) {
+    return solve([this](Phase phase, std::int64_t& iterations, solvers::TimeSplit& time) {
       return run_sync(phase, iterations, time);
     }, [this] { run_async(); });
   }
@@ -45,11 +46,11 @@ class JacobiRun : private detail::JacobiRunBase {
  private:
   // Figure 1 with the paper's sync halo swap (3.1.1). The --polish phase uses it too, with its own
   // --max-iters budget (see JacobiRunBase::SyncPhase).
-  StopReason run_sync(Phase which, std::int64_t& iterations, run::TimeSplit& time) {
+  StopReason run_sync(Phase which, std::int64_t& iterations, solvers::TimeSplit& time) {
     const SyncPhase phase = begin_sync(which);
     comm::HaloExchange halo(grid_, sync_halo_config(phase));
     for (std::int64_t it = 0;; ++it) {
-      run::Stopwatch t_halo;
+      core::Stopwatch t_halo;
       if (it % phase.period == 0)
         halo.exchange(*cur_, it);
       else
@@ -59,7 +60,7 @@ class JacobiRun : private detail::JacobiRunBase {
 
       const bool at_limit = it >= opt_.max_iters;
       const bool check = it % phase.check_every == 0 || at_limit;
-      run::Stopwatch t_sweep;
+      core::Stopwatch t_sweep;
       double local_sq = check ? jacobi_sweep_residual(*cur_, *next_, prefetch_) : (jacobi_sweep(*cur_, *next_, prefetch_), 0.0);
       const double sweep_s = t_sweep.seconds();
       time.compute += sweep_s;
@@ -89,14 +90,14 @@ class JacobiRun : private detail::JacobiRunBase {
     double last_local_sq = 0;
     for (;;) {
       if (!local_done) {
-        run::Stopwatch t_halo;
+        core::Stopwatch t_halo;
         if (it % opt_.halo_period == 0) halo.push(*cur_, it);
         halo.pull(*cur_, it);
         st.time.halo += t_halo.seconds();
         perturb(it);
 
         fresh_residual = !reduction->active() && it >= next_test_;
-        run::Stopwatch t_sweep;
+        core::Stopwatch t_sweep;
         if (fresh_residual) {
           last_local_sq = jacobi_sweep_residual(*cur_, *next_, prefetch_);
           next_test_ = it + opt_.check_every;
@@ -113,12 +114,12 @@ class JacobiRun : private detail::JacobiRunBase {
       } else {
         fresh_residual = false;
         // Keep receiving so that neighbours' sends complete; no new sweeps.
-        run::Stopwatch t_halo;
+        core::Stopwatch t_halo;
         halo.pull(*cur_, it);
         st.time.halo += t_halo.seconds();
       }
 
-      run::Stopwatch t_red;
+      core::Stopwatch t_red;
       if (!reduction->active() && (fresh_residual || local_done)) {
         double votes[vote_count] = {last_local_sq, it >= opt_.max_iters ? 1.0 : 0.0, over_time() ? 1.0 : 0.0,
                                     non_finite ? 1.0 : 0.0};
@@ -133,7 +134,7 @@ class JacobiRun : private detail::JacobiRunBase {
         }
       }
     }
-    run::Stopwatch t_finish;
+    core::Stopwatch t_finish;
     reduction->finish();
     halo.close();
     st.time.finish += t_finish.seconds();

@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "desync/core/timer.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
 
@@ -78,15 +79,15 @@ class JacobiRunBase {
       run_async();
     result_.tested_residual = last_tested_;
     const bool failed = result_.stop == StopReason::non_finite || result_.stop == StopReason::diverged;
-    run::Stopwatch t_finish;
+    core::Stopwatch t_finish;
     result_.true_residual = true_residual();
     st.time.finish += t_finish.seconds();
     if (opt_.polish && result_.stop == StopReason::converged && !(result_.true_residual <= opt_.tol)) {
-      run::Stopwatch polish_clock;
-      run::TimeSplit polish_split;  // reported as a whole in time.polish
+      core::Stopwatch polish_clock;
+      solvers::TimeSplit polish_split;  // reported as a whole in time.polish
       const StopReason polish_stop = run_sync(Phase::polish, st.polish_iterations, polish_split);
       if (polish_stop == StopReason::non_finite || polish_stop == StopReason::diverged) result_.stop = polish_stop;
-      run::Stopwatch t_true;
+      core::Stopwatch t_true;
       result_.true_residual = true_residual();
       polish_split.finish += t_true.seconds();
       st.time.polish += polish_clock.seconds() - polish_split.finish;
@@ -115,16 +116,16 @@ class JacobiRunBase {
   }
 
   /// Ends a synchronous phase's halo exchange (the main phase's statistics are kept).
-  void close_sync_halo(comm::HaloExchange& halo, const SyncPhase& phase, run::TimeSplit& time) {
+  void close_sync_halo(comm::HaloExchange& halo, const SyncPhase& phase, solvers::TimeSplit& time) {
     if (!phase.polishing) result_.stats.halo = halo.stats();
-    run::Stopwatch t_close;
+    core::Stopwatch t_close;
     halo.close();
     time.finish += t_close.seconds();
   }
 
   /// A synchronous convergence test of the iterate whose local squared residual is local_sq.
-  std::optional<StopReason> sync_test(double local_sq, bool at_limit, std::int64_t it, run::TimeSplit& time) {
-    run::Stopwatch t_red;
+  std::optional<StopReason> sync_test(double local_sq, bool at_limit, std::int64_t it, solvers::TimeSplit& time) {
+    core::Stopwatch t_red;
     double votes[vote_count] = {local_sq, at_limit ? 1.0 : 0.0, over_time() ? 1.0 : 0.0,
                                 std::isfinite(local_sq) ? 0.0 : 1.0};
     comm::allreduce_sum(grid_.comm(), votes);
@@ -183,7 +184,7 @@ class JacobiRunBase {
 
   const decomposition::CartGrid& grid_;
   const JacobiOptions& opt_;
-  run::Noise noise_;
+  core::Noise noise_;
   decomposition::Field& u_;
   decomposition::Field v_;
   decomposition::Field* cur_ = nullptr;
@@ -195,7 +196,7 @@ class JacobiRunBase {
   double initial_residual_ = 1;
   double last_tested_ = 0;
   std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering
-  run::Stopwatch clock_;
+  core::Stopwatch clock_;
   JacobiResult result_;
 };
 

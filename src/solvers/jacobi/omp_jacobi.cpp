@@ -1,4 +1,5 @@
 // Jacobi with OpenMP threads inside each rank: paper 000, section 3.3 (see omp_jacobi.hpp).
+#include "desync/core/timer.hpp"
 #include "desync/solvers/jacobi/omp_jacobi.hpp"
 
 #include <omp.h>
@@ -16,7 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
 #include "jacobi_run_base.hpp"
 
@@ -188,7 +189,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
   }
 
   JacobiResult run() {
-    return solve([this](Phase phase, std::int64_t& iterations, run::TimeSplit& time) {
+    return solve([this](Phase phase, std::int64_t& iterations, solvers::TimeSplit& time) {
       return run_sync(phase, iterations, time);
     }, [this] { run_async(); });
   }
@@ -196,7 +197,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
  private:
   // Figure 2 with the MPI solver's synchronous halo swap between ranks (done by thread 0). The
   // polish phase uses it too, exactly as the MPI solver's polish does.
-  StopReason run_sync(Phase which, std::int64_t& iterations, run::TimeSplit& time) {
+  StopReason run_sync(Phase which, std::int64_t& iterations, solvers::TimeSplit& time) {
     const SyncPhase phase = begin_sync(which);
     const bool polishing = phase.polishing;
     const int period = phase.period;
@@ -206,7 +207,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
     double residual_sq = 0;          // the parallel loop's reduction variable
     Field* const start_cur = cur_;
     Field* const start_next = next_;
-    run::Stopwatch t_sweep;
+    core::Stopwatch t_sweep;
 #pragma omp parallel num_threads(threads_) default(shared)
     {
       const int t = omp_get_thread_num();
@@ -216,7 +217,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
         const bool at_limit = it >= opt_.max_iters;
         const bool check = it % check_every == 0 || at_limit;
         if (t == 0) {
-          run::Stopwatch t_halo;
+          core::Stopwatch t_halo;
           if (it % period == 0)
             halo.exchange(*c, it);
           else
@@ -224,7 +225,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           time.halo += t_halo.seconds();
           if (!polishing && noise_.perturb_now(it)) (*c)(0, 0, 0) = noise_.perturb_value();
           residual_sq = 0;
-          t_sweep = run::Stopwatch();
+          t_sweep = core::Stopwatch();
         }
 #pragma omp barrier
         // One slab per thread (schedule static, 1); the implicit barrier at the end of the loop
@@ -354,8 +355,8 @@ class OmpJacobiRun : private detail::JacobiRunBase {
 #pragma omp barrier
       Field* c = &a;
       Field* n = &b;
-      run::TimeSplit own_time;
-      run::TimeSplit& time = t == 0 ? st.time : own_time;
+      solvers::TimeSplit own_time;
+      solvers::TimeSplit& time = t == 0 ? st.time : own_time;
       std::int64_t it = 0, next_test = 0;
       double my_sq = 0;
       bool first = true, ready = false, done = false;
@@ -369,7 +370,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
         if (stop_flag.load(std::memory_order_acquire)) break;
         if (t == 0 && hybrid) {
           // The rank's halo traffic: published boundary cells out, received halos in.
-          run::Stopwatch t_halo;
+          core::Stopwatch t_halo;
           double* mb = mailbox->data();
           double* rb = rank_buffer->data();
           if (!done && it % opt_.halo_period == 0) {
@@ -388,7 +389,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           const std::uint64_t agreement_at_start = hybrid ? 0 : agreement.snapshot();
           const std::int64_t tests_at_start = hybrid ? tests_started.load(std::memory_order_relaxed) : 0;
           // Neighbour threads' latest planes into this slab's halo planes.
-          run::Stopwatch t_halo;
+          core::Stopwatch t_halo;
           if (t > 0) {
             auto& bd = boundaries[ts - 1];
             guarded(racy, bd.lock, [&] { read_shared(racy, bd.up.data(), plane(*c, -1), plane_size); });
@@ -411,7 +412,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           // someone sees the sum above it again, so the two agreement rounds take a few sweeps, not
           // two --check-every periods.
           const bool with_residual = it >= next_test || (!hybrid && Agreement::pending(agreement_at_start));
-          run::Stopwatch t_sweep;
+          core::Stopwatch t_sweep;
           double sq = 0;
           if (with_residual) {
             sq = jacobi_sweep_residual(*c, *n, prefetch_);
@@ -426,7 +427,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           ++it;
 
           // This slab's new boundary planes out to the neighbour threads.
-          run::Stopwatch t_publish;
+          core::Stopwatch t_publish;
           if (t > 0) {
             auto& bd = boundaries[ts - 1];
             guarded(racy, bd.lock, [&] { write_shared(racy, plane(*c, 0), bd.down.data(), plane_size); });
@@ -444,7 +445,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
 
           if (with_residual) {
             // The running residual: add this slab's change, keep a copy of the sum (3.3.2).
-            run::Stopwatch t_red;
+            core::Stopwatch t_red;
             const double delta = sq - my_sq;
             my_sq = sq;
             double sum = 0;
@@ -495,7 +496,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
 
         if (t == 0 && hybrid) {
           // The rank's part of the convergence test, as the MPI async solver runs it.
-          run::Stopwatch t_red;
+          core::Stopwatch t_red;
           const bool all_done = threads_done.load(std::memory_order_relaxed) == nthreads;
           // New halo data from every neighbour rank since the previous test started: a rank that
           // has not heard from its neighbours for a while has only solved its own block against
@@ -547,7 +548,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
     }
 
     if (hybrid) {
-      run::Stopwatch t_finish;
+      core::Stopwatch t_finish;
       reduction->finish();
       halo->close();
       st.time.finish += t_finish.seconds();

@@ -27,7 +27,7 @@
 
 #include "desync/linalg/operator.hpp"
 #include "desync/linalg/vector.hpp"
-#include "desync/run/stats.hpp"
+#include "desync/core/history.hpp"
 #include "desync/solvers/cg/preconditioner.hpp"
 
 namespace desync::solvers {
@@ -91,7 +91,7 @@ struct CgResult {
   double recursive_residual = 0;     ///< last ||r|| / ||b|| of the iteration
   double b_norm = 0;
   std::string message;               ///< why it stopped, for the failures
-  std::vector<run::HistoryPoint> history;  ///< iteration, time, recursive ||r|| / ||b|| (every rank)
+  std::vector<core::HistoryPoint> history;  ///< iteration, time, recursive ||r|| / ||b|| (every rank)
   CgRankStats stats;
 };
 

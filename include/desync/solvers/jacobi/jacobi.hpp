@@ -21,8 +21,9 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
 #include "desync/problems/laplace3d.hpp"
-#include "desync/run/noise.hpp"
-#include "desync/run/stats.hpp"
+#include "desync/core/noise.hpp"
+#include "desync/core/history.hpp"
+#include "desync/solvers/jacobi/jacobi_stats.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
 
 namespace desync::solvers {
@@ -55,7 +56,7 @@ struct JacobiOptions {
   /// Software prefetch in the sweeps (sweep.hpp); unset: chosen per rank by sweep_prefetch_for(),
   /// on when the rank's two fields exceed its share of the last-level cache.
   std::optional<SweepPrefetch> prefetch;
-  run::NoiseOptions noise;
+  core::NoiseOptions noise;
 };
 
 /// Why the main phase stopped. `converged` means the convergence test met the tolerance (printed as
@@ -69,8 +70,8 @@ struct JacobiResult {
   double true_residual = 0;    ///< ||b - A u|| / ||s|| of the final field, computed synchronously
   double tested_residual = 0;  ///< last value the convergence test saw
   std::string message;         ///< why a numerical failure stopped the run
-  std::vector<run::HistoryPoint> history;
-  run::RankStats stats;
+  std::vector<core::HistoryPoint> history;
+  solvers::RankStats stats;
 };
 
 /// Solves for `u`, which holds the initial guess and the Dirichlet halos on entry (see

@@ -1,8 +1,8 @@
-#include "desync/run/noise.hpp"
+#include "desync/core/noise.hpp"
 
 #include <chrono>
 
-namespace desync::run {
+namespace desync::core {
 
 double Noise::after_sweep(double sweep_seconds) const {
   if (!slow()) return 0.0;
@@ -14,4 +14,4 @@ double Noise::after_sweep(double sweep_seconds) const {
   return std::chrono::duration<double>(clock::now() - start).count();
 }
 
-}  // namespace desync::run
+}  // namespace desync::core

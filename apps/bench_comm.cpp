@@ -1,4 +1,4 @@
-#include "desync/run/bench_comm.hpp"
+#include "bench_comm.hpp"
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
@@ -13,7 +13,7 @@
 #include <stdexcept>
 #include <thread>
 
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/options.hpp"
 #include "report_common.hpp"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <limits>
 
-namespace desync::run {
+namespace desync::core {
 
 struct NoiseOptions {
   int slow_rank = -1;
@@ -37,4 +37,4 @@ class Noise {
   int rank_;
 };
 
-}  // namespace desync::run
+}  // namespace desync::core

@@ -1,4 +1,4 @@
-#include "desync/run/error.hpp"
+#include "desync/core/error.hpp"
 
 #include <vector>
 
