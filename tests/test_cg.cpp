@@ -1,6 +1,7 @@
 // The CG family: every method with every preconditioner reaches the tolerance and matches a dense
 // direct solve of the same system; the methods agree on iteration counts; the reduction modes
-// agree; residual replacement keeps the true residual honest; failures are reported, not NaNs.
+// agree; residual replacement keeps the true residual honest; failures are reported, not NaNs; every
+// method follows a plain, unfused transcription of its listing.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
@@ -359,6 +360,206 @@ TEST(Cg, ResidualReplacementKeepsTrueResidualBelowTolerance) {
       EXPECT_GE(r.stats.replacements, 1);
       EXPECT_LE(error_vs_direct(s, x), 1e-8);
     }
+}
+
+// ---- plain references: each method as its listing reads (paper 004, section 2), one vector
+// operation at a time, no fusion, no replacement. desync's fused iterations must follow them to
+// rounding (the fused kernels sum their dot products in another order).
+
+/// The iterate and the recursive residuals ||r_k|| / ||b||, k = 0..iterations, of a plain run.
+struct PlainRun {
+  std::vector<double> x;
+  std::vector<double> residuals;
+};
+
+class Plain {
+ public:
+  using V = std::vector<double>;
+  Plain(linalg::Operator& A, PcKind pc) : A_(A), M_(solvers::make_preconditioner(pc, A)) {}
+
+  PlainRun run(CgMethod m, const V& b, int iterations) {
+    switch (m) {
+      case CgMethod::cg: return pcg(b, iterations);
+      case CgMethod::cg_cg: return cg_cg(b, iterations);
+      case CgMethod::pipecg: return pipecg(b, iterations);
+      case CgMethod::groppcg: return groppcg(b, iterations);
+    }
+    return {};
+  }
+
+ private:
+  V mul(const V& v) {  // A v
+    V out(v.size());
+    A_.apply(v, out);
+    return out;
+  }
+  V pc(const V& v) {  // M^-1 v
+    V out(v.size());
+    M_->apply(v, out);
+    return out;
+  }
+  double dot(const V& a, const V& c) {
+    double s = 0;
+    for (std::size_t i = 0; i < a.size(); ++i) s += a[i] * c[i];
+    MPI_Allreduce(MPI_IN_PLACE, &s, 1, MPI_DOUBLE, MPI_SUM, A_.comm());
+    return s;
+  }
+  static void axpy(double a, const V& x, V& y) {  // y <- y + a x
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] += a * x[i];
+  }
+  static void xpay(const V& x, double c, V& y) {  // y <- x + c y
+    for (std::size_t i = 0; i < y.size(); ++i) y[i] = x[i] + c * y[i];
+  }
+  /// r = b - A x with x = 0, and the run's bookkeeping.
+  V start(const V& b, PlainRun& out) {
+    out.x.assign(b.size(), 0.0);
+    bnorm_ = std::sqrt(dot(b, b));
+    V r = b;
+    axpy(-1.0, mul(out.x), r);
+    record(r, out);
+    return r;
+  }
+  void record(const V& r, PlainRun& out) { out.residuals.push_back(std::sqrt(dot(r, r)) / bnorm_); }
+
+  PlainRun pcg(const V& b, int iterations) {  // Algorithm 1
+    PlainRun out;
+    V r = start(b, out), u = pc(r), p = u;  // line 1
+    double rho = dot(r, u);
+    for (int k = 0; k < iterations; ++k) {
+      const V q = mul(p);                       // line 3
+      const double alpha = rho / dot(p, q);     // line 4
+      axpy(alpha, p, out.x);                    // line 5
+      axpy(-alpha, q, r);                       // line 6
+      record(r, out);
+      u = pc(r);                                // line 7
+      const double rho_new = dot(r, u);         // line 8
+      const double beta = rho_new / rho;        // line 9
+      rho = rho_new;
+      xpay(u, beta, p);                         // line 10
+    }
+    return out;
+  }
+
+  PlainRun cg_cg(const V& b, int iterations) {  // Algorithm 2
+    PlainRun out;
+    V r = start(b, out), u = pc(r), w = mul(u), p(b.size(), 0.0), q(b.size(), 0.0);
+    double gamma = dot(r, u), delta = dot(w, u), gamma_old = 0, alpha = 0;
+    for (int k = 0; k < iterations; ++k) {
+      const double beta = k == 0 ? 0.0 : gamma / gamma_old;                                     // line 11
+      alpha = k == 0 ? gamma / delta : gamma / (delta - beta * gamma / alpha);                  // line 12
+      xpay(u, beta, p);                                                                         // line 3
+      xpay(w, beta, q);                                                                         // line 4
+      axpy(alpha, p, out.x);                                                                    // line 5
+      axpy(-alpha, q, r);                                                                       // line 6
+      record(r, out);
+      u = pc(r);                                                                                // line 7
+      w = mul(u);                                                                               // line 8
+      gamma_old = gamma;
+      gamma = dot(r, u);                                                                        // line 9
+      delta = dot(w, u);                                                                        // line 10
+    }
+    return out;
+  }
+
+  PlainRun groppcg(const V& b, int iterations) {  // the 5-update listing (printed as Algorithm 3); s = A p, q = M^-1 s
+    PlainRun out;
+    V r = start(b, out), u = pc(r), p = u, s = mul(p);  // line 1
+    double gamma = dot(r, u);
+    for (int k = 0; k < iterations; ++k) {
+      const double delta = dot(p, s);           // line 3
+      const V q = pc(s);                        // line 4
+      const double alpha = gamma / delta;       // line 5
+      axpy(alpha, p, out.x);                    // line 6
+      axpy(-alpha, s, r);                       // line 7
+      record(r, out);
+      axpy(-alpha, q, u);                       // line 8
+      const double gamma_new = dot(r, u);       // line 9
+      const V w = mul(u);                       // line 10
+      const double beta = gamma_new / gamma;    // line 11
+      gamma = gamma_new;
+      xpay(u, beta, p);                         // line 12
+      xpay(w, beta, s);                         // line 13
+    }
+    return out;
+  }
+
+  PlainRun pipecg(const V& b, int iterations) {  // the 8-update listing (printed as Algorithm 4); s = A p, q = M^-1 s
+    PlainRun out;
+    V r = start(b, out), u = pc(r), w = mul(u);  // line 1
+    V z(b.size(), 0.0), q(b.size(), 0.0), s(b.size(), 0.0), p(b.size(), 0.0);
+    double gamma_old = 0, alpha = 0;
+    for (int k = 0; k < iterations; ++k) {
+      const double gamma = dot(r, u);           // line 3
+      const double delta = dot(w, u);           // line 4
+      const V m = pc(w);                        // line 5
+      const V n = mul(m);                       // line 6
+      const double beta = k == 0 ? 0.0 : gamma / gamma_old;                     // lines 8, 10
+      alpha = k == 0 ? gamma / delta : gamma / (delta - beta * gamma / alpha);  // lines 8, 10
+      gamma_old = gamma;
+      xpay(n, beta, z);                         // line 12
+      xpay(m, beta, q);                         // line 13
+      xpay(w, beta, s);                         // line 14
+      xpay(u, beta, p);                         // line 15
+      axpy(alpha, p, out.x);                    // line 16
+      axpy(-alpha, s, r);                       // line 17
+      axpy(-alpha, q, u);                       // line 18
+      axpy(-alpha, z, w);                       // line 19
+      record(r, out);
+    }
+    return out;
+  }
+
+  linalg::Operator& A_;
+  std::unique_ptr<solvers::Preconditioner> M_;
+  double bnorm_ = 1;
+};
+
+/// Every method with every preconditioner and both reduction modes follows its plain reference for
+/// `iterations` iterations: the residual history and the iterate agree to `tol` (relative; the
+/// residuals also to 1e-14 ||b||).
+void check_against_plain(System& s, int iterations, double tol) {
+  for (auto pc : all_pcs) {
+    Plain plain(*s.op, pc);
+    for (auto m : all_methods) {
+      const PlainRun ref = plain.run(m, s.b, iterations);
+      for (bool nonblocking : {true, false}) {
+        SCOPED_TRACE(label(m, pc, nonblocking));
+        CgOptions o;
+        o.method = m;
+        o.pc = pc;
+        o.nonblocking = nonblocking;
+        o.rtol = 1e-30;  // no convergence test fires: the run stops at max_iters
+        o.max_iters = iterations;
+        std::vector<double> x(s.b.size(), 0.0);
+        const CgResult r = solvers::solve_cg(*s.op, s.b, x, o);
+        EXPECT_EQ(r.stop, CgStop::max_iters) << r.message;
+        ASSERT_EQ(r.history.size(), ref.residuals.size());
+        for (std::size_t k = 0; k < ref.residuals.size(); ++k) {
+          EXPECT_EQ(r.history[k].iteration, static_cast<std::int64_t>(k));
+          // Relative to ||r_k||, and to ||b|| for the rounding of r's recurrence once ||r_k|| << ||b||.
+          EXPECT_NEAR(r.history[k].residual, ref.residuals[k], tol * ref.residuals[k] + 1e-14) << "iteration " << k;
+        }
+        double diff = 0, norm = 0;
+        for (std::size_t i = 0; i < x.size(); ++i) {
+          diff += (x[i] - ref.x[i]) * (x[i] - ref.x[i]);
+          norm += ref.x[i] * ref.x[i];
+        }
+        double sums[2] = {diff, norm};
+        MPI_Allreduce(MPI_IN_PLACE, sums, 2, MPI_DOUBLE, MPI_SUM, s.op->comm());
+        EXPECT_LE(std::sqrt(sums[0] / sums[1]), tol);
+      }
+    }
+  }
+}
+
+TEST(Cg, EveryMethodFollowsItsPlainListingPoisson) {
+  System s = poisson({8, 7, 6}, false);
+  check_against_plain(s, 15, 1e-9);
+}
+
+TEST(Cg, EveryMethodFollowsItsPlainListingElasticity) {
+  System s = elasticity({4, 4, 3});
+  check_against_plain(s, 15, 1e-9);
 }
 
 /// A diagonal matrix diag(d_0, d_1, ...) distributed in contiguous rows.

@@ -11,9 +11,17 @@
 //   groppcg  Gropp's CG (5 vector recurrences): two reductions per iteration, {(p, s)} overlapped with
 //            the preconditioner q = M^-1 s and {(r, u), (r, r)} overlapped with the matrix-vector
 //            product w = A u when non-blocking (variant 4i).
-// (Paper 004 prints the listings of the last two under each other's names; their operation counts,
-// 8 and 5 vector updates, identify them.) Dot products are fused with the vector updates that
-// produce their operands (linalg/vector.hpp).
+// Paper 004 prints the listings of the last two under each other's names. Its text counts "8
+// DAXPY's" for pipelined CG (Alg. 3) and 5 for Gropp's (Alg. 4) and calls Gropp's the one with fewer
+// computations; but the listing titled Algorithm 3 has 5 vector updates (lines 6-8, 12-13) and two
+// separate reductions, (p, q) and (r, u) (lines 3, 9): Gropp's CG; the one titled Algorithm 4 has 8
+// (lines 12-19) and one reduction of (r, u), (w, u) overlapped with m = M^-1 w, n = A m (lines 3-6):
+// Ghysels and Vanroose's pipelined CG (the paper's reference [2]; PETSc's KSPPIPECG has the same
+// recurrences). The text's line references (section 2.2) follow the printed listings. desync's
+// method files cite the lines of the listing each method actually is (src/solvers/cg/). desync
+// names the vectors of both as Ghysels and Vanroose do (s = A p, q = M^-1 s), where the listings
+// call A p "q". Dot products are fused with the vector updates that produce their operands
+// (linalg/vector.hpp).
 //
 // Stopping: the run converges when the unpreconditioned recursive residual norm ||r_k|| of the
 // iteration is <= rtol ||b|| (the same quantity for every method and preconditioner) and the true
