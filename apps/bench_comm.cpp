@@ -15,7 +15,7 @@
 
 #include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
-#include "desync/run/options.hpp"
+#include "desync/run/record.hpp"
 #include "report_common.hpp"
 
 namespace desync::run {

@@ -6,20 +6,21 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 #include <fmt/format.h>
 
-#include "desync/decomposition/cart_grid.hpp"
-#include "desync/decomposition/field.hpp"
 #include "bench_comm.hpp"
-#include "desync/run/cg_options.hpp"
-#include "desync/run/cg_report.hpp"
+#include "desync/communication/channel.hpp"
 #include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
-#include "desync/run/options.hpp"
-#include "desync/run/report.hpp"
-#include "desync/run/run_end.hpp"
-#include "desync/solvers/jacobi/jacobi.hpp"
+#include "desync/run/registry.hpp"
+
+#ifndef DESYNC_VERSION
+#define DESYNC_VERSION "unknown"
+#endif
 
 namespace {
 
@@ -30,45 +31,14 @@ int finish(int code) {
   return code;
 }
 
-int run_jacobi(run::JacobiCommand& cmd, int rank, int size) {
-  decomposition::CartGrid grid(MPI_COMM_WORLD, cmd.global_cells, cmd.process_grid);
-  decomposition::Field u(grid.local());
-  cmd.problem.initialise(grid, u);
-  solvers::JacobiResult result = solvers::solve_jacobi(grid, cmd.problem, cmd.solver, u);
-
-  run::RunReport report;
-  report.mode = cmd.mode;
-  report.transport = cmd.transport;
-  report.reduction = cmd.solver.mode == comm::HaloMode::sync ? "allreduce" : cmd.reduction;
-  report.mpi_library = run::mpi_library_version();
-  report.ranks = size;
-  report.dims = grid.dims();
-  report.global = grid.global();
-  report.options = cmd.effective();
-  report.tolerance = cmd.solver.tol;
-  report.converged = result.converged;
-  report.stop_reason = solvers::to_string(result.stop);
-  report.message = result.message;
-  report.true_residual = result.true_residual;
-  report.tested_residual = result.tested_residual;
-  report.history = result.history;
-  report.wall_time = run::max_over_ranks(MPI_COMM_WORLD, result.stats.time.total);
-  report.outstanding_requests = run::pending_requests(MPI_COMM_WORLD);
-  report.per_rank = run::gather_rank_stats(MPI_COMM_WORLD, result.stats);
-
-  if (rank == 0 && !cmd.quiet) std::fputs(run::format_summary(report).c_str(), stdout);
-  std::string io_error;
-  run::write_on_rank0(rank, cmd.json_path, io_error, [&] { run::write_json(report, cmd.json_path); });
-  if (!cmd.save_path.empty()) {
-    try {
-      run::save_field(grid, u, cmd.save_path);
-    } catch (const std::exception& e) {
-      if (rank == 0) io_error = e.what();
-    }
+/// `desync --help`'s list of the registered solvers and their methods.
+std::string solver_list(const run::SolverRegistry& registry) {
+  std::string s = "Solvers (desync <solver> --help for the options):";
+  for (const auto& info : registry.solvers()) {
+    s += fmt::format("\n  {} {}:", info.name, info.method_option);
+    for (const auto& m : info.methods) s += fmt::format("\n    {:<9} {}", m.name, m.description);
   }
-  const bool failed = result.stop == solvers::StopReason::non_finite || result.stop == solvers::StopReason::diverged;
-  return run::exit_code(MPI_COMM_WORLD,
-                        {io_error, report.outstanding_requests, failed, result.message, result.converged});
+  return s;
 }
 
 }  // namespace
@@ -92,13 +62,18 @@ int main(int argc, char** argv) {
   CLI::App app{"desync: asynchronous and communication-hiding iterative solvers on MPI.\n"
                "Example: mpirun -np 2 desync jacobi --mode async --local 50"};
   app.require_subcommand(1);
-  run::JacobiCommand jacobi;
-  CLI::App* jacobi_app = app.add_subcommand("jacobi", "Jacobi's method on the 3D Laplace problem (paper 000)");
-  jacobi.add_options(*jacobi_app);
-  run::CgCommand cg;
-  CLI::App* cg_app = app.add_subcommand(
-      "cg", "Conjugate gradients: cg, cg-cg, pipecg, groppcg (papers 002, 004) on poisson3d, elasticity3d or a matrix");
-  cg.add_options(*cg_app);
+  app.set_version_flag("--version", "desync " DESYNC_VERSION, "Print the version and exit");
+  // Every registered solver is a subcommand; the one named on the command line gets a command.
+  const run::SolverRegistry& registry = run::solver_registry();
+  std::vector<std::pair<CLI::App*, std::unique_ptr<run::SolverCommand>>> commands;
+  for (const auto& info : registry.solvers()) {
+    std::string names;
+    for (const auto& m : info.methods) names += (names.empty() ? "" : ", ") + m.name;
+    CLI::App* sub = app.add_subcommand(info.name, info.description + "; " + info.method_option + " " + names);
+    commands.emplace_back(sub, info.create());
+    commands.back().second->add_options(*sub);
+  }
+  app.footer(solver_list(registry));
   CLI::App* bench_app = app.add_subcommand("bench", "Benchmarks of this machine and MPI library");
   bench_app->require_subcommand(1);
   run::BenchCommCommand bench_comm;
@@ -121,17 +96,16 @@ int main(int argc, char** argv) {
   }
 
   try {
-    if (cg_app->parsed()) {
-      cg.finalise(MPI_COMM_WORLD);
-      return finish(run::run_cg(cg));
-    }
     if (bench_comm_app->parsed()) {
       bench_comm.finalise(MPI_COMM_WORLD);
       return finish(run::bench_comm_main(bench_comm, MPI_COMM_WORLD));
     }
-    jacobi.finalise(MPI_COMM_WORLD);
-    comm::init_transport(jacobi.solver.transport);
-    return finish(run_jacobi(jacobi, rank, size));
+    for (auto& [sub, command] : commands) {
+      if (!sub->parsed()) continue;
+      command->finalise(MPI_COMM_WORLD);
+      command->prepare(MPI_COMM_WORLD);
+      return finish(command->run(MPI_COMM_WORLD));
+    }
   } catch (const InputError& e) {
     if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", e.what());
     return finish(exit_bad_input);

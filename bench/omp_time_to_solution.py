@@ -78,9 +78,9 @@ def run_once(args, cadence, mode, workdir, rep):
         "wall_time": rec["wall_time"],
         "converged": rec["converged"],
         "true_residual": rec["true_residual"],
-        "polish_iterations": rec["polish_iterations"],
-        "thread_iterations_min": min(r["thread_iterations"]["min"] for r in ranks),
-        "thread_iterations_max": max(r["thread_iterations"]["max"] for r in ranks),
+        "polish_iterations": rec["details"]["polish_iterations"],
+        "thread_iterations_min": min(r["thread_iterations_min"] for r in ranks),
+        "thread_iterations_max": max(r["thread_iterations_max"] for r in ranks),
     }
 
 

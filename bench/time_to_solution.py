@@ -112,7 +112,7 @@ def run_one(args, variant, mode, noisy, json_path):
             "wall_time": j["wall_time"],
             "iterations": j["iterations"],
             "rank_iterations": [r["iterations"] for r in per_rank],
-            "polish_iterations": j.get("polish_iterations", 0),
+            "polish_iterations": j["details"].get("polish_iterations", 0),
             "true_residual": j["true_residual"],
             "tested_residual": j["tested_residual"],
             "converged": j["converged"],
@@ -122,7 +122,7 @@ def run_one(args, variant, mode, noisy, json_path):
             "rank_counters": [{k: r.get(k) for k in ("reductions", "messages_sent", "messages_received",
                                                      "messages_discarded", "sends_skipped", "delay_mean")}
                               for r in per_rank],
-            "delay": {"mean": j["delay"]["mean"], "max": j["delay"]["max"]},
+            "delay": {"mean": j["details"]["delay"]["mean"], "max": j["details"]["delay"]["max"]},
             "mpi_library": j.get("mpi_library", ""),
         })
     else:

@@ -21,14 +21,17 @@ TIME_KEYS = ("spmv", "halo_wait", "pc", "vector", "reduction", "reduction_wait",
 
 
 def check_record(rec, method, converged):
-    # The top-level keys shared with `desync jacobi`, then the CG ones.
-    for key in ("schema", "schema_version", "solver", "mode", "transport", "reduction", "mpi_library", "ranks",
-                "process_grid", "global_size", "options", "tolerance", "converged", "stop_reason", "message",
+    # The top-level keys every solver shares, then CG's section.
+    for key in ("schema", "schema_version", "solver", "method", "mpi_library", "ranks", "process_grid",
+                "global_size", "unknowns", "options", "tolerance", "converged", "stop_reason", "message",
                 "true_residual", "tested_residual", "iterations", "wall_time", "iteration_rate", "time_split",
-                "messages_per_iteration", "outstanding_requests", "residual_history", "per_rank",
-                "method", "pc", "problem", "operator", "unknowns", "replacements", "time_per_iteration", "b_norm"):
+                "outstanding_requests", "residual_history", "per_rank", "details"):
         check(key in rec, f"JSON lacks key {key!r}")
-    check(rec.get("schema") == "desync.run" and rec.get("schema_version") == 1, "schema / schema_version")
+    details = rec.get("details", {})
+    for key in ("engine", "reduction", "messages_per_iteration", "pc", "progress", "problem", "operator",
+                "replacements", "time_per_iteration", "b_norm"):
+        check(key in details, f"JSON details lack key {key!r}")
+    check(rec.get("schema") == "desync.run" and rec.get("schema_version") == 2, "schema / schema_version")
     check(rec.get("solver") == "cg" and rec.get("method") == method, f"solver {rec.get('solver')!r} method {rec.get('method')!r}")
     check(rec.get("converged") is converged, f"converged {rec.get('converged')!r}, expected {converged}")
     check(is_number(rec.get("true_residual")), f"true_residual {rec.get('true_residual')!r}")
@@ -70,7 +73,7 @@ def main():
     with open(path) as f:
         rec = json.load(f)
     check_record(rec, "pipecg", True)
-    check(rec.get("reduction") == "iallreduce", f"reduction {rec.get('reduction')!r}")
+    check(rec["details"].get("reduction") == "iallreduce", f"reduction {rec['details'].get('reduction')!r}")
     check(rec.get("global_size") == [12, 10, 9] and rec.get("unknowns") == 1080, "sizes")
     check(rec.get("stop_reason") == "tolerance_reached", f"stop_reason {rec.get('stop_reason')!r}")
 
@@ -80,9 +83,9 @@ def main():
     with open(path) as f:
         rec = json.load(f)
     check_record(rec, "cg", False)
-    check(rec.get("reduction") == "allreduce", f"reduction {rec.get('reduction')!r}")
+    check(rec["details"].get("reduction") == "allreduce", f"reduction {rec['details'].get('reduction')!r}")
     check(rec.get("stop_reason") == "max_iters" and rec["iterations"]["max"] == 7, "max_iters stop at 7")
-    check(rec.get("operator") == "csr", f"operator {rec.get('operator')!r}")
+    check(rec["details"].get("operator") == "csr", f"operator {rec['details'].get('operator')!r}")
 
     return conclude("all cg output checks passed")
 

@@ -66,11 +66,11 @@ def check_json_and_npy(r, work):
 
     with open(j2) as f:
         rec = json.load(f)
-    for key in ("converged", "true_residual", "iterations", "wall_time", "ranks", "mode", "per_rank",
-                "schema_version"):
+    for key in ("converged", "true_residual", "iterations", "wall_time", "ranks", "method", "per_rank",
+                "schema_version", "details"):
         check(key in rec, f"JSON lacks key {key!r}")
     check(rec.get("schema") == "desync.run", f"schema {rec.get('schema')!r}")
-    check(rec.get("schema_version") == 1 and isinstance(rec.get("schema_version"), int),
+    check(rec.get("schema_version") == 2 and isinstance(rec.get("schema_version"), int),
           f"schema_version {rec.get('schema_version')!r}")
     check(rec.get("converged") is False, f"converged {rec.get('converged')!r}, expected false (bool)")
     check(is_number(rec.get("true_residual")) and rec["true_residual"] > 0,
@@ -81,7 +81,7 @@ def check_json_and_npy(r, work):
     check(it.get("min") == it.get("mean") == it.get("max") == 23, f"sync iterations {it!r}, expected 23 everywhere")
     check(is_number(rec.get("wall_time")) and rec["wall_time"] >= 0, f"wall_time {rec.get('wall_time')!r}")
     check(rec.get("ranks") == 2, f"ranks {rec.get('ranks')!r}")
-    check(rec.get("mode") == "sync", f"mode {rec.get('mode')!r}")
+    check(rec.get("method") == "sync", f"method {rec.get('method')!r}")
     check(rec.get("global_size") == [nx, ny, nz], f"global_size {rec.get('global_size')!r}")
     check(rec.get("stop_reason") == "max_iters", f"stop_reason {rec.get('stop_reason')!r}")
     check(rec.get("outstanding_requests") == 0, f"outstanding_requests {rec.get('outstanding_requests')!r}")
@@ -94,6 +94,13 @@ def check_json_and_npy(r, work):
         check(cells == nx * ny * nz, f"per_rank local sizes cover {cells} cells, not {nx * ny * nz}")
         # --prefetch auto: blocks this small fit in any cache.
         check(all(p.get("prefetch") is False for p in pr), "per_rank prefetch, expected false (auto, small block)")
+        # The run's delay histogram is the sum of the ranks' (sync: one age 0 per neighbour per swap).
+        det = rec.get("details", {})
+        total = [sum(h) for h in zip(*(p.get("delay_histogram", []) for p in pr))]
+        check(det.get("delay", {}).get("histogram") == total and len(total) == 64,
+              f"details.delay.histogram {det.get('delay', {}).get('histogram')!r:.200}")
+        check(sum(total) == sum(p.get("delay_count", -1) for p in pr) > 0, "delay histograms and delay_count disagree")
+        check(det.get("polish_iterations") == 0 and det.get("threads") == 0, f"details {det!r:.300}")
     hist = rec.get("residual_history", {})
     lens = {k: len(hist.get(k, [])) for k in ("time", "iteration", "residual")}
     check(len(set(lens.values())) == 1 and lens["iteration"] > 0, f"residual_history lengths {lens}")
@@ -170,7 +177,7 @@ def check_async(r, work):
     with open(j) as f:
         rec = json.load(f)
     check(rec.get("converged") is True, f"async: converged {rec.get('converged')!r}")
-    check(rec.get("mode") == "async" and rec.get("reduction") == "tree", "async: mode/reduction")
+    check(rec.get("method") == "async" and rec.get("details", {}).get("reduction") == "tree", "async: method/reduction")
     check(is_number(rec.get("true_residual")) and rec["true_residual"] <= 1e-4,
           f"async: true_residual {rec.get('true_residual')!r} above the tolerance")
     check(rec.get("outstanding_requests") == 0, "async: outstanding requests")

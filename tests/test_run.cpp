@@ -3,11 +3,13 @@
 #include <mpi.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -16,8 +18,8 @@
 #include "desync/decomposition/field.hpp"
 #include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
-#include "desync/run/report.hpp"
-#include "desync/run/stats.hpp"
+#include "desync/run/record.hpp"
+#include "desync/solvers/jacobi/jacobi_stats.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
@@ -219,10 +221,10 @@ TEST(Stats, DelayStatsRecordsSignedAges) {
 }
 
 TEST(Stats, SummariseIterations) {
-  std::vector<solvers::RankStats> ranks(3);
-  ranks[0].iterations = 10;
-  ranks[1].iterations = 40;
-  ranks[2].iterations = 25;
+  std::vector<run::RankFields> ranks(3);
+  ranks[0].integer("iterations", 10);
+  ranks[1].integer("iterations", 40);
+  ranks[2].integer("iterations", 25);
   const auto s = run::summarise_iterations(ranks);
   EXPECT_EQ(s.min, 10);
   EXPECT_EQ(s.max, 40);
@@ -232,21 +234,43 @@ TEST(Stats, SummariseIterations) {
   EXPECT_EQ(e.max, 0);
 }
 
-TEST(Stats, GatherRankStatsOrdersByRankOnRankZero) {
+TEST(Stats, MeanTimeSplitCountsOnlyCountedParts) {
+  std::vector<run::RankFields> ranks(2);
+  for (int r = 0; r < 2; ++r) {
+    ranks[static_cast<std::size_t>(r)].time_part("spmv", 1.0 + r).time_part("halo_wait", 0.5, false).time_part("pc", 2.0);
+    ranks[static_cast<std::size_t>(r)].total_time = 4.0 + 2 * r;
+  }
+  EXPECT_DOUBLE_EQ(ranks[0].other_time(), 1.0);  // 4 - 1 - 2: halo_wait is a share of spmv
+  EXPECT_DOUBLE_EQ(ranks[1].other_time(), 2.0);  // 6 - 2 - 2
+  const auto m = run::mean_time_split(ranks);
+  ASSERT_EQ(m.size(), 5U);
+  const std::vector<std::string> names{"spmv", "halo_wait", "pc", "other", "total"};
+  const std::vector<double> means{1.5, 0.5, 2.0, 1.5, 5.0};
+  for (std::size_t i = 0; i < m.size(); ++i) {
+    EXPECT_EQ(m[i].name, names[i]);
+    EXPECT_DOUBLE_EQ(m[i].seconds, means[i]) << names[i];
+  }
+}
+
+// Every rank's statistics arrive on rank 0 by name, in rank order, with their kinds and lengths.
+TEST(Stats, GatherRankFieldsOrdersByRankOnRankZero) {
   desync_test::TestComm comm;
   const int rank = desync_test::world_rank(), size = desync_test::world_size();
-  solvers::RankStats mine;
-  mine.rank = rank;
-  mine.coords = {rank, 2 * rank, 3};
-  mine.local = {4, 5, 6 + rank};
-  mine.iterations = 1000 + rank;
-  mine.polish_iterations = rank;
-  mine.reductions = 7 * rank;
-  mine.time.compute = 0.25 * rank;
-  mine.halo.messages_sent = 11 + rank;
-  mine.halo.delay.record(rank);
-  mine.halo.delay.record(-1);
-  const auto all = run::gather_rank_stats(comm, mine);
+  solvers::RankStats stats;  // Jacobi's statistics, named as its command file names them
+  stats.halo.delay.record(rank);
+  stats.halo.delay.record(-1);
+  run::RankFields mine;
+  mine.integer("rank", rank)
+      .integers("coords", {rank, 2 * rank, 3})
+      .integer("iterations", 1000 + rank)
+      .integer("big", (std::int64_t{1} << 52) + rank)
+      .flag("prefetch", rank % 2 == 1)
+      .number("delay_mean", stats.halo.delay.mean())
+      .integers("delay_histogram", std::vector<std::int64_t>(stats.halo.delay.histogram.begin(),
+                                                             stats.halo.delay.histogram.end()));
+  mine.time_part("compute", 0.25 * rank).time_part("halo", 0.5);
+  mine.total_time = 1.0 + rank;
+  const auto all = run::gather_rank_fields(comm, mine);
   if (rank != 0) {
     EXPECT_TRUE(all.empty());
     return;
@@ -254,17 +278,38 @@ TEST(Stats, GatherRankStatsOrdersByRankOnRankZero) {
   ASSERT_EQ(all.size(), static_cast<std::size_t>(size));
   for (int r = 0; r < size; ++r) {
     const auto& s = all[static_cast<std::size_t>(r)];
-    EXPECT_EQ(s.rank, r);
-    EXPECT_EQ(s.coords, (Index3{r, 2 * r, 3}));
-    EXPECT_EQ(s.local, (Index3{4, 5, 6 + r}));
-    EXPECT_EQ(s.iterations, 1000 + r);
-    EXPECT_EQ(s.polish_iterations, r);
-    EXPECT_EQ(s.reductions, 7 * r);
-    EXPECT_EQ(s.time.compute, 0.25 * r);
-    EXPECT_EQ(s.halo.messages_sent, 11 + r);
-    EXPECT_EQ(s.halo.delay.count, 2);
-    EXPECT_EQ(s.halo.delay.min, -1);
-    EXPECT_EQ(s.halo.delay.max, r);
-    EXPECT_EQ(s.halo.delay.ahead, 1);
+    ASSERT_EQ(s.fields.size(), mine.fields.size());
+    EXPECT_EQ(s.value("rank"), r);
+    EXPECT_EQ(s.find("coords")->values, (std::vector<double>{1.0 * r, 2.0 * r, 3.0}));
+    EXPECT_EQ(s.find("coords")->kind, run::RankField::Kind::integers);
+    EXPECT_EQ(s.value("iterations"), 1000 + r);
+    EXPECT_EQ(static_cast<std::int64_t>(s.value("big")), (std::int64_t{1} << 52) + r);  // exact below 2^53
+    EXPECT_EQ(s.value("prefetch"), r % 2 == 1 ? 1.0 : 0.0);
+    EXPECT_EQ(s.value("delay_mean"), (r - 1) / 2.0);
+    const auto& h = s.find("delay_histogram")->values;
+    ASSERT_EQ(h.size(), static_cast<std::size_t>(comm::DelayStats::bins));
+    EXPECT_EQ(h[0], r == 0 ? 2.0 : 1.0);  // ages <= 0: the -1, and rank 0's own 0
+    if (r > 0) {
+      EXPECT_EQ(h[static_cast<std::size_t>(std::min(r, comm::DelayStats::bins - 1))], 1.0);
+    }
+    ASSERT_EQ(s.time.size(), 2U);
+    EXPECT_EQ(s.time[0].name, "compute");
+    EXPECT_EQ(s.time[0].seconds, 0.25 * r);
+    EXPECT_EQ(s.total_time, 1.0 + r);
+    EXPECT_THROW(s.value("no_such_field"), std::out_of_range);
   }
+}
+
+// Ranks that name their statistics differently are a programming error, found on every rank.
+TEST(Stats, GatherRankFieldsRejectsDifferentNames) {
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  run::RankFields mine;
+  mine.integer("rank", rank).integer("iterations", 1);
+  if (rank == size - 1) mine.integer("extra", 1);
+  if (size == 1) {
+    EXPECT_NO_THROW(run::gather_rank_fields(comm, mine));
+    return;
+  }
+  EXPECT_THROW(run::gather_rank_fields(comm, mine), std::logic_error);
 }

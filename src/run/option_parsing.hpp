@@ -1,12 +1,24 @@
 #pragma once
 // Internal to the run layer: option values that desync's solver commands parse alike
-// (options.cpp, cg_options.cpp).
+// (the command files src/run/solvers/*.cpp).
 #include <string>
+#include <vector>
 
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/error.hpp"
+#include "desync/run/registry.hpp"
 
 namespace desync::run::detail {
+
+/// The help text of a --method / --mode option: "a | b | c", then each method with its description.
+inline std::string method_help(const std::vector<MethodInfo>& methods) {
+  std::string names, lines;
+  for (const auto& m : methods) {
+    names += (names.empty() ? "" : " | ") + m.name;
+    lines += "\n  " + m.name + ": " + m.description;
+  }
+  return names + lines;
+}
 
 /// --dims PXxPYxPZ. Zeros are allowed (MPI_Dims_create chooses them), which parse_extent rejects.
 inline decomposition::Index3 parse_dims(const std::string& dims) {

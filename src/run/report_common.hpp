@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the run layer: the pieces that the summaries and JSON documents of desync's commands
-// share (report.cpp, cg_report.cpp, bench_comm.cpp).
+// share (record.cpp, the solvers' command files, bench_comm.cpp).
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "desync/decomposition/cart_grid.hpp"
-#include "desync/run/stats.hpp"
+#include "desync/core/history.hpp"
 
 namespace desync::run::detail {
 
@@ -25,7 +25,7 @@ Json options_json(const std::vector<std::pair<std::string, std::string>>& option
 }
 
 /// The "residual_history" object: the history's times, iterations and residuals as three arrays.
-inline nlohmann::json history_json(const std::vector<HistoryPoint>& history) {
+inline nlohmann::json history_json(const std::vector<core::HistoryPoint>& history) {
   std::vector<double> ht, hr;
   std::vector<std::int64_t> hi;
   for (const auto& h : history) {

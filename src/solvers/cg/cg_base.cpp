@@ -5,6 +5,7 @@
 #include <cstdio>
 
 #include "desync/core/error.hpp"
+#include "desync/core/monitor.hpp"
 
 namespace desync::solvers::detail {
 
@@ -44,8 +45,7 @@ Verdict CgBase::check(std::int64_t k, double rr, double flag) {
   res_.iterations = k;
   if (o_.record_history) res_.history.push_back({now() - t_start_, k, rel});
   if (k == 0 && std::isfinite(rr)) div2_ = std::max(div2_, o_.divergence_factor * o_.divergence_factor * rr);
-  if (rank_ == 0 && o_.monitor_every > 0 && k % o_.monitor_every == 0)
-    std::printf("  iteration %10lld  time %9.3f s  residual %.6e\n", static_cast<long long>(k), now() - t_start_, rel);
+  core::Monitor{o_.monitor_every, rank_ == 0}(k, now() - t_start_, rel);
   if (!std::isfinite(rr)) {
     fail(CgStop::non_finite, fmt::format("non-finite value (NaN or Inf) in the residual norm at iteration {}", k));
     return Verdict::stop;

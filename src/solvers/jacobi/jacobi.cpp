@@ -14,17 +14,6 @@ namespace desync::solvers {
 
 using decomposition::Field;
 
-const char* to_string(StopReason reason) {
-  switch (reason) {
-    case StopReason::converged: return "tolerance_reached";
-    case StopReason::max_iters: return "max_iters";
-    case StopReason::time_limit: return "time_limit";
-    case StopReason::non_finite: return "non_finite";
-    case StopReason::diverged: return "diverged";
-  }
-  return "?";
-}
-
 namespace {
 
 using detail::vote_count;

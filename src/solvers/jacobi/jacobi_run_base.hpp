@@ -14,6 +14,7 @@
 
 #include <fmt/format.h>
 
+#include "desync/core/monitor.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
@@ -145,11 +146,7 @@ class JacobiRunBase {
   /// A history point (and --monitor line) at iteration `it`.
   void record_point(std::int64_t it, double residual) {
     result_.history.push_back({clock_.seconds(), it, residual});
-    if (opt_.monitor && grid_.rank() == 0) {
-      std::printf("  iteration %10lld  time %9.3f s  residual %.6e\n", static_cast<long long>(it), clock_.seconds(),
-                  residual);
-      std::fflush(stdout);
-    }
+    core::Monitor{opt_.monitor ? 1 : 0, grid_.rank() == 0}(it, clock_.seconds(), residual);  // every test
   }
 
   // A completed convergence test (every rank reads the same votes): why to stop, or nothing to go on.

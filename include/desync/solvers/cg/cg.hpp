@@ -28,6 +28,7 @@
 // residual ||b - A x_k|| computed then also is; if the recursive residual has drifted from the true
 // one, the iteration replaces r (and its dependents) by recomputed values and continues. ||r_0||,
 // with r_0 = b - A x_0, is the residual of iteration 0.
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -36,13 +37,31 @@
 #include "desync/linalg/operator.hpp"
 #include "desync/linalg/vector.hpp"
 #include "desync/core/history.hpp"
+#include "desync/core/stop.hpp"
 #include "desync/solvers/cg/preconditioner.hpp"
 
 namespace desync::solvers {
 
 enum class CgMethod { cg, cg_cg, pipecg, groppcg };
+
+/// The methods of the family: the one list of their names (--method, the JSON "method") and their
+/// one-line descriptions (`desync --help`, `desync cg --help`).
+struct CgMethodInfo {
+  CgMethod method;
+  const char* name;
+  const char* description;
+};
+inline constexpr std::array<CgMethodInfo, 4> cg_methods{{
+    {CgMethod::cg, "cg", "preconditioned CG: two blocking reductions per iteration"},
+    {CgMethod::cg_cg, "cg-cg", "Chronopoulos/Gear CG: one blocking reduction per iteration"},
+    {CgMethod::pipecg, "pipecg",
+     "pipelined CG: one reduction per iteration, overlapped with the preconditioner and the matrix-vector product"},
+    {CgMethod::groppcg, "groppcg",
+     "Gropp's CG: two reductions per iteration, overlapped with the preconditioner and the matrix-vector product"},
+}};
+
 const char* to_string(CgMethod m);
-/// "cg", "cg-cg", "pipecg" or "groppcg"; throws InputError otherwise.
+/// A name of cg_methods; throws InputError otherwise.
 CgMethod parse_cg_method(const std::string& name);
 
 struct CgOptions {
@@ -60,11 +79,11 @@ struct CgOptions {
   bool record_history = true;         ///< keep (iteration, time, residual) of every iteration
 };
 
-enum class CgStop { converged, max_iters, time_limit, non_finite, diverged, breakdown, pc_failed, stagnated };
-/// e.g. "tolerance_reached" for converged.
-const char* to_string(CgStop s);
-/// Stops that mean a numerical failure (exit code 3): non_finite, diverged, breakdown, pc_failed.
-bool is_numerical_failure(CgStop s);
+/// Why the iteration stopped (core/stop.hpp; every reason can occur). to_string gives e.g.
+/// "tolerance_reached" for converged; is_numerical_failure: non_finite, diverged, breakdown, pc_failed.
+using CgStop = core::StopReason;
+using core::is_numerical_failure;
+using core::to_string;
 
 /// Where a rank's solve time went, seconds.
 struct CgTimes {
@@ -107,8 +126,5 @@ struct CgResult {
 /// (including a preconditioner that cannot be set up) are reported in the result, agreed on by
 /// every rank. ||b|| = 0 gives x = 0 and converges at iteration 0.
 CgResult solve_cg(linalg::Operator& A, std::span<const double> b, std::span<double> x, const CgOptions& options);
-
-/// All ranks' CgRankStats on rank 0 (empty elsewhere). Collective.
-std::vector<CgRankStats> gather_cg_stats(MPI_Comm comm, const CgRankStats& mine);
 
 }  // namespace desync::solvers

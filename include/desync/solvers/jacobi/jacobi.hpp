@@ -22,6 +22,7 @@
 #include "desync/decomposition/field.hpp"
 #include "desync/problems/laplace3d.hpp"
 #include "desync/core/noise.hpp"
+#include "desync/core/stop.hpp"
 #include "desync/core/history.hpp"
 #include "desync/solvers/jacobi/jacobi_stats.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
@@ -59,10 +60,11 @@ struct JacobiOptions {
   core::NoiseOptions noise;
 };
 
-/// Why the main phase stopped. `converged` means the convergence test met the tolerance (printed as
+/// Why the main phase stopped (core/stop.hpp; Jacobi stops with converged, max_iters, time_limit,
+/// non_finite or diverged). `converged` means the convergence test met the tolerance (printed as
 /// "tolerance_reached"); whether the final field really meets it is JacobiResult::converged.
-enum class StopReason { converged, max_iters, time_limit, non_finite, diverged };
-const char* to_string(StopReason reason);
+using StopReason = core::StopReason;
+using core::to_string;
 
 struct JacobiResult {
   StopReason stop = StopReason::max_iters;

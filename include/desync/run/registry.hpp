@@ -1,0 +1,76 @@
+#pragma once
+// The solver registry: one table from solver names to their commands (PETSc's KSPRegister habit).
+// `desync <solver> ...` dispatches through it and `desync --help` lists it. Each solver's command
+// (its options, their checks, its run and its report section) lives in one file of the run layer,
+// src/run/solvers/<name>.cpp, and is registered by one line of register_all_solvers()
+// (src/run/registry.cpp); docs/design.md, "Adding a solver", has the steps.
+#include <mpi.h>
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace CLI {
+class App;
+}
+
+namespace desync::run {
+
+/// One method (or mode) of a solver: its --method / --mode value and a one-line description.
+struct MethodInfo {
+  std::string name, description;
+};
+
+/// One run of a solver's command: created by the registry, given its options by CLI11, checked,
+/// then run. The calls come in this order, each at most once.
+class SolverCommand {
+ public:
+  virtual ~SolverCommand() = default;
+  /// Registers the options on the solver's CLI11 subcommand (each with its help text).
+  virtual void add_options(CLI::App& app) = 0;
+  /// Checks the values and their combinations after parsing and resolves what they imply (sizes,
+  /// process grid). Collective over `comm`; throws InputError with a clear message on every rank.
+  virtual void finalise(MPI_Comm comm) = 0;
+  /// After finalise(): brings up what the run needs before it starts (e.g. a transport); default
+  /// nothing. Collective.
+  virtual void prepare(MPI_Comm /*comm*/) {}
+  /// Builds the problem, solves, fills the run record (its report section included) and ends with
+  /// finish_run() (record.hpp). Returns the exit code (core/error.hpp). Collective over `comm`.
+  virtual int run(MPI_Comm comm) = 0;
+};
+
+/// A registered solver.
+struct SolverInfo {
+  std::string name;                 ///< the subcommand: `desync <name>`, the JSON "solver"
+  std::string description;          ///< one line for `desync --help`
+  std::string method_option;        ///< the option choosing among `methods`, e.g. "--method"
+  std::vector<MethodInfo> methods;  ///< its methods or modes
+  std::unique_ptr<SolverCommand> (*create)();  ///< a fresh command with its default options
+};
+
+/// The table: solvers in registration order, looked up by name.
+class SolverRegistry {
+ public:
+  /// Adds a solver; throws std::logic_error if the name is taken.
+  void add(SolverInfo info);
+  /// The solver called `name`, or nullptr.
+  const SolverInfo* find(std::string_view name) const;
+  const std::vector<SolverInfo>& solvers() const { return solvers_; }
+
+ private:
+  std::vector<SolverInfo> solvers_;
+};
+
+/// Registers every solver desync ships, one line each (like PETSc's KSPRegisterAll). An explicit
+/// function, not static self-registration, which a static library would drop at link time.
+void register_all_solvers(SolverRegistry& registry);
+
+/// The registry with register_all_solvers() applied, built on first use.
+const SolverRegistry& solver_registry();
+
+// The registration functions of the solvers (their command files, src/run/solvers/).
+SolverInfo jacobi_solver();
+SolverInfo cg_solver();
+
+}  // namespace desync::run

@@ -1,0 +1,375 @@
+// `desync cg`: the conjugate gradient family (cg, cg-cg, pipecg, groppcg) on poisson3d,
+// elasticity3d or a Matrix Market matrix. The command's options and their checks, its run, and its
+// section of the run record (docs/output.md).
+//
+//   mpirun -np 4 desync cg --method pipecg --pc bjacobi-ic0 --global 64
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../option_parsing.hpp"
+#include "../report_common.hpp"
+#include "desync/core/error.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/linalg/csr_operator.hpp"
+#include "desync/linalg/matrix_market.hpp"
+#include "desync/linalg/operator.hpp"
+#include "desync/problems/elasticity3d.hpp"
+#include "desync/problems/poisson3d.hpp"
+#include "desync/run/field_io.hpp"
+#include "desync/run/record.hpp"
+#include "desync/run/registry.hpp"
+#include "desync/run/run_end.hpp"
+#include "desync/solvers/cg/cg.hpp"
+
+namespace desync::run {
+
+namespace {
+
+/// The methods, from the one list of the CG family (solvers::cg_methods).
+std::vector<MethodInfo> methods() {
+  std::vector<MethodInfo> m;
+  for (const auto& info : solvers::cg_methods) m.push_back({info.name, info.description});
+  return m;
+}
+
+class CgCommand final : public SolverCommand {
+ public:
+  void add_options(CLI::App& app) override;
+  void finalise(MPI_Comm comm) override;
+  int run(MPI_Comm comm) override;
+
+ private:
+  /// Effective values, for the JSON record.
+  std::vector<std::pair<std::string, std::string>> effective() const;
+
+  std::string method = "cg";              // --method
+  std::string pc = "none";                // --pc
+  std::string reduction = "nonblocking";  // --reduction (pipecg, groppcg)
+  std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
+  std::string matrix_path;                // --matrix A.mtx (replaces --problem)
+  std::string rhs_path;                   // --rhs b.mtx (with --matrix; default A * 1)
+  std::string local;                      // --local: points (nodes) per rank
+  std::string global;                     // --global: total points (nodes)
+  std::string dims = "0x0x0";             // --dims
+  std::string operator_kind;              // --operator: matrix-free | csr (poisson3d)
+  std::string engine = "p2p";             // --engine
+  std::string progress = "none";          // --progress
+  int test_interval = 1024;               // --test-interval
+  double young = 1.0;                     // --young (elasticity3d)
+  double poisson_ratio = 0.3;             // --poisson-ratio (elasticity3d)
+  double load = 1.0;                      // --load (elasticity3d)
+  double rtol = 1e-6;                     // --rtol
+  long long max_iters = 10000;            // --max-iters
+  double time_limit = 0;                  // --time-limit
+  int replace_every = 0;                  // --replace-every
+  bool monitor = false;                   // --monitor
+  int monitor_every = 1;                  // --monitor-every
+  std::string json_path;                  // --json
+  bool quiet = false;                     // --quiet
+
+  // Resolved by finalise().
+  bool from_matrix = false;                         ///< --matrix given
+  decomposition::Index3 global_points{0, 0, 0};     ///< grid problems
+  decomposition::Index3 process_grid{1, 1, 1};
+  linalg::SpmvConfig spmv;
+  solvers::CgOptions solver;
+
+  CLI::Option* problem_opt_ = nullptr;
+  CLI::Option* operator_opt_ = nullptr;
+  CLI::Option* dims_opt_ = nullptr;
+  CLI::Option* monitor_every_opt_ = nullptr;
+};
+
+void CgCommand::add_options(CLI::App& app) {
+  app.add_option("--method", method, detail::method_help(methods()))->capture_default_str();
+  app.add_option("--pc", pc, "Preconditioner: none | jacobi | bjacobi-ic0")->capture_default_str();
+  app.add_option("--reduction", reduction,
+                 "pipecg, groppcg: dot products by MPI_Iallreduce overlapped with the preconditioner and the "
+                 "matrix-vector product (nonblocking) or by MPI_Allreduce (blocking)")
+      ->capture_default_str();
+  problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
+  app.add_option("--matrix", matrix_path, "Solve with this Matrix Market matrix (symmetric positive definite)");
+  app.add_option("--rhs", rhs_path, "With --matrix: right-hand side as a Matrix Market vector (default A * 1)");
+  app.add_option("--local", local,
+                 "Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, "
+                 "elasticity3d 16)");
+  app.add_option("--global", global, "Total grid points (elasticity3d: nodes), N or NXxNYxNZ (strong scaling)");
+  dims_opt_ = app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
+      ->capture_default_str();
+  operator_opt_ = app.add_option("--operator", operator_kind,
+                                 "poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)");
+  app.add_option("--engine", engine, "Ghost exchange: p2p | neighbor | blocking")->capture_default_str();
+  app.add_option("--progress", progress, "Exchange progress during the interior rows: none | test | thread")
+      ->capture_default_str();
+  app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
+      ->capture_default_str();
+  app.add_option("--young", young, "elasticity3d: Young's modulus E")->capture_default_str();
+  app.add_option("--poisson-ratio", poisson_ratio, "elasticity3d: Poisson's ratio nu")->capture_default_str();
+  app.add_option("--load", load, "elasticity3d: total traction on the face z = 1")->capture_default_str();
+  app.add_option("--rtol", rtol, "Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual)")
+      ->capture_default_str();
+  app.add_option("--max-iters", max_iters, "Stop after this many iterations")->capture_default_str();
+  app.add_option("--time-limit", time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
+  app.add_option("--replace-every", replace_every,
+                 "Recompute r = b - Ax and the vectors derived from it every K iterations (0: never)")
+      ->capture_default_str();
+  app.add_flag("--monitor", monitor, "Print the residual on rank 0 every --monitor-every iterations");
+  monitor_every_opt_ =
+      app.add_option("--monitor-every", monitor_every, "Iterations between --monitor lines (implies --monitor)")
+          ->capture_default_str();
+  app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
+  app.add_flag("--quiet", quiet, "Print no summary");
+}
+
+void CgCommand::finalise(MPI_Comm comm) {
+  int nranks = 1;
+  MPI_Comm_size(comm, &nranks);
+  auto& s = solver;
+  s.method = solvers::parse_cg_method(method);
+  s.pc = solvers::parse_pc(pc);
+  if (reduction == "nonblocking")
+    s.nonblocking = true;
+  else if (reduction == "blocking")
+    s.nonblocking = false;
+  else
+    throw InputError("--reduction '" + reduction + "': unknown reduction (expected blocking or nonblocking)");
+  if (!(rtol > 0) || !std::isfinite(rtol)) throw InputError(fmt::format("--rtol {}: must be > 0", rtol));
+  if (!(rtol < 1)) throw InputError(fmt::format("--rtol {}: must be < 1", rtol));
+  s.rtol = rtol;
+  if (max_iters < 0) throw InputError("--max-iters must be >= 0");
+  s.max_iters = max_iters;
+  if (!(time_limit >= 0) || !std::isfinite(time_limit)) throw InputError("--time-limit must be >= 0 seconds");
+  s.time_limit = time_limit;
+  if (replace_every < 0) throw InputError("--replace-every must be >= 0 (0: never)");
+  s.replace_every = replace_every;
+  if (monitor_every < 1) throw InputError("--monitor-every must be >= 1");
+  if (monitor_every_opt_ && monitor_every_opt_->count() > 0) monitor = true;
+  s.monitor_every = monitor ? monitor_every : 0;
+
+  spmv.engine = linalg::parse_exchange_engine(engine);
+  spmv.progress = linalg::parse_progress(progress);
+  if (test_interval < 1) throw InputError("--test-interval must be >= 1");
+  spmv.test_interval = test_interval;
+
+  from_matrix = !matrix_path.empty();
+  const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
+  const bool operator_given = operator_opt_ && operator_opt_->count() > 0;
+  if (from_matrix) {
+    if (problem_given) throw InputError("give either --problem or --matrix, not both");
+    if (operator_given) throw InputError("--operator applies to --problem poisson3d only, not to --matrix");
+    if (!local.empty() || !global.empty() || (dims_opt_ && dims_opt_->count() > 0))
+      throw InputError("--local, --global and --dims apply to the generated problems, not to --matrix");
+    problem = "matrix";
+    operator_kind = "csr";
+  } else {
+    if (!rhs_path.empty()) throw InputError("--rhs goes with --matrix");
+    if (problem == "poisson3d") {
+      if (operator_kind.empty()) operator_kind = "matrix-free";
+      if (operator_kind != "matrix-free" && operator_kind != "csr")
+        throw InputError("--operator '" + operator_kind + "': unknown operator (expected matrix-free or csr)");
+    } else if (problem == "elasticity3d") {
+      if (operator_given) throw InputError("--operator applies to --problem poisson3d only");
+      operator_kind = "csr";
+      if (!(young > 0) || !std::isfinite(young)) throw InputError("--young must be > 0");
+      if (!(poisson_ratio > -1 && poisson_ratio < 0.5)) throw InputError("--poisson-ratio must be in (-1, 0.5)");
+      if (!std::isfinite(load)) throw InputError("--load must be finite");
+    } else {
+      throw InputError("--problem '" + problem + "': unknown problem (expected poisson3d or elasticity3d)");
+    }
+    if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
+    process_grid = decomposition::choose_dims(nranks, detail::parse_dims(dims));
+    global_points = detail::global_size(local, global, problem == "elasticity3d" ? "16" : "50", process_grid);
+    const std::string split = decomposition::check_split(global_points, process_grid);
+    if (!split.empty()) throw InputError(split);
+  }
+  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+}
+
+std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
+  const auto& g = global_points;
+  const auto& d = process_grid;
+  const bool grid = !from_matrix;
+  std::string local_eff = local;
+  if (grid && local.empty() && global.empty()) local_eff = problem == "elasticity3d" ? "16" : "50";
+  return {{"method", method},
+          {"pc", pc},
+          {"reduction", reduction},
+          {"problem", problem},
+          {"matrix", matrix_path},
+          {"rhs", rhs_path},
+          {"global", grid ? fmt::format("{}x{}x{}", g[0], g[1], g[2]) : ""},
+          {"local", local_eff},
+          {"dims", grid ? fmt::format("{}x{}x{}", d[0], d[1], d[2]) : ""},
+          {"operator", operator_kind},
+          {"engine", engine},
+          {"progress", progress},
+          {"test-interval", std::to_string(test_interval)},
+          {"young", fmt::format("{}", young)},
+          {"poisson-ratio", fmt::format("{}", poisson_ratio)},
+          {"load", fmt::format("{}", load)},
+          {"rtol", fmt::format("{}", rtol)},
+          {"max-iters", std::to_string(max_iters)},
+          {"time-limit", fmt::format("{}", time_limit)},
+          {"replace-every", std::to_string(replace_every)},
+          {"monitor", monitor ? "true" : "false"},
+          {"monitor-every", std::to_string(monitor_every)},
+          {"quiet", quiet ? "true" : "false"},
+          {"json", json_path}};
+}
+
+// ---- the run and its section of the record -----------------------------------------------------
+
+/// One rank's statistics by name (the JSON per_rank entry; docs/output.md).
+RankFields rank_fields(const solvers::CgRankStats& s) {
+  RankFields f;
+  f.integer("rank", s.rank)
+      .integer("local_rows", s.local_rows)
+      .integer("iterations", s.iterations)
+      .integer("reductions", s.reductions)
+      .integer("spmvs", s.spmvs)
+      .integer("pc_applications", s.pc_applications)
+      .integer("replacements", s.replacements)
+      .integer("messages_sent", s.spmv.messages_sent)
+      .integer("messages_received", s.spmv.messages_received)
+      .number("bytes_sent", s.spmv.bytes_sent);
+  // halo_wait is part of spmv and reduction_wait part of reduction: shares, not counted again.
+  f.time_part("spmv", s.time.spmv)
+      .time_part("halo_wait", s.time.halo_wait, false)
+      .time_part("pc", s.time.pc)
+      .time_part("vector", s.time.vector)
+      .time_part("reduction", s.time.reduction)
+      .time_part("reduction_wait", s.time.reduction_wait, false)
+      .time_part("setup", s.time.setup);
+  f.total_time = s.time.total;
+  return f;
+}
+
+int CgCommand::run(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+
+  std::unique_ptr<decomposition::CartGrid> grid;
+  std::unique_ptr<linalg::Operator> A;
+  std::vector<double> b;
+  if (from_matrix) {
+    const linalg::DistributedCsr M = linalg::read_matrix_market(comm, matrix_path);
+    A = linalg::make_csr_operator(M, spmv);
+    if (!rhs_path.empty()) {
+      b = linalg::read_matrix_market_vector(comm, rhs_path, M);
+    } else {  // b = A * 1
+      const std::vector<double> ones(static_cast<std::size_t>(A->local_size()), 1.0);
+      b.assign(ones.size(), 0.0);
+      A->apply(ones, b);
+    }
+  } else {
+    grid = std::make_unique<decomposition::CartGrid>(comm, global_points, process_grid);
+    if (problem == "poisson3d") {
+      if (operator_kind == "csr")
+        A = linalg::make_csr_operator(problems::assemble_poisson3d(*grid), spmv);
+      else
+        A = problems::make_poisson3d_operator(*grid, spmv);
+      b = problems::poisson3d_rhs(*grid);
+    } else {
+      problems::ElasticityParams p;
+      p.E = young;
+      p.nu = poisson_ratio;
+      p.load = load;
+      auto sys = problems::assemble_elasticity3d(*grid, p);
+      A = linalg::make_csr_operator(sys.A, spmv);
+      b = std::move(sys.b);
+    }
+  }
+  std::vector<double> x(static_cast<std::size_t>(A->local_size()), 0.0);
+  const solvers::CgResult result = solvers::solve_cg(*A, b, x, solver);
+
+  RunRecord r;
+  r.solver = "cg";
+  r.method = solvers::to_string(solver.method);
+  r.ranks = size;
+  r.mpi_library = mpi_library_version();
+  if (grid) {
+    r.process_grid = grid->dims();
+    r.global_size = grid->global();
+  }
+  r.unknowns = A->global_size();
+  r.options = effective();
+  r.tolerance = solver.rtol;
+  r.converged = result.converged;
+  r.stop_reason = result.stop;
+  r.message = result.message;
+  r.true_residual = result.true_residual;
+  r.tested_residual = result.recursive_residual;
+  r.history = result.history;
+  r.wall_time = max_over_ranks(comm, result.stats.time.total);
+  r.iteration_rate = r.wall_time > 0 ? static_cast<double>(result.iterations) / r.wall_time : 0.0;
+  r.outstanding_requests = pending_requests(comm);
+  r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
+
+  if (rank == 0) {
+    const bool overlapping =
+        solver.method == solvers::CgMethod::pipecg || solver.method == solvers::CgMethod::groppcg;
+    const std::string red = overlapping && solver.nonblocking ? "iallreduce" : "allreduce";
+    const std::string pc_name = solvers::to_string(solver.pc);
+    double sent = 0, received = 0;
+    std::int64_t replacements = 0;
+    for (const auto& p : r.per_rank) {
+      const double its = std::max(1.0, p.value("iterations"));
+      sent += p.value("messages_sent") / its;
+      received += p.value("messages_received") / its;
+      replacements = std::max(replacements, static_cast<std::int64_t>(p.value("replacements")));
+    }
+    const double n = std::max<double>(1.0, static_cast<double>(r.per_rank.size()));
+    const double per_it = result.iterations > 0 ? r.wall_time / static_cast<double>(result.iterations) : 0.0;
+
+    r.headline = fmt::format("method {}, pc {}, reduction {}", r.method, pc_name, red);
+    r.setup_lines.push_back({"problem", fmt::format("{}, operator {}, exchange {} (progress {})", problem, A->name(),
+                                                    engine, progress)});
+    if (grid) {
+      const auto& g = grid->global();
+      r.setup_lines.push_back({"global size", fmt::format("{}x{}x{} {}, {} unknowns, local {}", g[0], g[1], g[2],
+                                                          problem == "elasticity3d" ? "nodes" : "points", r.unknowns,
+                                                          detail::local_sizes(g, grid->dims()))});
+    } else {
+      r.setup_lines.push_back({"global size", fmt::format("{} unknowns", r.unknowns)});
+    }
+    if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
+    r.performance_lines.push_back({"per iteration", fmt::format("{:.3f} ms (wall time / iterations)", 1e3 * per_it)});
+    r.performance_lines.push_back(
+        {"messages/iter", fmt::format("sent {:.3f}  received {:.3f}  (ghost exchange, per rank)", sent / n, received / n)});
+    r.residual_note = fmt::format(" (recursive ||r||/||b||; ||b|| = {:.6e})", result.b_norm);
+
+    nlohmann::json details;
+    details["pc"] = pc_name;
+    details["reduction"] = red;
+    details["engine"] = engine;
+    details["progress"] = progress;
+    details["problem"] = problem;
+    details["operator"] = A->name();
+    details["b_norm"] = result.b_norm;
+    details["replacements"] = replacements;
+    details["time_per_iteration"] = per_it;
+    details["messages_per_iteration"] = {{"sent", sent / n}, {"received", received / n}};
+    r.details = details.dump();
+  }
+  return finish_run(comm, r, quiet, json_path);
+}
+
+std::unique_ptr<SolverCommand> create() { return std::make_unique<CgCommand>(); }
+
+}  // namespace
+
+SolverInfo cg_solver() {
+  return {"cg", "Conjugate gradients (cg, cg-cg, pipecg, groppcg) on poisson3d, elasticity3d or a matrix", "--method",
+          methods(), &create};
+}
+
+}  // namespace desync::run

@@ -1,0 +1,410 @@
+// `desync jacobi`: Jacobi's method on the 3D Laplace problem, synchronous, asynchronous and racy
+// (Bethune, Bull, Dingle and Higham, sections 3.1 and 3.3). The command's options and their checks,
+// its run, and its section of the run record (docs/output.md).
+//
+//   mpirun -np 2 desync jacobi --mode async --local 50 --polish
+#include <CLI/CLI.hpp>
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "../option_parsing.hpp"
+#include "../report_common.hpp"
+#include "desync/core/error.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/decomposition/field.hpp"
+#include "desync/problems/laplace3d.hpp"
+#include "desync/run/field_io.hpp"
+#include "desync/run/record.hpp"
+#include "desync/run/registry.hpp"
+#include "desync/run/run_end.hpp"
+#include "desync/solvers/jacobi/jacobi.hpp"
+
+namespace desync::run {
+
+namespace {
+
+/// The modes of `desync jacobi` (--mode, the JSON "method").
+const std::vector<MethodInfo> jacobi_modes = {
+    {"sync", "halo swaps and blocking convergence tests every iteration"},
+    {"async", "halo messages in flight, newest whole message wins; non-blocking convergence tests"},
+    {"racy", "as async, but halo elements may mix the sender's iterations"},
+};
+
+class JacobiCommand final : public SolverCommand {
+ public:
+  void add_options(CLI::App& app) override;
+  void finalise(MPI_Comm comm) override;
+  void prepare(MPI_Comm) override { comm::init_transport(solver.transport); }
+  int run(MPI_Comm comm) override;
+
+ private:
+  /// Effective values, for the JSON record.
+  std::vector<std::pair<std::string, std::string>> effective() const;
+
+  std::string local;                // --local: cells per rank (weak scaling)
+  std::string global;               // --global: total cells (strong scaling)
+  std::string dims = "0x0x0";       // --dims: process grid, 0 = chosen by MPI_Dims_create
+  std::string mode = "sync";        // --mode
+  std::string reduction = "iallreduce";
+  std::string transport = "p2p";    // --transport: p2p | rma | shmem
+  std::string rma_sync = "flush";   // --rma-sync (see docs/channel.md for why flush is the default)
+  std::string shmem_sync = "put";   // --shmem-sync
+  std::string prefetch = "auto";    // --prefetch: auto | on | off (sweep kernel software prefetch)
+  problems::Laplace3D problem;
+  solvers::JacobiOptions solver;
+  std::string json_path;            // --json
+  std::string save_path;            // --save
+  bool quiet = false;               // --quiet: no summary
+  bool threads_given = false;       // --threads was given (solver.threads: 0 = plain MPI solver)
+
+  decomposition::Index3 global_cells{0, 0, 0};
+  decomposition::Index3 process_grid{1, 1, 1};
+};
+
+void JacobiCommand::add_options(CLI::App& app) {
+  auto& s = solver;
+  s.check_every = 0;  // 0: the mode's default, resolved in finalise()
+  app.add_option("--local", local, "Cells per rank, N or NXxNYxNZ (weak scaling; default 50)");
+  app.add_option("--global", global, "Total cells, N or NXxNYxNZ (strong scaling)");
+  app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
+      ->capture_default_str();
+  app.add_option("--mode", mode, detail::method_help(jacobi_modes))->capture_default_str();
+  app.add_option("--tol", s.tol, "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)")->capture_default_str();
+  app.add_option("--check-every", s.check_every,
+                 "Iterations between convergence tests (default 100). sync: a blocking test every N; "
+                 "async/racy: a new non-blocking test starts N iterations after the previous one started, "
+                 "or when it completes if that is later (1: as soon as it completes, paper 000 3.1.2); "
+                 "with --threads, async/racy threads update the shared residual every N sweeps, and every sweep "
+                 "once a thread has seen it at or below --tol");
+  app.add_option("--halo-period", s.halo_period, "Swap halos every N iterations")->capture_default_str();
+  app.add_option("--inflight", s.inflight, "async/racy: halo messages in flight per neighbour (R)")
+      ->capture_default_str();
+  app.add_option("--racy-chunks", s.racy_chunks, "racy: pieces each halo message travels in")
+      ->capture_default_str();
+  app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree")
+      ->capture_default_str();
+  app.add_option("--transport", transport, "Halo channel transport: p2p (MPI two-sided) | rma (MPI one-sided) | "
+                 "shmem (OpenSHMEM; see docs/channel.md)")->capture_default_str();
+  app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
+      ->capture_default_str();
+  app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
+  app.add_flag("--polish", s.polish,
+               "If the final true residual is above --tol, continue with synchronous sweeps until it is not");
+  app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
+  app.add_option("--time-limit", s.time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
+  app.add_option("--offset", problem.offset, "Added to every boundary and initial value (paper 000, 6.1)")
+      ->capture_default_str();
+  app.add_option("--source-radius", problem.source_radius, "Radius of the source disc on z = 0")
+      ->capture_default_str();
+  app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose sweeps are slowed (-1: none)")->capture_default_str();
+  app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's sweeps take this many times as long")
+      ->capture_default_str();
+  app.add_option("--perturb-rank", s.noise.perturb_rank, "Rank that overwrites a cell (-1: none)")
+      ->capture_default_str();
+  app.add_option("--perturb-iter", s.noise.perturb_iteration, "Iteration at which it does")->capture_default_str();
+  app.add_option("--perturb-value", s.noise.perturb_value, "Value written (nan, inf, 1e300, ...)");
+  app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
+  app.add_option("--save", save_path, "Write the solution field (.npy or .vti)");
+  app.add_option_function<int>(
+      "--threads",
+      [this](int t) {
+        solver.threads = t;
+        threads_given = true;
+      },
+      "OpenMP threads per rank, each sweeping a slab of the rank's block along z (paper 000, 3.3); "
+      "omitted: the plain MPI solver");
+  app.add_option("--prefetch", prefetch,
+                 "Software prefetch in the sweep kernel: auto (on for a rank whose two fields exceed its share "
+                 "of the last-level cache) | on | off")
+      ->capture_default_str();
+  app.add_flag("--monitor", s.monitor, "Print each convergence test on rank 0");
+  app.add_flag("--quiet", quiet, "Print no summary");
+}
+
+void JacobiCommand::finalise(MPI_Comm comm) {
+  int nranks = 1;
+  MPI_Comm_size(comm, &nranks);
+  auto& s = solver;
+  if (mode == "sync")
+    s.mode = comm::HaloMode::sync;
+  else if (mode == "async")
+    s.mode = comm::HaloMode::async;
+  else if (mode == "racy")
+    s.mode = comm::HaloMode::racy;
+  else
+    throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
+  s.reduction = comm::parse_reduction(reduction);
+  s.transport = comm::parse_transport(transport);
+  s.rma_sync = comm::parse_rma_sync(rma_sync);
+  s.shmem_sync = comm::parse_shmem_sync(shmem_sync);
+  if (prefetch == "on")
+    s.prefetch = solvers::SweepPrefetch::on;
+  else if (prefetch == "off")
+    s.prefetch = solvers::SweepPrefetch::off;
+  else if (prefetch == "auto")
+    s.prefetch.reset();
+  else
+    throw InputError("--prefetch '" + prefetch + "': expected auto, on or off");
+  if (!comm::transport_built(s.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
+  if (!(s.tol > 0) || !std::isfinite(s.tol)) throw InputError(fmt::format("--tol {}: must be > 0", s.tol));
+  // Every mode tests every 100 iterations by default (paper 000, Figure 1); --check-every 1 is the
+  // paper's cadence for the asynchronous tests (3.1.2, 3.3.2). docs/benchmarks.md has both.
+  if (s.check_every == 0) s.check_every = 100;
+  if (s.check_every < 1) throw InputError("--check-every must be >= 1");
+  if (s.halo_period < 1) throw InputError("--halo-period must be >= 1");
+  if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));
+  if (s.racy_chunks < 1) throw InputError("--racy-chunks must be >= 1");
+  if (s.max_iters < 0) throw InputError("--max-iters must be >= 0");
+  if (!(s.time_limit >= 0)) throw InputError("--time-limit must be >= 0 seconds");
+  if (!std::isfinite(problem.offset)) throw InputError("--offset must be finite");
+  if (!(problem.source_radius >= 0)) throw InputError("--source-radius must be >= 0");
+  if (s.noise.slow_rank < -1 || s.noise.slow_rank >= nranks)
+    throw InputError(fmt::format("--slow-rank {}: no such rank in a run of {}", s.noise.slow_rank, nranks));
+  if (!(s.noise.slow_factor >= 1.0) || !std::isfinite(s.noise.slow_factor))
+    throw InputError("--slow-factor must be >= 1");
+  if (s.noise.perturb_rank < -1 || s.noise.perturb_rank >= nranks)
+    throw InputError(fmt::format("--perturb-rank {}: no such rank in a run of {}", s.noise.perturb_rank, nranks));
+  if ((s.noise.perturb_rank >= 0) != (s.noise.perturb_iteration >= 0))
+    throw InputError("--perturb-rank and --perturb-iter go together");
+  if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
+  if (threads_given && s.threads < 1) throw InputError(fmt::format("--threads {}: must be >= 1", s.threads));
+
+  process_grid = decomposition::choose_dims(nranks, detail::parse_dims(dims));
+  global_cells = detail::global_size(local, global, "50", process_grid);
+  const std::string split = decomposition::check_split(global_cells, process_grid);
+  if (!split.empty()) throw InputError(split);
+  if (s.threads > global_cells[2] / process_grid[2])
+    throw InputError(fmt::format("--threads {}: more threads than planes along z ({} in the smallest block)",
+                                 s.threads, global_cells[2] / process_grid[2]));
+  if (!save_path.empty()) {
+    field_format_for(save_path);
+    check_writable(comm, save_path, "--save");
+  }
+  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+}
+
+std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() const {
+  const auto& s = solver;
+  auto g = fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2]);
+  return {{"mode", mode},
+          {"global", g},
+          {"local", local.empty() && global.empty() ? "50" : local},
+          {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
+          {"tol", fmt::format("{}", s.tol)},
+          {"check-every", std::to_string(s.check_every)},
+          {"halo-period", std::to_string(s.halo_period)},
+          {"inflight", std::to_string(s.inflight)},
+          {"racy-chunks", std::to_string(s.racy_chunks)},
+          {"reduction", reduction},
+          {"transport", transport},
+          {"rma-sync", rma_sync},
+          {"shmem-sync", shmem_sync},
+          {"polish", s.polish ? "true" : "false"},
+          {"max-iters", std::to_string(s.max_iters)},
+          {"time-limit", fmt::format("{}", s.time_limit)},
+          {"offset", fmt::format("{}", problem.offset)},
+          {"source-radius", fmt::format("{}", problem.source_radius)},
+          {"slow-rank", std::to_string(s.noise.slow_rank)},
+          {"slow-factor", fmt::format("{}", s.noise.slow_factor)},
+          {"perturb-rank", std::to_string(s.noise.perturb_rank)},
+          {"perturb-iter", std::to_string(s.noise.perturb_iteration)},
+          {"perturb-value", fmt::format("{}", s.noise.perturb_value)},
+          {"threads", std::to_string(s.threads)},
+          {"prefetch", prefetch},
+          {"monitor", s.monitor ? "true" : "false"},
+          {"quiet", quiet ? "true" : "false"},
+          {"json", json_path},
+          {"save", save_path}};
+}
+
+// ---- the run and its section of the record -----------------------------------------------------
+
+/// One rank's statistics by name (the JSON per_rank entry; docs/output.md).
+RankFields rank_fields(const solvers::RankStats& s) {
+  RankFields f;
+  const auto& d = s.halo.delay;
+  f.integer("rank", s.rank)
+      .integers("coords", {s.coords[0], s.coords[1], s.coords[2]})
+      .integers("local_size", {s.local[0], s.local[1], s.local[2]})
+      .integer("neighbours", s.neighbours)
+      .integer("iterations", s.iterations)
+      .integer("polish_iterations", s.polish_iterations)
+      .integer("reductions", s.reductions)
+      .integer("threads", s.threads)
+      .integer("thread_iterations_min", s.thread_iterations_min)
+      .integer("thread_iterations_max", s.thread_iterations_max)
+      .flag("prefetch", s.prefetch)
+      .integer("messages_sent", s.halo.messages_sent)
+      .integer("messages_received", s.halo.messages_received)
+      .integer("messages_discarded", s.halo.messages_discarded)
+      .integer("sends_skipped", s.halo.sends_skipped)
+      .integer("delay_count", d.count)
+      .number("delay_mean", d.mean())
+      .integer("delay_min", d.min)
+      .integer("delay_max", d.max)
+      .integer("delay_ahead", d.ahead)
+      .integers("delay_histogram", std::vector<std::int64_t>(d.histogram.begin(), d.histogram.end()));
+  f.time_part("compute", s.time.compute)
+      .time_part("halo", s.time.halo)
+      .time_part("reduction", s.time.reduction)
+      .time_part("noise", s.time.noise)
+      .time_part("polish", s.time.polish)
+      .time_part("finish", s.time.finish);
+  f.total_time = s.time.total;
+  return f;
+}
+
+/// Jacobi's section of the record, from the gathered per-rank fields (rank 0).
+void fill_section(RunRecord& r, const std::string& transport_text, const std::string& reduction,
+                  const solvers::JacobiOptions& solver) {
+  using nlohmann::json;
+  const auto& ranks = r.per_rank;
+  const double n = std::max<double>(1.0, static_cast<double>(ranks.size()));
+  double sent = 0, received = 0, skipped = 0, delay_sum = 0;
+  std::int64_t delay_count = 0, delay_min = 0, delay_max = 0, delay_ahead = 0, polish = 0, thread_lo = 0,
+               thread_hi = 0;
+  std::vector<std::int64_t> histogram(comm::DelayStats::bins, 0);
+  bool any_delay = false;
+  long prefetching = 0;
+  for (const auto& p : ranks) {
+    const double its = std::max(1.0, p.value("iterations"));
+    sent += p.value("messages_sent") / its;
+    received += p.value("messages_received") / its;
+    skipped += p.value("sends_skipped") / its;
+    const auto count = static_cast<std::int64_t>(p.value("delay_count"));
+    delay_count += count;
+    delay_sum += p.value("delay_mean") * static_cast<double>(count);
+    if (count > 0) {
+      const auto lo = static_cast<std::int64_t>(p.value("delay_min"));
+      const auto hi = static_cast<std::int64_t>(p.value("delay_max"));
+      delay_min = any_delay ? std::min(delay_min, lo) : lo;
+      delay_max = any_delay ? std::max(delay_max, hi) : hi;
+      any_delay = true;
+    }
+    delay_ahead += static_cast<std::int64_t>(p.value("delay_ahead"));
+    const auto& h = p.find("delay_histogram")->values;
+    for (std::size_t b = 0; b < histogram.size() && b < h.size(); ++b) histogram[b] += static_cast<std::int64_t>(h[b]);
+    polish = std::max(polish, static_cast<std::int64_t>(p.value("polish_iterations")));
+    const auto tlo = static_cast<std::int64_t>(p.value("thread_iterations_min"));
+    const auto thi = static_cast<std::int64_t>(p.value("thread_iterations_max"));
+    thread_lo = &p == &ranks[0] ? tlo : std::min(thread_lo, tlo);
+    thread_hi = &p == &ranks[0] ? thi : std::max(thread_hi, thi);
+    prefetching += p.value("prefetch") != 0.0 ? 1 : 0;
+  }
+  sent /= n;
+  received /= n;
+  skipped /= n;
+  const double delay_mean = delay_count ? delay_sum / static_cast<double>(delay_count) : 0.0;
+  const int threads = ranks.empty() ? 0 : static_cast<int>(ranks[0].value("threads"));
+
+  // Iterations per second of the main (sync or async) phase: mean iterations over the mean time
+  // spent in that phase (polish and the final drain / true residual excluded).
+  const auto it = summarise_iterations(ranks);
+  double main_phase = 0;
+  for (const auto& p : mean_time_split(ranks))
+    if (p.name == "total")
+      main_phase += p.seconds;
+    else if (p.name == "polish" || p.name == "finish")
+      main_phase -= p.seconds;
+  r.iteration_rate = main_phase > 0 ? it.mean / main_phase : 0.0;
+
+  const auto& g = *r.global_size;
+  r.headline = fmt::format("mode {}, transport {}{}", r.method, transport_text,
+                           solver.mode == comm::HaloMode::sync ? "" : ", reduction " + reduction);
+  r.setup_lines.push_back(
+      {"global size", fmt::format("{}x{}x{} cells, local {}", g[0], g[1], g[2], detail::local_sizes(g, *r.process_grid))});
+  if (polish > 0) r.iterations_note = fmt::format("  (+{} synchronous polish)", polish);
+  if (threads > 0)
+    r.performance_lines.push_back(
+        {"threads", fmt::format("{} OpenMP threads per rank (slabs along z), iterations per thread min {}  max {}",
+                                threads, thread_lo, thread_hi)});
+  if (prefetching > 0)
+    r.performance_lines.push_back(
+        {"sweep prefetch", fmt::format("on for {} of {} ranks (block beyond its share of the last-level cache, or "
+                                       "--prefetch on)",
+                                       prefetching, ranks.size())});
+  r.performance_lines.push_back(
+      {"messages/iter", fmt::format("sent {:.3f}  received {:.3f}  sends skipped {:.3f}  (per rank)", sent, received,
+                                    skipped)});
+  if (solver.mode != comm::HaloMode::sync)
+    r.performance_lines.push_back(
+        {"halo delay", fmt::format("mean {:.2f}  min {}  max {} iterations (own iteration - sender's)", delay_mean,
+                                   delay_min, delay_max)});
+
+  json details;
+  details["transport"] = comm::to_string(solver.transport);
+  details["reduction"] = reduction;
+  details["threads"] = threads;
+  details["polish_iterations"] = polish;
+  details["messages_per_iteration"] = {{"sent", sent}, {"received", received}, {"skipped", skipped}};
+  details["delay"] = {{"mean", delay_mean}, {"min", delay_min}, {"max", delay_max}, {"ahead", delay_ahead},
+                      {"histogram", histogram}};
+  r.details = details.dump();
+}
+
+int JacobiCommand::run(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  decomposition::CartGrid grid(comm, global_cells, process_grid);
+  decomposition::Field u(grid.local());
+  problem.initialise(grid, u);
+  const solvers::JacobiResult result = solvers::solve_jacobi(grid, problem, solver, u);
+
+  RunRecord r;
+  r.solver = "jacobi";
+  r.method = mode;
+  r.ranks = size;
+  r.mpi_library = mpi_library_version();
+  r.process_grid = grid.dims();
+  r.global_size = grid.global();
+  r.unknowns = grid.global_cells();
+  r.options = effective();
+  r.tolerance = solver.tol;
+  r.converged = result.converged;
+  r.stop_reason = result.stop;
+  r.message = result.message;
+  r.true_residual = result.true_residual;
+  r.tested_residual = result.tested_residual;
+  r.history = result.history;
+  r.wall_time = max_over_ranks(comm, result.stats.time.total);
+  r.outstanding_requests = pending_requests(comm);
+  r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
+  if (rank == 0) {
+    std::string transport_text = transport;  // with its completion scheme, e.g. "rma (flush)"
+    if (transport == "rma") transport_text += " (" + rma_sync + ")";
+    if (transport == "shmem") transport_text += " (" + shmem_sync + ")";
+    const std::string red = solver.mode == comm::HaloMode::sync ? "allreduce" : reduction;
+    fill_section(r, transport_text, red, solver);
+  }
+
+  std::string io_error;
+  if (!save_path.empty()) {
+    try {
+      save_field(grid, u, save_path);
+    } catch (const std::exception& e) {
+      if (rank == 0) io_error = e.what();
+    }
+  }
+  return finish_run(comm, r, quiet, json_path, io_error);
+}
+
+std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>(); }
+
+}  // namespace
+
+SolverInfo jacobi_solver() {
+  return {"jacobi", "Jacobi's method on the 3D Laplace problem, sync, async or racy (Bethune et al.)", "--mode",
+          jacobi_modes, &create};
+}
+
+}  // namespace desync::run
