@@ -81,7 +81,7 @@ constexpr std::array<MethodInfo, 9> kMethods = {{
 bool two_sided(Method m) { return m == Method::send_recv || m == Method::send_recv_ack; }
 
 // ---------------------------------------------------------------------------------------------
-// Overlap methods (paper 001, Table 1; Table 2's "overlap" and "overlap-local").
+// Overlap methods (Yamazaki et al., 2019, Table 1; Table 2's "overlap" and "overlap-local").
 enum class OverlapMethod { isend_irecv, put_flush_local, put_flush, put_flush_target_busy };
 
 struct OverlapInfo {
@@ -95,7 +95,7 @@ constexpr std::array<OverlapInfo, 4> kOverlapMethods = {{
     {OverlapMethod::isend_irecv, "isend_irecv",
      "rank 0: MPI_Isend, compute, MPI_Wait; rank 1: MPI_Irecv (posted before), MPI_Wait", 0},
     {OverlapMethod::put_flush_local, "put_flush_local",
-     "under MPI_Win_lock_all, rank 0: MPI_Put, compute, MPI_Win_flush_local (paper 001, Table 1)", 0},
+     "under MPI_Win_lock_all, rank 0: MPI_Put, compute, MPI_Win_flush_local (Yamazaki et al., 2019, Table 1)", 0},
     {OverlapMethod::put_flush, "put_flush", "under MPI_Win_lock_all, rank 0: MPI_Put, compute, MPI_Win_flush", 0},
     {OverlapMethod::put_flush_target_busy, "put_flush_target_busy",
      "under MPI_Win_lock_all, rank 0: MPI_Put, MPI_Win_flush while the target (rank 1) computes without "
@@ -107,7 +107,7 @@ constexpr std::array<OverlapInfo, 4> kOverlapMethods = {{
 enum class Phase { comm, comp, both };
 
 // ---------------------------------------------------------------------------------------------
-// The compute kernel: a small in-cache dense matrix-vector product (paper 001, Table 1), repeated.
+// The compute kernel: a small in-cache dense matrix-vector product (Yamazaki et al., 2019, Table 1), repeated.
 class Kernel {
  public:
   Kernel() {
@@ -701,7 +701,7 @@ std::string format_bench_comm(const BenchCommReport& r) {
   s += "\n";
   for (const auto& b : r.bandwidth) s += fmt::format("  {:<9} {}: {}\n", b.column, b.name, b.description);
 
-  s += "\nOverlap of communication with computation (paper 001, Table 1); times in us, median per iteration;\n"
+  s += "\nOverlap of communication with computation (Yamazaki et al., 2019, Table 1); times in us, median per iteration;\n"
        "overlap % = (t_comm + t_comp - t_both) / min(t_comm, t_comp) * 100\n";
   for (const auto& o : r.overlap) {
     s += fmt::format("\n{}: {}\n", o.name, o.description);

@@ -1,6 +1,6 @@
 #pragma once
 // `desync bench comm`: what the communication schemes of the solvers cost on this machine and MPI
-// library (paper 001, section 6 and Tables 1 and 2). Ranks 0 and 1 measure the bandwidth of two-sided
+// library (Yamazaki et al., 2019, section 6 and Tables 1 and 2). Ranks 0 and 1 measure the bandwidth of two-sided
 // MPI_Send / MPI_Recv against MPI_Put under several epoch and completion schemes, and how well each
 // overlaps with computation; all ranks measure the latency of MPI_Allreduce and MPI_Iallreduce.
 // docs/benchmarks.md describes the methods; the JSON schema is "desync.bench.comm", version 1.
@@ -53,7 +53,7 @@ struct BandwidthSeries {
   std::vector<BandwidthPoint> points;
 };
 
-/// One message size of one overlap method (paper 001, Table 1).
+/// One message size of one overlap method (Yamazaki et al., 2019, Table 1).
 struct OverlapPoint {
   long doubles = 0;
   long iterations = 0;
@@ -91,7 +91,7 @@ struct BenchCommReport {
   bool verified = false;    ///< every bandwidth measurement verified
 };
 
-/// Overlap percentage of paper 001, Table 1: (t_comm + t_comp - t_both) / min(t_comm, t_comp) * 100.
+/// Overlap percentage of Yamazaki et al., 2019, Table 1: (t_comm + t_comp - t_both) / min(t_comm, t_comp) * 100.
 /// 100: the shorter of the two was hidden completely; 0: none of it was. Noise can take it outside [0, 100].
 double overlap_percent(double t_comm, double t_comp, double t_both);
 

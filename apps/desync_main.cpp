@@ -78,7 +78,7 @@ int main(int argc, char** argv) {
   bench_app->require_subcommand(1);
   run::BenchCommCommand bench_comm;
   CLI::App* bench_comm_app = bench_app->add_subcommand(
-      "comm", "Two-sided vs one-sided bandwidth, overlap with computation, allreduce latency (paper 001, section 6)");
+      "comm", "Two-sided vs one-sided bandwidth, overlap with computation, allreduce latency (Yamazaki et al., 2019, section 6)");
   bench_comm.add_options(*bench_comm_app);
 
   try {

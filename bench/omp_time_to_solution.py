@@ -8,14 +8,14 @@ machine spreads over all of them), and reports medians per cadence: wall time (s
 time, from the JSON), ratio to sync at the same cadence, iterations per thread (min / max), polish
 iterations, true residual and how many runs converged.
 
-Cadences (--cadences, default 1,100): `1` is paper 000's own set-up, in which the synchronous variant
+Cadences (--cadences, default 1,100): `1` is Bethune et al.'s (2011) own set-up, in which the synchronous variant
 computes and reduces the residual every iteration (Figure 2) and the asynchronous ones update the
-running residual every iteration (3.3.2); `100` is desync's default in every mode (paper 000,
+running residual every iteration (3.3.2); `100` is desync's default in every mode (Bethune et al., 2011,
 Figure 1); `default` passes no --check-every at all.
 
-Default problem: paper 000's OpenMP weak scaling (section 3.3): 50 planes of 50x50 cells per thread,
+Default problem: Bethune et al.'s (2011) OpenMP weak scaling (section 3.3): 50 planes of 50x50 cells per thread,
 stacked along z (global 50x50x(50 T NP)). Every run polishes, so every mode's time is the time to a
-*true* residual below --tol. Target: async and racy <= 0.9x sync (paper 000, section 3.3).
+*true* residual below --tol. Target: async and racy <= 0.9x sync (Bethune et al., 2011, section 3.3).
 
 Run it on a quiet machine with a core per thread. The launcher's default binding may put all
 threads of a rank on one core: the default launcher line adds `--bind-to none` (Open MPI) and the

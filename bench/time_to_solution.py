@@ -11,7 +11,7 @@ machine spreads over all of them), and reports medians:
   polish iterations, true residual, how many runs converged, and the time split.
 
 Variants: "default" (the problem as is), "offset" (--offset 1: every boundary and initial value
-shifted by 1, paper 000 section 6.1) and "polish" (--polish: async/racy finish with synchronous
+shifted by 1, Bethune et al. (2011, section 6.1)) and "polish" (--polish: async/racy finish with synchronous
 sweeps until the true residual meets the tolerance). Targets: with the slow rank, async and racy
 <= 0.9x sync; without noise <= 1.1x.
 
@@ -37,10 +37,10 @@ VARIANTS = {
     # desync's defaults: every mode tests every 100 iterations (asynchronous tests start 100
     # iterations apart, or when the previous one completes if that is later).
     "default": ["--polish"],
-    # asynchronous tests restart the moment the previous one completes (paper 000, 3.1.2); sync
+    # asynchronous tests restart the moment the previous one completes (Bethune et al., 2011, 3.1.2); sync
     # keeps its default cadence (see SYNC_OVERRIDES).
     "restart": ["--polish", "--check-every", "1"],
-    # exact zeros avoided (paper 000, section 6.1); the iteration counts do not change.
+    # exact zeros avoided (Bethune et al., 2011, section 6.1); the iteration counts do not change.
     "offset": ["--polish", "--offset", "1"],
     # no polishing: the asynchronous runs may stop with a true residual just above --tol.
     "nopolish": [],

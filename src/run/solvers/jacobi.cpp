@@ -82,7 +82,7 @@ void JacobiCommand::add_options(CLI::App& app) {
   app.add_option("--check-every", s.check_every,
                  "Iterations between convergence tests (default 100). sync: a blocking test every N; "
                  "async/racy: a new non-blocking test starts N iterations after the previous one started, "
-                 "or when it completes if that is later (1: as soon as it completes, paper 000 3.1.2); "
+                 "or when it completes if that is later (1: as soon as it completes, Bethune et al., 2011, 3.1.2); "
                  "with --threads, async/racy threads update the shared residual every N sweeps, and every sweep "
                  "once a thread has seen it at or below --tol");
   app.add_option("--halo-period", s.halo_period, "Swap halos every N iterations")->capture_default_str();
@@ -101,7 +101,7 @@ void JacobiCommand::add_options(CLI::App& app) {
                "If the final true residual is above --tol, continue with synchronous sweeps until it is not");
   app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
   app.add_option("--time-limit", s.time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
-  app.add_option("--offset", problem.offset, "Added to every boundary and initial value (paper 000, 6.1)")
+  app.add_option("--offset", problem.offset, "Added to every boundary and initial value (Bethune et al., 2011, 6.1)")
       ->capture_default_str();
   app.add_option("--source-radius", problem.source_radius, "Radius of the source disc on z = 0")
       ->capture_default_str();
@@ -120,7 +120,7 @@ void JacobiCommand::add_options(CLI::App& app) {
         solver.threads = t;
         threads_given = true;
       },
-      "OpenMP threads per rank, each sweeping a slab of the rank's block along z (paper 000, 3.3); "
+      "OpenMP threads per rank, each sweeping a slab of the rank's block along z (Bethune et al., 2011, 3.3); "
       "omitted: the plain MPI solver");
   app.add_option("--prefetch", prefetch,
                  "Software prefetch in the sweep kernel: auto (on for a rank whose two fields exceed its share "
@@ -156,7 +156,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
     throw InputError("--prefetch '" + prefetch + "': expected auto, on or off");
   if (!comm::transport_built(s.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
   if (!(s.tol > 0) || !std::isfinite(s.tol)) throw InputError(fmt::format("--tol {}: must be > 0", s.tol));
-  // Every mode tests every 100 iterations by default (paper 000, Figure 1); --check-every 1 is the
+  // Every mode tests every 100 iterations by default (Bethune et al., 2011, Figure 1); --check-every 1 is the
   // paper's cadence for the asynchronous tests (3.1.2, 3.3.2). docs/benchmarks.md has both.
   if (s.check_every == 0) s.check_every = 100;
   if (s.check_every < 1) throw InputError("--check-every must be >= 1");
