@@ -33,6 +33,12 @@ void CgCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
       ->capture_default_str();
+  app.add_option("--transport", transport, "Ghost channel transport (--engine p2p): p2p (MPI two-sided) | rma (MPI one-sided) | "
+                 "shmem (OpenSHMEM)")
+      ->capture_default_str();
+  app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
+      ->capture_default_str();
+  app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
   app.add_option("--young", young, "elasticity3d: Young's modulus E")->capture_default_str();
   app.add_option("--poisson-ratio", poisson_ratio, "elasticity3d: Poisson's ratio nu")->capture_default_str();
   app.add_option("--load", load, "elasticity3d: total traction on the face z = 1")->capture_default_str();
@@ -80,6 +86,10 @@ void CgCommand::finalise(MPI_Comm comm) {
   spmv.progress = linalg::parse_progress(progress);
   if (test_interval < 1) throw InputError("--test-interval must be >= 1");
   spmv.test_interval = test_interval;
+  spmv.transport = comm::parse_transport(transport);
+  spmv.rma_sync = comm::parse_rma_sync(rma_sync);
+  spmv.shmem_sync = comm::parse_shmem_sync(shmem_sync);
+  if (!comm::transport_built(spmv.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
 
   from_matrix = !matrix_path.empty();
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
@@ -134,6 +144,9 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"engine", engine},
           {"progress", progress},
           {"test-interval", std::to_string(test_interval)},
+          {"transport", transport},
+          {"rma-sync", rma_sync},
+          {"shmem-sync", shmem_sync},
           {"young", fmt::format("{}", young)},
           {"poisson-ratio", fmt::format("{}", poisson_ratio)},
           {"load", fmt::format("{}", load)},

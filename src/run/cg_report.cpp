@@ -72,8 +72,11 @@ std::string format_cg_summary(const CgReport& r) {
                      r.dims[2], r.mpi_library);
   else
     s += fmt::format("  ranks            {}, MPI: {}\n", r.ranks, r.mpi_library);
-  s += fmt::format("  problem          {}, operator {}, exchange {} (progress {})\n", r.problem, r.operator_name,
-                   r.engine, r.progress);
+  std::string transport;  // engine p2p: the channels' transport (an entry of the options)
+  for (const auto& [key, value] : r.options)
+    if (key == "transport" && r.engine == "p2p") transport = " over " + value;
+  s += fmt::format("  problem          {}, operator {}, exchange {}{} (progress {})\n", r.problem, r.operator_name,
+                   r.engine, transport, r.progress);
   if (r.grid) {
     const auto& g = r.global;
     s += fmt::format("  global size      {}x{}x{} {}, {} unknowns, local {}\n", g[0], g[1], g[2],

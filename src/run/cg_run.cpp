@@ -24,6 +24,7 @@ int run_cg(CgCommand& cmd) {
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &size);
 
+  comm::init_transport(cmd.spmv.transport);  // shmem: shmem_init and the symmetric arena
   std::unique_ptr<decomposition::CartGrid> grid;
   std::unique_ptr<linalg::Operator> A;
   std::vector<double> b;
@@ -87,6 +88,7 @@ int run_cg(CgCommand& cmd) {
   report.iterations = result.iterations;
   report.history = result.history;
   report.wall_time = max_over_ranks(world, result.stats.time.total);
+  A.reset();  // closes the exchange's channels (collective): no request may stay pending
   report.outstanding_requests = pending_requests(world);
   report.per_rank = solvers::gather_cg_stats(world, result.stats);
 

@@ -32,6 +32,9 @@ struct CgCommand {
   std::string engine = "p2p";             // --engine
   std::string progress = "none";          // --progress
   int test_interval = 1024;               // --test-interval
+  std::string transport = "p2p";          // --transport (engine p2p)
+  std::string rma_sync = "flush";         // --rma-sync
+  std::string shmem_sync = "put";         // --shmem-sync
   double young = 1.0;                     // --young (elasticity3d)
   double poisson_ratio = 0.3;             // --poisson-ratio (elasticity3d)
   double load = 1.0;                      // --load (elasticity3d)
