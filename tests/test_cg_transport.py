@@ -25,7 +25,7 @@ PROBLEMS = (
 
 def history(args, ranks, name, problem, transport, launcher=None):
     path = os.path.join(args.workdir, f"{name}.json")
-    options = ("--problem", *problem, "--rtol", "1e-8", "--max-iters", "80", "--quiet", "--json", path, *transport)
+    options = ("--problem", *problem, "--rtol", "1e-6", "--max-iters", "2000", "--quiet", "--json", path, *transport)
     if launcher:
         cmd = [launcher, "-np", str(ranks), "--mca", "osc", "ucx", args.desync, "cg", *options]
         proc = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
