@@ -1,6 +1,7 @@
 #include "desync/communication/ghost_exchange.hpp"
 
 #include <algorithm>
+#include <numeric>
 #include <string>
 
 #include "desync/communication/request_ledger.hpp"
@@ -10,145 +11,100 @@ namespace desync::comm {
 
 namespace {
 
-// Tag of the point-to-point engine. The traffic runs on a private duplicate of the communicator,
-// so it cannot match any other layer's messages; the tag is distinct from the halo layer's anyway.
-constexpr int ghost_tag = 31001;
-
 enum Phase : int { idle = 0, run = 1, stop = 2, quit = 3 };
-
-const char* thread_level_name(int level) {
-  switch (level) {
-    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
-    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
-    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
-    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
-  }
-  return "an unknown thread level";
-}
-
-// Empty when the offsets are a valid partition of [0, total) into `parts` pieces.
-std::string check_offsets(const std::vector<int>& offsets, std::size_t parts, std::size_t total, const char* what) {
-  if (offsets.size() != parts + 1) return std::string(what) + ": expected one offset per neighbour plus one";
-  if (offsets.front() != 0) return std::string(what) + ": first offset must be 0";
-  for (std::size_t n = 0; n < parts; ++n)
-    if (offsets[n + 1] < offsets[n]) return std::string(what) + ": offsets must not decrease";
-  if (static_cast<std::size_t>(offsets.back()) != total)
-    return std::string(what) + ": last offset does not match the number of entries";
-  return {};
-}
 
 }  // namespace
 
-void require_thread_multiple(const char* what) {
-  int provided = MPI_THREAD_SINGLE;
-  MPI_Query_thread(&provided);
-  if (provided < MPI_THREAD_MULTIPLE)
-    throw InputError(std::string(what) + " needs MPI_THREAD_MULTIPLE, but MPI was initialised with " +
-                     thread_level_name(provided));
-}
-
-GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine engine,
-                             Progress progress)
-    : spec_(std::move(spec)), engine_(engine), progress_(progress) {
+GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine engine, Progress progress,
+                             TransportConfig transport)
+    : spec_(std::move(spec)), engine_(engine), progress_(progress), transport_(transport) {
   if (engine_ == ExchangeEngine::blocking) progress_ = Progress::none;
 
   // Validation, agreed on by every rank so that none goes on into the collective calls alone.
-  std::string problem;
-  int nranks = 1;
-  MPI_Comm_size(comm, &nranks);
-  const auto recv_total = spec_.recv_offsets.empty() ? 0 : static_cast<std::size_t>(spec_.recv_offsets.back());
-  problem = check_offsets(spec_.send_offsets, spec_.send_ranks.size(), spec_.send_index.size(), "ghost plan send list");
-  if (problem.empty())
-    problem = check_offsets(spec_.recv_offsets, spec_.recv_ranks.size(), recv_total, "ghost plan receive list");
-  if (problem.empty()) {
-    for (int r : spec_.send_ranks)
-      if ((r < 0 || r >= nranks) && !(spec_.cartesian && r == MPI_PROC_NULL)) problem = "ghost plan: bad send rank";
-    for (int r : spec_.recv_ranks)
-      if ((r < 0 || r >= nranks) && !(spec_.cartesian && r == MPI_PROC_NULL)) problem = "ghost plan: bad receive rank";
-  }
-  if (problem.empty() && spec_.cartesian) {
-    int topo = MPI_UNDEFINED;
-    MPI_Topo_test(comm, &topo);
-    if (topo != MPI_CART) {
-      problem = "ghost plan: a Cartesian plan needs a Cartesian communicator";
-    } else {
-      int ndims = 0;
-      MPI_Cartdim_get(comm, &ndims);
-      std::vector<int> dims(static_cast<std::size_t>(ndims)), periods(dims.size()), coords(dims.size());
-      MPI_Cart_get(comm, ndims, dims.data(), periods.data(), coords.data());
-      // MPI libraries disagree on the slot order when both neighbours of a periodic dimension are
-      // the same rank; desync's grids are not periodic and periodic ones are refused.
-      if (std::any_of(periods.begin(), periods.end(), [](int p) { return p != 0; }))
-        problem = "ghost plan: periodic Cartesian communicators are not supported";
-      std::vector<int> expect;
-      for (int d = 0; d < ndims; ++d) {
-        int lo = MPI_PROC_NULL, hi = MPI_PROC_NULL;
-        MPI_Cart_shift(comm, d, 1, &lo, &hi);
-        expect.push_back(lo);
-        expect.push_back(hi);
-      }
-      if (spec_.send_ranks != expect || spec_.recv_ranks != expect)
-        problem = "ghost plan: a Cartesian plan must list the 2 * ndims neighbours in MPI's order";
-    }
-  }
-  if (problem.empty()) {
-    for (std::size_t n = 0; n < spec_.send_ranks.size(); ++n)
-      if (spec_.send_ranks[n] == MPI_PROC_NULL && spec_.send_offsets[n + 1] != spec_.send_offsets[n])
-        problem = "ghost plan: entries listed for MPI_PROC_NULL";
-    for (std::size_t n = 0; n < spec_.recv_ranks.size(); ++n)
-      if (spec_.recv_ranks[n] == MPI_PROC_NULL && spec_.recv_offsets[n + 1] != spec_.recv_offsets[n])
-        problem = "ghost plan: entries listed for MPI_PROC_NULL";
-  }
+  std::string problem = check_ghost_plan(comm, spec_);
   if (problem.empty() && progress_ == Progress::thread) {
     try {
-      require_thread_multiple("--progress thread (a progress thread calling MPI_Test)");
+      require_thread_multiple("--progress thread (a progress thread polling the exchange)");
     } catch (const InputError& e) {
       problem = e.what();
     }
   }
+  if (problem.empty() && engine_ == ExchangeEngine::p2p && !transport_built(transport_.transport))
+    problem = "--transport shmem: desync was built without OpenSHMEM";
   agree_or_throw(comm, problem.empty(), problem);
 
-  send_.assign(spec_.send_index.size(), 0.0);
-  ghost_.assign(recv_total, 0.0);
+  plan_ = make_ghost_plan(comm, spec_);
+  neighbours_ = plan_.remote_peers();
+  ghost_.assign(spec_.recv_offsets.empty() ? 0 : static_cast<std::size_t>(spec_.recv_offsets.back()), 0.0);
 
-  std::vector<int> distinct;
-  for (int r : spec_.send_ranks)
-    if (r != MPI_PROC_NULL) distinct.push_back(r);
-  for (int r : spec_.recv_ranks)
-    if (r != MPI_PROC_NULL) distinct.push_back(r);
-  std::sort(distinct.begin(), distinct.end());
-  neighbours_ = static_cast<int>(std::unique(distinct.begin(), distinct.end()) - distinct.begin());
+  if (engine_ == ExchangeEngine::p2p) {
+    PlanExchangeConfig c;
+    c.mode = HaloMode::sync;
+    c.transport = transport_.transport;
+    c.rma_sync = transport_.rma_sync;
+    c.shmem_sync = transport_.shmem_sync;
+    c.progress = progress_;
+    channels_ = std::make_unique<PlanExchange>(comm, plan_, c);
+    return;
+  }
 
-  for (std::size_t n = 0; n < spec_.send_ranks.size(); ++n) {
-    send_counts_.push_back(spec_.send_offsets[n + 1] - spec_.send_offsets[n]);
-    send_displs_.push_back(spec_.send_offsets[n]);
-    if (spec_.send_ranks[n] != MPI_PROC_NULL && send_counts_.back() > 0) p2p_send_.push_back(static_cast<int>(n));
+  // Engines neighbor and blocking: the remote neighbours' messages, laid out in one buffer per
+  // direction.
+  auto add = [&](const PlanNeighbour& nb) {
+    pack_.insert(pack_.end(), nb.send.begin(), nb.send.end());
+    unpack_.insert(unpack_.end(), nb.recv.begin(), nb.recv.end());
+  };
+  auto close_part = [&](std::vector<int>& counts, std::vector<int>& displs, std::size_t total) {
+    const int start = displs.empty() ? 0 : displs.back() + counts.back();
+    displs.push_back(start);
+    counts.push_back(static_cast<int>(total) - start);
+  };
+  if (engine_ == ExchangeEngine::neighbor) {
+    // One edge per distinct peer; a peer's parts in ascending send tag (sending) and receive tag
+    // (receiving) order, which pair up on the two ends since a send tag is the peer's receive tag.
+    std::vector<int> peers;
+    for (std::size_t n = 0; n < plan_.neighbours.size(); ++n)
+      if (!plan_.is_local(n)) peers.push_back(plan_.neighbours[n].peer);
+    std::sort(peers.begin(), peers.end());
+    peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+    for (int p : peers) {
+      std::vector<const PlanNeighbour*> of;
+      for (const auto& nb : plan_.neighbours)
+        if (nb.peer == p) of.push_back(&nb);
+      std::sort(of.begin(), of.end(), [](auto* a, auto* b) { return a->send_tag < b->send_tag; });
+      for (auto* nb : of) pack_.insert(pack_.end(), nb->send.begin(), nb->send.end());
+      close_part(send_counts_, send_displs_, pack_.size());
+      std::sort(of.begin(), of.end(), [](auto* a, auto* b) { return a->recv_tag < b->recv_tag; });
+      for (auto* nb : of) unpack_.insert(unpack_.end(), nb->recv.begin(), nb->recv.end());
+      close_part(recv_counts_, recv_displs_, unpack_.size());
+    }
+    peers_ = peers;
+    MPI_Dist_graph_create_adjacent(comm, static_cast<int>(peers_.size()), peers_.data(), MPI_UNWEIGHTED,
+                                   static_cast<int>(peers_.size()), peers_.data(), MPI_UNWEIGHTED, MPI_INFO_NULL,
+                                   /*reorder=*/0, &comm_);
+    requests_.assign(1, MPI_REQUEST_NULL);
+  } else {
+    for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) {
+      if (plan_.is_local(n)) continue;
+      const auto& nb = plan_.neighbours[n];
+      add(nb);
+      close_part(send_counts_, send_displs_, pack_.size());
+      close_part(recv_counts_, recv_displs_, unpack_.size());
+      peers_.push_back(nb.peer);
+      send_tags_.push_back(nb.send_tag);
+      recv_tags_.push_back(nb.recv_tag);
+    }
+    MPI_Comm_dup(comm, &comm_);
+    requests_.assign(2 * peers_.size(), MPI_REQUEST_NULL);
   }
-  for (std::size_t n = 0; n < spec_.recv_ranks.size(); ++n) {
-    recv_counts_.push_back(spec_.recv_offsets[n + 1] - spec_.recv_offsets[n]);
-    recv_displs_.push_back(spec_.recv_offsets[n]);
-    if (spec_.recv_ranks[n] != MPI_PROC_NULL && recv_counts_.back() > 0) p2p_recv_.push_back(static_cast<int>(n));
-  }
+  send_.assign(pack_.size(), 0.0);
+  recv_.assign(unpack_.size(), 0.0);
 
   // No rank exchanges anything (e.g. one rank): the neighbour collective need not be called at all.
-  int mine = (p2p_send_.empty() && p2p_recv_.empty()) ? 0 : 1;
+  int mine = pack_.empty() && unpack_.empty() ? 0 : 1;
   int any = 0;
   MPI_Allreduce(&mine, &any, 1, MPI_INT, MPI_MAX, comm);
   any_traffic_ = any != 0;
-
-  if (engine_ == ExchangeEngine::neighbor) {
-    if (spec_.cartesian) {
-      MPI_Comm_dup(comm, &comm_);  // keeps the Cartesian topology
-    } else {
-      MPI_Dist_graph_create_adjacent(comm, static_cast<int>(spec_.recv_ranks.size()), spec_.recv_ranks.data(),
-                                     MPI_UNWEIGHTED, static_cast<int>(spec_.send_ranks.size()),
-                                     spec_.send_ranks.data(), MPI_UNWEIGHTED, MPI_INFO_NULL, /*reorder=*/0, &comm_);
-    }
-    requests_.assign(1, MPI_REQUEST_NULL);
-  } else {
-    MPI_Comm_dup(comm, &comm_);
-    requests_.assign(p2p_send_.size() + p2p_recv_.size(), MPI_REQUEST_NULL);
-  }
 
   if (progress_ == Progress::thread) thread_ = std::thread([this] { thread_main(); });
 }
@@ -162,53 +118,63 @@ GhostExchange::~GhostExchange() {
     phase_.notify_all();
     thread_.join();
   }
+  channels_.reset();  // closes the channels, frees their communicator
   if (comm_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&comm_);
 }
 
-void GhostExchange::post() {
-  if (engine_ == ExchangeEngine::neighbor) {
-    if (!any_traffic_) return;
-    MPI_Ineighbor_alltoallv(send_.data(), send_counts_.data(), send_displs_.data(), MPI_DOUBLE, ghost_.data(),
-                            recv_counts_.data(), recv_displs_.data(), MPI_DOUBLE, comm_, &requests_[0]);
-    RequestLedger::posted(1);
-    pending_ = 1;
-    stats_.messages_sent += static_cast<long>(p2p_send_.size());
-    stats_.messages_received += static_cast<long>(p2p_recv_.size());
-    stats_.bytes_sent += static_cast<double>(send_.size() * sizeof(double));
-    return;
+void GhostExchange::copy_local(const double* x) {
+  for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) {
+    if (!plan_.is_local(n)) continue;
+    const auto& nb = plan_.neighbours[n];
+    for (const auto& from : plan_.neighbours)  // the local entry whose send_tag is our recv_tag
+      if (from.peer == plan_.rank && from.send_tag == nb.recv_tag)
+        for (std::size_t e = 0; e < nb.recv.size(); ++e) ghost_[static_cast<std::size_t>(nb.recv[e])] = x[from.send[e]];
   }
-  // Receives were posted by start() before packing; the sends follow.
-  std::size_t q = p2p_recv_.size();
-  for (int n : p2p_send_) {
-    MPI_Isend(send_.data() + send_displs_[static_cast<std::size_t>(n)], send_counts_[static_cast<std::size_t>(n)],
-              MPI_DOUBLE, spec_.send_ranks[static_cast<std::size_t>(n)], ghost_tag, comm_, &requests_[q++]);
-  }
-  RequestLedger::posted(static_cast<long>(p2p_send_.size()));
-  pending_ = static_cast<int>(requests_.size());
-  stats_.messages_sent += static_cast<long>(p2p_send_.size());
-  stats_.messages_received += static_cast<long>(p2p_recv_.size());
-  stats_.bytes_sent += static_cast<double>(send_.size() * sizeof(double));
 }
 
 void GhostExchange::start(const double* x) {
   finish();  // a previous exchange still pending is completed first (the buffers are reused)
   ++stats_.exchanges;
-  if (engine_ != ExchangeEngine::neighbor) {
-    std::size_t q = 0;
-    for (int n : p2p_recv_) {
-      MPI_Irecv(ghost_.data() + recv_displs_[static_cast<std::size_t>(n)], recv_counts_[static_cast<std::size_t>(n)],
-                MPI_DOUBLE, spec_.recv_ranks[static_cast<std::size_t>(n)], ghost_tag, comm_, &requests_[q++]);
-    }
-    RequestLedger::posted(static_cast<long>(p2p_recv_.size()));
+  if (channels_) {
+    // Time level = the exchange's sequence number, the same on every rank.
+    channels_->start(x, sequence_);
+    started_ = true;
+    return;
   }
-  const std::int32_t* idx = spec_.send_index.data();
+  copy_local(x);
+  const std::int32_t* idx = pack_.data();
   double* out = send_.data();
-  const std::size_t m = send_.size();
-  for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
-  post();
-  if (engine_ == ExchangeEngine::blocking) {
+  for (std::size_t e = 0; e < send_.size(); ++e) out[e] = x[idx[e]];
+  stats_.bytes_sent += static_cast<double>(send_.size() * sizeof(double));
+  if (engine_ == ExchangeEngine::neighbor) {
+    if (!any_traffic_) return;
+    MPI_Ineighbor_alltoallv(send_.data(), send_counts_.data(), send_displs_.data(), MPI_DOUBLE, recv_.data(),
+                            recv_counts_.data(), recv_displs_.data(), MPI_DOUBLE, comm_, &requests_[0]);
+    RequestLedger::posted(1);
+    pending_ = 1;
+    for (int c : send_counts_) stats_.messages_sent += c > 0 ? 1 : 0;
+    for (int c : recv_counts_) stats_.messages_received += c > 0 ? 1 : 0;
+  } else {
+    // Blocking: one message per remote plan neighbour, tagged with the plan's tags.
+    int q = 0;
+    for (std::size_t n = 0; n < peers_.size(); ++n) {
+      if (recv_counts_[n] == 0) continue;
+      MPI_Irecv(recv_.data() + recv_displs_[n], recv_counts_[n], MPI_DOUBLE, peers_[n], recv_tags_[n], comm_,
+                &requests_[static_cast<std::size_t>(q++)]);
+      ++stats_.messages_received;
+    }
+    for (std::size_t n = 0; n < peers_.size(); ++n) {
+      if (send_counts_[n] == 0) continue;
+      MPI_Isend(send_.data() + send_displs_[n], send_counts_[n], MPI_DOUBLE, peers_[n], send_tags_[n], comm_,
+                &requests_[static_cast<std::size_t>(q++)]);
+      ++stats_.messages_sent;
+    }
+    RequestLedger::posted(q);
+    pending_ = q;
     wait_pending();
-  } else if (progress_ == Progress::thread && pending_ > 0) {
+    return;
+  }
+  if (progress_ == Progress::thread && pending_ > 0) {
     phase_.store(run, std::memory_order_release);
     phase_.notify_all();
   }
@@ -220,8 +186,7 @@ bool GhostExchange::test_pending() {
   MPI_Testall(pending_, requests_.data(), &done, MPI_STATUSES_IGNORE);
   ++stats_.polls;
   if (!done) return false;
-  RequestLedger::retired(pending_);
-  pending_ = 0;
+  wait_pending();  // completed: retire and scatter
   return true;
 }
 
@@ -230,14 +195,23 @@ void GhostExchange::wait_pending() {
   MPI_Waitall(pending_, requests_.data(), MPI_STATUSES_IGNORE);
   RequestLedger::retired(pending_);
   pending_ = 0;
+  // Received: scatter into the ghost buffer.
+  const std::int32_t* idx = unpack_.data();
+  for (std::size_t e = 0; e < recv_.size(); ++e) ghost_[static_cast<std::size_t>(idx[e])] = recv_[e];
 }
 
 bool GhostExchange::poll() {
   if (progress_ == Progress::thread) return false;  // the thread owns the requests
+  if (channels_) return !started_ || channels_->poll();
   return test_pending();
 }
 
 void GhostExchange::finish() {
+  if (channels_) {
+    if (started_) channels_->finish(ghost_.data(), sequence_++);
+    started_ = false;
+    return;
+  }
   if (progress_ == Progress::thread && phase_.load(std::memory_order_acquire) != idle) {
     phase_.store(stop, std::memory_order_release);
     phase_.notify_all();
@@ -255,16 +229,35 @@ void GhostExchange::thread_main() {
     if (p == run) {
       bool done = pending_ == 0;
       while (!done && phase_.load(std::memory_order_acquire) == run) {
-        done = test_pending();
+        int flag = 0;
+        MPI_Testall(pending_, requests_.data(), &flag, MPI_STATUSES_IGNORE);
+        ++stats_.polls;
+        done = flag != 0;
         if (!done) std::this_thread::yield();
       }
-      // Complete: sleep until the caller asks for the requests back.
+      // Complete (the requests are MPI_REQUEST_NULL now; finish() retires them): sleep until the
+      // caller asks for the requests back.
       if (done) phase_.wait(run, std::memory_order_acquire);
     }
-    // p is stop now: hand the requests back to the caller.
     phase_.store(idle, std::memory_order_release);
     phase_.notify_all();
   }
+}
+
+const GhostStats& GhostExchange::stats() const {
+  if (channels_) {
+    const auto& s = channels_->stats();
+    stats_.messages_sent = s.messages_sent;
+    stats_.messages_received = s.messages_received;
+    stats_.bytes_sent = s.bytes_sent;
+    stats_.polls = s.polls;
+  }
+  return stats_;
+}
+
+void GhostExchange::reset_stats() {
+  stats_ = GhostStats{};
+  if (channels_) channels_->reset_stats();
 }
 
 }  // namespace desync::comm

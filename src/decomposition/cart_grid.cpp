@@ -72,8 +72,9 @@ std::string check_split(Index3 global, Index3 dims) {
   return {};
 }
 
-CartGrid::CartGrid(MPI_Comm comm, Index3 global_cells, Index3 dims) : dims_(dims), global_(global_cells) {
-  int periods[3] = {0, 0, 0};
+CartGrid::CartGrid(MPI_Comm comm, Index3 global_cells, Index3 dims, Periodic3 periodic)
+    : dims_(dims), global_(global_cells), periodic_(periodic) {
+  int periods[3] = {periodic[2] ? 1 : 0, periodic[1] ? 1 : 0, periodic[0] ? 1 : 0};  // (z, y, x), as mpi_dims
   // MPI numbers Cartesian ranks row-major (last dimension fastest); we pass (z, y, x) so that
   // consecutive ranks are neighbours along x, the fastest storage axis.
   int mpi_dims[3] = {dims[2], dims[1], dims[0]};
@@ -97,6 +98,25 @@ CartGrid::~CartGrid() {
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (cart_ != MPI_COMM_NULL && !finalized) MPI_Comm_free(&cart_);
+}
+
+int CartGrid::rank_at(Index3 coords) const {
+  for (int a = 0; a < 3; ++a) {
+    if (periodic_[a])
+      coords[a] = ((coords[a] % dims_[a]) + dims_[a]) % dims_[a];
+    else if (coords[a] < 0 || coords[a] >= dims_[a])
+      return MPI_PROC_NULL;
+  }
+  const int mpi_coords[3] = {coords[2], coords[1], coords[0]};  // MPI's dimension order is (z, y, x)
+  int r = MPI_PROC_NULL;
+  MPI_Cart_rank(cart_, mpi_coords, &r);
+  return r;
+}
+
+Index3 CartGrid::block_extent(Index3 coords) const {
+  Index3 n{};
+  for (int a = 0; a < 3; ++a) n[a] = block_size(global_[a], dims_[a], coords[a]);
+  return n;
 }
 
 int CartGrid::num_neighbours() const {

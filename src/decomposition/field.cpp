@@ -2,11 +2,14 @@
 
 namespace desync::decomposition {
 
-Field::Field(Index3 local, double value)
+Field::Field(Index3 local, double value) : Field(local, Index3{1, 1, 1}, value) {}
+
+Field::Field(Index3 local, Index3 halo_width, double value)
     : n_(local),
-      sx_(static_cast<std::size_t>(local[0]) + 2),
-      sxy_(sx_ * (static_cast<std::size_t>(local[1]) + 2)),
-      data_(sxy_ * (static_cast<std::size_t>(local[2]) + 2), value) {}
+      w_(halo_width),
+      sx_(static_cast<std::size_t>(local[0] + 2 * halo_width[0])),
+      sxy_(sx_ * static_cast<std::size_t>(local[1] + 2 * halo_width[1])),
+      data_(sxy_ * static_cast<std::size_t>(local[2] + 2 * halo_width[2]), value) {}
 
 std::size_t Field::face_size(int face) const {
   const int axis = face_axis(face);

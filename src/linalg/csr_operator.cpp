@@ -151,7 +151,8 @@ CsrOperator::CsrOperator(const DistributedCsr& A, const SpmvConfig& cfg) : comm_
     }
   }
   agree_or_throw(comm_, requests_ok, "csr operator: a rank asked for entries another rank does not own");
-  exchange_ = std::make_unique<comm::GhostExchange>(comm_, std::move(spec), cfg_.engine, cfg_.progress);
+  exchange_ = std::make_unique<comm::GhostExchange>(comm_, std::move(spec), cfg_.engine, cfg_.progress,
+                                                  comm::TransportConfig{cfg_.transport, cfg_.rma_sync, cfg_.shmem_sync});
 
   // Interior rows (no ghost column) as runs; boundary rows as a list.
   std::int64_t interior = 0;

@@ -188,7 +188,8 @@ Poisson3dOperator::Poisson3dOperator(const CartGrid& grid, const linalg::SpmvCon
     const int count = remote_[f] ? static_cast<int>(spec.send_index.size()) - spec.send_offsets[spec.send_offsets.size() - 2] : 0;
     spec.recv_offsets.push_back(spec.recv_offsets.back() + count);
   }
-  exchange_ = std::make_unique<comm::GhostExchange>(grid.comm(), std::move(spec), cfg_.engine, cfg_.progress);
+  exchange_ = std::make_unique<comm::GhostExchange>(grid.comm(), std::move(spec), cfg_.engine, cfg_.progress,
+                                                  comm::TransportConfig{cfg_.transport, cfg_.rma_sync, cfg_.shmem_sync});
   const auto& s = exchange_->spec();
   for (std::size_t m = 0; m < 6; ++m) {
     const int f = mpi_face_order[m];

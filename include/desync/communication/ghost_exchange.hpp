@@ -1,57 +1,43 @@
 #pragma once
 // Ghost exchange: the communication layer of the distributed operators (paper 002, Listings 3-5).
 //
-// A plan is built once from, per neighbour rank, the list of owned entries that rank needs (sent)
-// and the number of ghost entries it provides (received). Every exchange then packs the owned
-// entries into one contiguous send buffer, moves them, and leaves the ghost values in one contiguous
-// ghost buffer ordered by the plan's receive list. The exchange is split into start() and finish()
-// so the caller can compute the rows that need no ghost value in between:
+// A thin layer over a comm::HaloPlan built from a GhostPlanSpec (per neighbour rank: the owned
+// entries it needs, the number of ghost entries it provides; make_ghost_plan). Every exchange packs
+// the owned entries, moves them, and leaves the ghost values in one contiguous ghost buffer ordered
+// by the spec's receive list. The exchange is split into start() and finish() so the caller can
+// compute the rows that need no ghost value in between:
 //
-//   engine    p2p        MPI_Irecv / MPI_Isend per neighbour, on a private duplicate of the communicator
-//             neighbor   one MPI_Ineighbor_alltoallv on a topology communicator created with the plan:
-//                        a distributed graph with exactly the plan's neighbour lists
-//                        (MPI_Dist_graph_create_adjacent), or, for a Cartesian plan, a duplicate of
-//                        the Cartesian communicator (see GhostPlanSpec::cartesian)
-//             blocking   start() completes the whole exchange before returning (the reference)
-//   progress  none       no MPI call between start() and finish()
-//             test       the caller calls poll() (MPI_Test / MPI_Testall) at its own pace
+//   engine    p2p        a comm::PlanExchange in sync mode: one comm::Channel per neighbour over
+//                        the chosen transport (p2p: MPI two-sided; rma: MPI one-sided; shmem:
+//                        OpenSHMEM), time level = the exchange's sequence number
+//             neighbor   one MPI_Ineighbor_alltoallv on a distributed-graph communicator made once
+//                        with the plan: one edge per distinct peer, the parts of several plan
+//                        neighbours with the same peer (periodic dimensions of one or two ranks)
+//                        concatenated in tag order on both ends; the transport is ignored
+//             blocking   start() completes the whole exchange (MPI_Isend/MPI_Irecv, MPI_Waitall)
+//                        before returning (the reference); the transport is ignored
+//   progress  none       no call between start() and finish()
+//             test       the caller calls poll() at its own pace
 //             thread     a progress thread polls between start() and finish(); needs
 //                        MPI_THREAD_MULTIPLE (checked with MPI_Query_thread: InputError otherwise)
+// Neighbours that are this rank itself are served by a local copy in every engine.
 //
 // Every request is counted in comm::RequestLedger; finish() and the destructor leave none pending,
-// and the destructor frees the plan's communicator.
+// and the destructor frees the exchange's communicators.
 #include <mpi.h>
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <thread>
 #include <vector>
 
+#include "desync/communication/channel.hpp"
 #include "desync/communication/exchange_engine.hpp"
+#include "desync/communication/halo_plan.hpp"
+#include "desync/communication/plan_exchange.hpp"
 
 namespace desync::comm {
-
-/// What a rank sends to and receives from its neighbours in one ghost exchange. Entries are
-/// doubles (a block operator lists each scalar entry of a block).
-struct GhostPlanSpec {
-  /// Ranks (in the communicator given to GhostExchange) that receive owned entries from here.
-  std::vector<int> send_ranks;
-  /// send_ranks.size() + 1 offsets into send_index.
-  std::vector<int> send_offsets{0};
-  /// Owned entries packed for each send rank, in the order that rank stores them as ghosts.
-  std::vector<std::int32_t> send_index;
-  /// Ranks that send ghost entries here; the ghost buffer holds their data in this order.
-  std::vector<int> recv_ranks;
-  /// recv_ranks.size() + 1 offsets into the ghost buffer.
-  std::vector<int> recv_offsets{0};
-  /// The communicator is Cartesian (non-periodic) and send_ranks == recv_ranks list its 2 * ndims
-  /// neighbours in MPI's neighbour order (per dimension: the lower, then the upper neighbour),
-  /// MPI_PROC_NULL included with zero counts. The neighbor engine then uses a duplicate of the
-  /// Cartesian communicator. (On a periodic dimension of size 1 or 2 both neighbours are the same
-  /// rank and MPI libraries disagree on which receive slot gets which message; periodic
-  /// communicators are therefore refused.)
-  bool cartesian = false;
-};
 
 /// Traffic and time of the exchanges, accumulated.
 struct GhostStats {
@@ -59,31 +45,36 @@ struct GhostStats {
   long messages_sent = 0;
   long messages_received = 0;
   double bytes_sent = 0;
-  long polls = 0;  ///< MPI_Test* calls made by poll() or the progress thread
+  long polls = 0;  ///< progress passes made by poll() or the progress thread
 };
 
-/// Throws InputError if the MPI library does not provide MPI_THREAD_MULTIPLE (MPI_Query_thread);
-/// `what` names the feature that needs it in the message.
-void require_thread_multiple(const char* what);
+/// How the channels of engine p2p move data (channel.hpp); the other engines ignore it.
+struct TransportConfig {
+  Transport transport = Transport::p2p;
+  RmaSync rma_sync = RmaSync::flush;
+  ShmemSync shmem_sync = ShmemSync::put;
+};
 
 class GhostExchange {
  public:
-  /// Collective over `comm` (duplicates it or creates the topology communicator). Throws
-  /// InputError on an inconsistent spec or an unsupported progress mode.
-  GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine engine,
-                Progress progress);
-  /// Completes a started exchange, stops the progress thread and frees the plan's communicator.
+  /// Collective over `comm` (splits or duplicates it, or creates the topology communicator).
+  /// Throws InputError on every rank if the spec is inconsistent on any, or the progress mode or
+  /// transport is not available.
+  GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine engine, Progress progress,
+                TransportConfig transport = {});
+  /// Completes a started exchange, stops the progress thread and frees the communicators.
   ~GhostExchange();
   GhostExchange(const GhostExchange&) = delete;
   GhostExchange& operator=(const GhostExchange&) = delete;
 
   /// Packs x[send_index] and starts the exchange (engine blocking: completes it). x holds the
-  /// owned entries. Collective between neighbours; with the neighbor engine collective over the
-  /// whole communicator (every rank starts the same number of exchanges). A previous exchange
-  /// still pending is finished first.
+  /// owned entries and may change once start() returns. Collective between neighbours; with the
+  /// neighbor engine collective over the whole communicator (every rank starts the same number of
+  /// exchanges). A previous exchange still pending is finished first. Between start() and
+  /// finish() only poll() may be called; ghosts() is valid again after finish().
   void start(const double* x);
-  /// Progress::test: one MPI_Test / MPI_Testall on the pending requests. Returns true once the
-  /// exchange is complete. Cheap no-op when nothing is pending.
+  /// Progress::test: one progress pass (channels, or MPI_Test on the collective's request).
+  /// Returns true once the exchange is complete. Cheap no-op when nothing is pending.
   bool poll();
   /// Waits for the exchange started last; ghosts() then holds the neighbours' values.
   void finish();
@@ -91,34 +82,42 @@ class GhostExchange {
   const double* ghosts() const { return ghost_.data(); }
   std::size_t ghost_count() const { return ghost_.size(); }
   const GhostPlanSpec& spec() const { return spec_; }
+  const HaloPlan& plan() const { return plan_; }
   ExchangeEngine engine() const { return engine_; }
   Progress progress() const { return progress_; }
-  /// Neighbours exchanged with (distinct ranks other than MPI_PROC_NULL).
+  const TransportConfig& transport() const { return transport_; }
+  /// Neighbours exchanged with (distinct ranks other than this one and MPI_PROC_NULL).
   int neighbours() const { return neighbours_; }
-  const GhostStats& stats() const { return stats_; }
-  void reset_stats() { stats_ = GhostStats{}; }
+  const GhostStats& stats() const;
+  void reset_stats();
 
  private:
-  void post();
+  void copy_local(const double* x);  // local neighbours: x -> ghost buffer
   bool test_pending();
   void wait_pending();
   void thread_main();
 
   GhostPlanSpec spec_;
+  HaloPlan plan_;
   ExchangeEngine engine_;
   Progress progress_;
-  MPI_Comm comm_ = MPI_COMM_NULL;  // private duplicate or topology communicator (owned)
-  std::vector<double> send_;
-  std::vector<double> ghost_;
-  std::vector<MPI_Request> requests_;
-  int pending_ = 0;  // requests posted and not completed (0 or requests_.size())
+  TransportConfig transport_;
   int neighbours_ = 0;
+  std::vector<double> ghost_;
+  mutable GhostStats stats_;
+  // Engine p2p.
+  std::unique_ptr<PlanExchange> channels_;
+  bool started_ = false;
+  std::int64_t sequence_ = 0;  // time level of the next exchange
+  // Engines neighbor and blocking: one send and one receive buffer, by peer (neighbor) or by plan
+  // neighbour (blocking); `unpack_` maps each received value to its ghost slot.
+  MPI_Comm comm_ = MPI_COMM_NULL;  // distributed graph or private duplicate (owned)
+  std::vector<double> send_, recv_;
+  std::vector<std::int32_t> pack_, unpack_;  // send_[e] = x[pack_[e]], ghost_[unpack_[e]] = recv_[e]
+  std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_, peers_, send_tags_, recv_tags_;
+  std::vector<MPI_Request> requests_;
+  int pending_ = 0;
   bool any_traffic_ = true;  // some rank of the communicator sends or receives something
-  // p2p: the non-empty messages; neighbor: counts/displacements for MPI_Ineighbor_alltoallv.
-  std::vector<int> p2p_send_, p2p_recv_;  // indices into send_ranks / recv_ranks
-  std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_;
-  GhostStats stats_;
-  // Progress thread: phase_ is idle, run (poll until complete), stop (hand back) or quit.
   std::atomic<int> phase_{0};
   std::thread thread_;
 };

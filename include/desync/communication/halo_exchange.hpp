@@ -1,5 +1,7 @@
 #pragma once
-// Halo exchange between the blocks of a Cartesian grid, one channel per neighbour.
+// Halo exchange between the blocks of a Cartesian grid, one channel per neighbour: a thin layer
+// over a structured comm::HaloPlan (faces only, width 1: Jacobi's 7-point stencil) carried by a
+// comm::PlanExchange, which owns the channels, the modes and the statistics.
 //
 // Each face's channel carries the sender's boundary layer tagged with its time level (iteration).
 // The consistency contract is set by the mode:
@@ -17,46 +19,27 @@
 #include <vector>
 
 #include "desync/communication/channel.hpp"
+#include "desync/communication/plan_exchange.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
 
 namespace desync::comm {
 
-enum class HaloMode { sync, async, racy };
-const char* to_string(HaloMode mode);
+// HaloMode, DelayStats: communication/plan_exchange.hpp.
 
 struct HaloConfig {
   HaloMode mode = HaloMode::sync;
   int max_in_flight = 1;  ///< R, messages in flight per neighbour and direction (async, racy)
   int racy_chunks = 4;    ///< racy: pieces per face message
-  int tag_base = 0;       ///< channel tags used: tag_base .. tag_base + 5
+  int tag_base = 0;       ///< channel tags tag_base + plan tag (see PlanExchangeConfig)
   Transport transport = Transport::p2p;  ///< how the channels move data (channel.hpp)
   RmaSync rma_sync = RmaSync::flush;     ///< rma completion scheme
   ShmemSync shmem_sync = ShmemSync::put; ///< shmem completion scheme
 };
 
-/// Ages of the halo data used by the sweeps: age = own iteration - sender's time level, recorded
-/// per face (racy: per piece) each time halos are installed. A negative age means the sender is
-/// ahead in iteration count (the receiver is the slower rank); those count in `ahead` and in bin 0.
-struct DelayStats {
-  static constexpr int bins = 64;  ///< ages 0..62, the last bin counts 63 and older
-  std::array<long, bins> histogram{};
-  long count = 0;
-  long ahead = 0;   ///< records with a negative age
-  double sum = 0;   ///< signed
-  std::int64_t max = 0;
-  std::int64_t min = 0;
-  void record(std::int64_t age);
-  double mean() const { return count ? sum / static_cast<double>(count) : 0.0; }
-};
-
-struct HaloStats {
-  long messages_sent = 0;
-  long messages_received = 0;   ///< whole messages delivered (async/sync) or arrived (racy)
-  long messages_discarded = 0;  ///< superseded before being read
-  long sends_skipped = 0;       ///< async/racy: no free slot, send skipped (3.1.2)
-  DelayStats delay;
-};
+/// messages_sent, messages_received, messages_discarded, sends_skipped and the ages of the halo
+/// data used by the sweeps (DelayStats), as the plan exchange counts them.
+using HaloStats = ExchangeStats;
 
 class HaloExchange {
  public:
@@ -84,18 +67,14 @@ class HaloExchange {
   /// Collective between neighbours. Idempotent.
   void close();
 
-  const HaloStats& stats() const { return stats_; }
+  const HaloStats& stats() const { return exchange_->stats(); }
   const HaloConfig& config() const { return config_; }
   int neighbours() const { return static_cast<int>(faces_.size()); }
 
  private:
-  void install(decomposition::Field& u, std::size_t n) const;  // latest data of channel n -> halo
-
   HaloConfig config_;
-  std::vector<int> faces_;                         // faces with a neighbour
-  std::vector<std::unique_ptr<Channel>> channels_;  // parallel to faces_
-  HaloStats stats_;
-  bool closed_ = false;
+  std::vector<int> faces_;                  // per plan neighbour: the face it lies across
+  std::unique_ptr<PlanExchange> exchange_;
 };
 
 /// Reference halo exchange: blocking MPI_Sendrecv per axis, no channels. Fills u's halo with the

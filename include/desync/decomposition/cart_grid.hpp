@@ -2,7 +2,8 @@
 // Cartesian process grid and the block of global cells each rank owns.
 //
 // The global interior is nx x ny x nz cells, x fastest. Ranks form a Px x Py x Pz grid from
-// MPI_Dims_create / MPI_Cart_create (non-periodic); a dimension of n cells split over p ranks gives
+// MPI_Dims_create / MPI_Cart_create, non-periodic unless asked (a periodic dimension wraps: the
+// first block's lower neighbour is the last block); a dimension of n cells split over p ranks gives
 // blocks whose sizes differ by at most one, the first n % p blocks one cell larger.
 #include <mpi.h>
 
@@ -12,6 +13,7 @@
 namespace desync::decomposition {
 
 using Index3 = std::array<int, 3>;  // (x, y, z)
+using Periodic3 = std::array<bool, 3>;  // per axis (x, y, z): the dimension wraps around
 
 /// Faces of a block, in the order the halo layer walks them.
 enum Face : int { x_lo = 0, x_hi = 1, y_lo = 2, y_hi = 3, z_lo = 4, z_hi = 5 };
@@ -40,7 +42,8 @@ std::string check_split(Index3 global, Index3 dims);
 class CartGrid {
  public:
   /// Collective over `comm`. `dims` must multiply to the size of `comm` (see choose_dims).
-  CartGrid(MPI_Comm comm, Index3 global_cells, Index3 dims);
+  /// `periodic`: per axis, whether the dimension wraps (default: none, the Dirichlet problems).
+  CartGrid(MPI_Comm comm, Index3 global_cells, Index3 dims, Periodic3 periodic = {false, false, false});
   ~CartGrid();
   CartGrid(const CartGrid&) = delete;
   CartGrid& operator=(const CartGrid&) = delete;
@@ -54,7 +57,13 @@ class CartGrid {
   const Index3& local() const { return local_; }
   /// Global index of this block's first interior cell along each axis.
   const Index3& offset() const { return offset_; }
-  /// Rank across `face`, MPI_PROC_NULL on the global boundary.
+  const Periodic3& periodic() const { return periodic_; }
+  /// Rank of the block at process coordinates `coords` (x, y, z), wrapped along periodic axes;
+  /// MPI_PROC_NULL outside a non-periodic axis. May be this rank itself (a periodic axis of 1 rank).
+  int rank_at(Index3 coords) const;
+  /// Extent of the block at process coordinates `coords` (each inside [0, dims)).
+  Index3 block_extent(Index3 coords) const;
+  /// Rank across `face`, MPI_PROC_NULL on the global boundary (never on a periodic axis).
   int neighbour(int face) const { return neighbours_[face]; }
   bool on_global_boundary(int face) const { return neighbours_[face] == MPI_PROC_NULL; }
   int num_neighbours() const;
@@ -68,6 +77,7 @@ class CartGrid {
   MPI_Comm cart_ = MPI_COMM_NULL;
   int rank_ = 0, size_ = 1;
   Index3 dims_{}, coords_{}, global_{}, local_{}, offset_{};
+  Periodic3 periodic_{false, false, false};
   std::array<int, num_faces> neighbours_{};
 };
 

@@ -1,9 +1,13 @@
 #pragma once
-// A rank's block of a cell-centred scalar field with a one-cell halo on every side.
+// A rank's block of a cell-centred scalar field with a halo of width w_a on both sides of axis a
+// (default one cell on every side: Jacobi's 7-point stencil).
 //
-// Storage is x fastest; local interior cells are (i, j, k) in [0, n) and the halo layer is at -1 and
-// n along each axis. On a face with a neighbour the halo holds that neighbour's boundary values; on
-// the global boundary it holds the Dirichlet values.
+// Storage is x fastest; local interior cells are (i, j, k) in [0, n) and the halo along axis a is at
+// -w_a .. -1 and n_a .. n_a + w_a - 1 (edges and corners of the halo are stored too). On a face with
+// a neighbour the halo holds that neighbour's boundary values; on the global boundary it holds the
+// Dirichlet values. A width of 0 on an axis means no halo there (a 2D block: one z layer, w_z = 0).
+// The face helpers below (pack_boundary, unpack_halo, ...) move the one layer next to a face; wider
+// halos, edges and corners travel through a comm::HaloPlan (communication/halo_plan.hpp).
 #include <cstddef>
 #include <vector>
 
@@ -14,14 +18,18 @@ namespace desync::decomposition {
 class Field {
  public:
   Field() = default;
+  /// Halo width 1 on every axis.
   explicit Field(Index3 local, double value = 0.0);
+  /// Halo width halo_width[a] >= 0 on both sides of axis a.
+  Field(Index3 local, Index3 halo_width, double value = 0.0);
 
   const Index3& extent() const { return n_; }
+  const Index3& halo_width() const { return w_; }
   std::size_t stride_y() const { return sx_; }
   std::size_t stride_z() const { return sxy_; }
   std::size_t index(int i, int j, int k) const {
-    return (static_cast<std::size_t>(k + 1) * (n_[1] + 2) + static_cast<std::size_t>(j + 1)) * sx_ +
-           static_cast<std::size_t>(i + 1);
+    return static_cast<std::size_t>(k + w_[2]) * sxy_ + static_cast<std::size_t>(j + w_[1]) * sx_ +
+           static_cast<std::size_t>(i + w_[0]);
   }
   double& operator()(int i, int j, int k) { return data_[index(i, j, k)]; }
   double operator()(int i, int j, int k) const { return data_[index(i, j, k)]; }
@@ -66,6 +74,7 @@ class Field {
   }
 
   Index3 n_{0, 0, 0};
+  Index3 w_{1, 1, 1};
   std::size_t sx_ = 0, sxy_ = 0;
   std::vector<double> data_;
 };

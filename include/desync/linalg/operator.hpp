@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "desync/communication/channel.hpp"
 #include "desync/communication/exchange_engine.hpp"
 #include "desync/linalg/csr.hpp"
 
@@ -29,7 +30,12 @@ using comm::to_string;
 struct SpmvConfig {
   ExchangeEngine engine = ExchangeEngine::p2p;
   Progress progress = Progress::none;
-  int test_interval = 1024;  ///< rows between MPI_Test calls with Progress::test
+  int test_interval = 1024;  ///< rows between progress polls with Progress::test
+  /// Engine p2p: how the exchange's channels move data (comm::Channel); neighbor and blocking
+  /// ignore it. Every transport gives bitwise the same y.
+  comm::Transport transport = comm::Transport::p2p;
+  comm::RmaSync rma_sync = comm::RmaSync::flush;       ///< transport rma: completion scheme
+  comm::ShmemSync shmem_sync = comm::ShmemSync::put;   ///< transport shmem: completion scheme
 };
 /// MPI thread level apply() needs with `cfg`: MPI_THREAD_MULTIPLE for Progress::thread (unless the
 /// engine is blocking), MPI_THREAD_FUNNELED otherwise. The operators check it with MPI_Query_thread

@@ -63,6 +63,9 @@ class CgCommand final : public SolverCommand {
   std::string engine = "p2p";             // --engine
   std::string progress = "none";          // --progress
   int test_interval = 1024;               // --test-interval
+  std::string transport = "p2p";          // --transport (engine p2p)
+  std::string rma_sync = "flush";         // --rma-sync
+  std::string shmem_sync = "put";         // --shmem-sync
   double young = 1.0;                     // --young (elasticity3d)
   double poisson_ratio = 0.3;             // --poisson-ratio (elasticity3d)
   double load = 1.0;                      // --load (elasticity3d)
@@ -111,6 +114,12 @@ void CgCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
       ->capture_default_str();
+  app.add_option("--transport", transport,
+                 "Ghost channel transport (--engine p2p): p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)")
+      ->capture_default_str();
+  app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
+      ->capture_default_str();
+  app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
   app.add_option("--young", young, "elasticity3d: Young's modulus E")->capture_default_str();
   app.add_option("--poisson-ratio", poisson_ratio, "elasticity3d: Poisson's ratio nu")->capture_default_str();
   app.add_option("--load", load, "elasticity3d: total traction on the face z = 1")->capture_default_str();
@@ -158,6 +167,10 @@ void CgCommand::finalise(MPI_Comm comm) {
   spmv.progress = linalg::parse_progress(progress);
   if (test_interval < 1) throw InputError("--test-interval must be >= 1");
   spmv.test_interval = test_interval;
+  spmv.transport = comm::parse_transport(transport);
+  spmv.rma_sync = comm::parse_rma_sync(rma_sync);
+  spmv.shmem_sync = comm::parse_shmem_sync(shmem_sync);
+  if (!comm::transport_built(spmv.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
 
   from_matrix = !matrix_path.empty();
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
@@ -212,6 +225,9 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"engine", engine},
           {"progress", progress},
           {"test-interval", std::to_string(test_interval)},
+          {"transport", transport},
+          {"rma-sync", rma_sync},
+          {"shmem-sync", shmem_sync},
           {"young", fmt::format("{}", young)},
           {"poisson-ratio", fmt::format("{}", poisson_ratio)},
           {"load", fmt::format("{}", load)},
@@ -257,6 +273,7 @@ int CgCommand::run(MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
 
+  comm::init_transport(spmv.transport);  // shmem: shmem_init and the symmetric arena
   std::unique_ptr<decomposition::CartGrid> grid;
   std::unique_ptr<linalg::Operator> A;
   std::vector<double> b;
@@ -311,6 +328,8 @@ int CgCommand::run(MPI_Comm comm) {
   r.history = result.history;
   r.wall_time = max_over_ranks(comm, result.stats.time.total);
   r.iteration_rate = r.wall_time > 0 ? static_cast<double>(result.iterations) / r.wall_time : 0.0;
+  const std::string operator_name = A->name();
+  A.reset();  // closes the exchange's channels (collective): no request may stay pending
   r.outstanding_requests = pending_requests(comm);
   r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
 
@@ -331,8 +350,9 @@ int CgCommand::run(MPI_Comm comm) {
     const double per_it = result.iterations > 0 ? r.wall_time / static_cast<double>(result.iterations) : 0.0;
 
     r.headline = fmt::format("method {}, pc {}, reduction {}", r.method, pc_name, red);
-    r.setup_lines.push_back({"problem", fmt::format("{}, operator {}, exchange {} (progress {})", problem, A->name(),
-                                                    engine, progress)});
+    r.setup_lines.push_back({"problem", fmt::format("{}, operator {}, exchange {}{} (progress {})", problem, operator_name,
+                                                    engine, engine == "p2p" ? " over " + transport : std::string(),
+                                                    progress)});
     if (grid) {
       const auto& g = grid->global();
       r.setup_lines.push_back({"global size", fmt::format("{}x{}x{} {}, {} unknowns, local {}", g[0], g[1], g[2],
@@ -351,9 +371,10 @@ int CgCommand::run(MPI_Comm comm) {
     details["pc"] = pc_name;
     details["reduction"] = red;
     details["engine"] = engine;
+    details["transport"] = engine == "p2p" ? transport : engine;
     details["progress"] = progress;
     details["problem"] = problem;
-    details["operator"] = A->name();
+    details["operator"] = operator_name;
     details["b_norm"] = result.b_norm;
     details["replacements"] = replacements;
     details["time_per_iteration"] = per_it;

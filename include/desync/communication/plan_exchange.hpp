@@ -1,0 +1,155 @@
+#pragma once
+// Plan exchange: moves the entries of a comm::HaloPlan through one comm::Channel per remote plan
+// neighbour, over any transport (p2p, rma, shmem), with one of the consistency modes of paper 000,
+// section 3.1, and in split phase so the caller can compute what needs no halo value meanwhile.
+//
+//   mode   sync   staleness 0: finish() returns only when every halo entry holds the neighbour's
+//                 value of exactly the time level the caller asks for (3.1.1).
+//          async  unbounded staleness, whole messages: start() sends where a slot is free and
+//                 skips the others; finish() installs the newest whole message per neighbour (3.1.2).
+//          racy   unbounded staleness, element-wise: finish() installs the newest value of every
+//                 element (pieces of a message land as they arrive, read with Channel::read_racy),
+//                 so a halo may mix sender time levels (3.1.3).
+//   progress  none    no call between start() and finish()
+//             test    the caller calls poll() at its own pace (e.g. every few hundred rows)
+//             thread  a progress thread polls the channels between start() and finish(); needs
+//                     MPI_THREAD_MULTIPLE (InputError otherwise). While it runs the caller must make
+//                     no channel call on this process (the channel layer is not thread-safe), which
+//                     the split-phase contract below already asks.
+//
+// Neighbours that are this rank itself (a periodic dimension of one rank) are served by a local
+// copy: start() packs their entries, finish() installs them; their time level is start()'s.
+//
+// The channels live on a communicator of their own, split from the plan's communicator over the
+// ranks that have a remote neighbour (so a rank with none takes no part in the one-sided window
+// of the rma transport), with tags tag_base + plan tag.
+#include <mpi.h>
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "desync/communication/channel.hpp"
+#include "desync/communication/exchange_engine.hpp"
+#include "desync/communication/halo_plan.hpp"
+
+namespace desync::comm {
+
+/// Consistency of the data a pull installs (see the header comment). A bounded-staleness mode
+/// (maximum delay L) goes here too: PlanExchange::pull_neighbour is its only pull path.
+enum class HaloMode { sync, async, racy };
+const char* to_string(HaloMode mode);
+
+/// Ages of the halo data: age = own iteration - sender's time level, recorded per neighbour (racy:
+/// per piece) each time halos are installed. A negative age means the sender is ahead in iteration
+/// count (the receiver is the slower rank); those count in `ahead` and in bin 0.
+struct DelayStats {
+  static constexpr int bins = 64;  ///< ages 0..62, the last bin counts 63 and older
+  std::array<long, bins> histogram{};
+  long count = 0;
+  long ahead = 0;   ///< records with a negative age
+  double sum = 0;   ///< signed
+  std::int64_t max = 0;
+  std::int64_t min = 0;
+  void record(std::int64_t age);
+  double mean() const { return count ? sum / static_cast<double>(count) : 0.0; }
+};
+
+struct ExchangeStats {
+  long messages_sent = 0;       ///< to remote neighbours
+  long messages_received = 0;   ///< whole messages delivered (sync/async) or arrived (racy)
+  long messages_discarded = 0;  ///< superseded before being read
+  long sends_skipped = 0;       ///< async/racy: no free slot, send skipped (3.1.2)
+  DelayStats delay;
+  long exchanges = 0;   ///< start() calls
+  double bytes_sent = 0;
+  long polls = 0;       ///< poll() passes, the progress thread's included
+};
+
+struct PlanExchangeConfig {
+  HaloMode mode = HaloMode::sync;
+  int max_in_flight = 1;  ///< R, messages in flight per neighbour and direction (async, racy; sync: 1)
+  int racy_chunks = 4;    ///< racy: pieces per message
+  int tag_base = 0;       ///< channel tags tag_base + plan tag; tag_base + max_plan_tag <= 4096
+  Transport transport = Transport::p2p;
+  RmaSync rma_sync = RmaSync::flush;
+  ShmemSync shmem_sync = ShmemSync::put;
+  Progress progress = Progress::none;
+};
+
+class PlanExchange {
+ public:
+  /// Collective over `comm` (the plan's peers are ranks of it): checks the plan and the config on
+  /// every rank (InputError on all ranks alike if any is wrong), splits the channel communicator
+  /// and connects one channel per remote neighbour (blocks until the peers' ends exist).
+  PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig config);
+  /// Finishes a started exchange (sync), stops the progress thread, closes the channels.
+  ~PlanExchange();
+  PlanExchange(const PlanExchange&) = delete;
+  PlanExchange& operator=(const PlanExchange&) = delete;
+
+  /// Split phase, first half: packs x[send offsets] per neighbour and sends it tagged
+  /// `time_level`. sync: to every neighbour (blocks while a channel has no free slot); async/racy:
+  /// where a slot is free, skipping the others (counted in sends_skipped).
+  /// Contract: between start() and finish() the caller may read anything and write anything but
+  /// the destination entries of the plan (x's send entries may change: they were copied); it must
+  /// make no other call on this exchange than poll(). If finish() is never called, the destructor
+  /// (or close()) completes the traffic; nothing stays pending.
+  void start(const double* x, std::int64_t time_level);
+  /// Progress::test: one progress pass over the channels still awaited. True once every
+  /// neighbour's message for this exchange has arrived (sync), or something new arrived from each
+  /// (async); racy: always true. Progress::thread: false (the thread owns the channels).
+  bool poll();
+  /// Split phase, second half: takes the neighbours' data and writes it to dest[recv offsets]
+  /// (dest may be x itself, as for a field with its halo). sync: waits for time level `own_level`
+  /// from every neighbour (the level given to start() by every rank); async: the newest whole
+  /// message per neighbour, where one arrived; racy: the newest value of every element. Records
+  /// each installed neighbour's age own_level - level in the delay statistics.
+  void finish(double* dest, std::int64_t own_level);
+  /// Writes the data last taken per neighbour into dest (no communication); entries of a
+  /// neighbour that never delivered anything are left alone.
+  void install(double* dest) const;
+  /// Time level of the data held for neighbour n (-1: nothing yet); racy: its oldest piece.
+  std::int64_t time_level(std::size_t n) const;
+  /// Completes all traffic and closes every channel: no request remains pending. Collective
+  /// between neighbours. Idempotent. Afterwards only the accessors may be called.
+  void close();
+
+  const HaloPlan& plan() const { return plan_; }
+  const PlanExchangeConfig& config() const { return config_; }
+  const ExchangeStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = ExchangeStats{}; }
+  /// Distinct remote peers.
+  int neighbours() const { return plan_.remote_peers(); }
+
+ private:
+  bool progress_pass();         // one poll over the awaited channels; true when all arrived
+  void pull_neighbour(std::size_t n, std::int64_t own_level);  // the pull path, per mode
+  void install_neighbour(std::size_t n, double* dest) const;
+  void hand_back();             // stop the progress thread's run, take the channels back
+  void thread_main();
+
+  HaloPlan plan_;
+  PlanExchangeConfig config_;
+  MPI_Comm comm_ = MPI_COMM_NULL;               // channel communicator (owned), null if no channels
+  std::vector<std::unique_ptr<Channel>> channels_;  // per neighbour; null for local ones
+  std::vector<std::size_t> local_source_;       // local neighbour n installs loopback_[local_source_[n]]
+  std::vector<std::vector<double>> loopback_;   // local neighbours: the values packed by start()
+  std::vector<std::int64_t> loopback_level_;
+  std::vector<char> awaited_;                   // this exchange still waits for neighbour n
+  std::int64_t started_level_ = -1;
+  bool started_ = false;
+  bool closed_ = false;
+  ExchangeStats stats_;
+  std::atomic<int> phase_{0};                   // progress thread: idle, run, stop, quit
+  std::thread thread_;
+};
+
+/// Throws InputError if the MPI library does not provide MPI_THREAD_MULTIPLE (MPI_Query_thread);
+/// `what` names the feature that needs it in the message.
+void require_thread_multiple(const char* what);
+
+}  // namespace desync::comm

@@ -1,0 +1,341 @@
+#include "desync/communication/plan_exchange.hpp"
+
+#include <algorithm>
+#include <limits>
+#include <string>
+
+#include "desync/core/error.hpp"
+
+namespace desync::comm {
+
+namespace {
+
+enum Phase : int { idle = 0, run = 1, stop = 2, quit = 3 };
+
+const char* thread_level_name(int level) {
+  switch (level) {
+    case MPI_THREAD_SINGLE: return "MPI_THREAD_SINGLE";
+    case MPI_THREAD_FUNNELED: return "MPI_THREAD_FUNNELED";
+    case MPI_THREAD_SERIALIZED: return "MPI_THREAD_SERIALIZED";
+    case MPI_THREAD_MULTIPLE: return "MPI_THREAD_MULTIPLE";
+  }
+  return "an unknown thread level";
+}
+
+constexpr int max_channel_tag = 4096;  // Channel: 0 <= tag < 4096
+
+}  // namespace
+
+const char* to_string(HaloMode mode) {
+  switch (mode) {
+    case HaloMode::sync: return "sync";
+    case HaloMode::async: return "async";
+    case HaloMode::racy: return "racy";
+  }
+  return "?";
+}
+
+void DelayStats::record(std::int64_t age) {
+  min = count == 0 ? age : std::min(min, age);
+  max = count == 0 ? age : std::max(max, age);
+  ++count;
+  sum += static_cast<double>(age);
+  if (age < 0) ++ahead;
+  ++histogram[static_cast<std::size_t>(std::clamp<std::int64_t>(age, 0, bins - 1))];
+}
+
+void require_thread_multiple(const char* what) {
+  int provided = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&provided);
+  if (provided < MPI_THREAD_MULTIPLE)
+    throw InputError(std::string(what) + " needs MPI_THREAD_MULTIPLE, but MPI was initialised with " +
+                     thread_level_name(provided));
+}
+
+PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig config)
+    : plan_(std::move(plan)), config_(config) {
+  if (config_.mode == HaloMode::sync) config_.max_in_flight = 1;
+  int size = 1, rank = 0;
+  MPI_Comm_size(comm, &size);
+  MPI_Comm_rank(comm, &rank);
+  std::string problem = plan_.rank == rank ? plan_.check(size) : "halo plan: made for another rank";
+  if (problem.empty() && (config_.tag_base < 0 || config_.tag_base + max_plan_tag > max_channel_tag))
+    problem = "plan exchange: tag_base must be in [0, " + std::to_string(max_channel_tag - max_plan_tag) + "]";
+  if (problem.empty() && config_.max_in_flight < 1) problem = "plan exchange: max_in_flight must be >= 1";
+  if (problem.empty() && config_.mode == HaloMode::racy && config_.racy_chunks < 1)
+    problem = "plan exchange: racy_chunks must be >= 1";
+  if (problem.empty() && !transport_built(config_.transport))
+    problem = "--transport shmem: desync was built without OpenSHMEM";
+  if (problem.empty() && config_.progress == Progress::thread) {
+    try {
+      require_thread_multiple("--progress thread (a progress thread polling the channels)");
+    } catch (const InputError& e) {
+      problem = e.what();
+    }
+  }
+  agree_or_throw(comm, problem.empty(), problem);
+
+  const std::size_t count = plan_.neighbours.size();
+  channels_.resize(count);
+  local_source_.assign(count, 0);
+  loopback_.resize(count);
+  loopback_level_.assign(count, -1);
+  awaited_.assign(count, 0);
+
+  // Local neighbours: neighbour n installs what its partner m (m's send_tag == n's recv_tag) packed.
+  bool remote = false;
+  for (std::size_t n = 0; n < count; ++n) {
+    const auto& nb = plan_.neighbours[n];
+    if (!plan_.is_local(n)) {
+      remote = true;
+      continue;
+    }
+    loopback_[n].assign(nb.send.size(), 0.0);
+    for (std::size_t m = 0; m < count; ++m)
+      if (plan_.is_local(m) && plan_.neighbours[m].send_tag == nb.recv_tag) local_source_[n] = m;
+  }
+
+  // The channel communicator: the ranks with a remote neighbour, in the order of `comm`.
+  MPI_Comm_split(comm, remote ? 0 : MPI_UNDEFINED, plan_.rank, &comm_);
+  if (remote) {
+    MPI_Group from, to;
+    MPI_Comm_group(comm, &from);
+    MPI_Comm_group(comm_, &to);
+    std::vector<ChannelConfig> configs;
+    std::vector<std::size_t> which;
+    for (std::size_t n = 0; n < count; ++n) {
+      if (plan_.is_local(n)) continue;
+      const auto& nb = plan_.neighbours[n];
+      ChannelConfig c;
+      MPI_Group_translate_ranks(from, 1, &nb.peer, to, &c.peer);
+      // Both directions carry messages of one size (Channel): the larger of the two lists. The
+      // peer computes the same (its send list is our receive list and vice versa).
+      c.message_size = std::max<std::size_t>({nb.send.size(), nb.recv.size(), 1});
+      c.max_in_flight = config_.max_in_flight;
+      c.mode = config_.mode == HaloMode::racy ? ChannelMode::racy : ChannelMode::async;
+      c.racy_chunks = config_.racy_chunks;
+      c.tag = config_.tag_base + nb.send_tag;
+      c.recv_tag = config_.tag_base + nb.recv_tag;
+      c.transport = config_.transport;
+      c.rma_sync = config_.rma_sync;
+      c.shmem_sync = config_.shmem_sync;
+      configs.push_back(c);
+      which.push_back(n);
+    }
+    MPI_Group_free(&from);
+    MPI_Group_free(&to);
+    auto connected = Channel::connect(comm_, configs);
+    for (std::size_t q = 0; q < which.size(); ++q) channels_[which[q]] = std::move(connected[q]);
+  }
+  if (config_.progress == Progress::thread) thread_ = std::thread([this] { thread_main(); });
+}
+
+PlanExchange::~PlanExchange() {
+  int finalized = 0;
+  MPI_Finalized(&finalized);
+  if (!finalized) close();
+  if (thread_.joinable()) {
+    phase_.store(quit, std::memory_order_release);
+    phase_.notify_all();
+    thread_.join();
+  }
+}
+
+void PlanExchange::close() {
+  if (closed_) return;
+  hand_back();
+  // A started synchronous exchange is completed first: the peers wait for our part of it.
+  if (started_ && config_.mode == HaloMode::sync) {
+    for (std::size_t n = 0; n < channels_.size(); ++n)
+      if (channels_[n] && awaited_[n]) channels_[n]->wait_recv(started_level_);
+  }
+  started_ = false;
+  std::vector<Channel*> all;
+  for (auto& ch : channels_)
+    if (ch) all.push_back(ch.get());
+  Channel::close_all(all);
+  if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
+  closed_ = true;
+}
+
+void PlanExchange::start(const double* x, std::int64_t time_level) {
+  hand_back();
+  if (started_ && config_.mode == HaloMode::sync) {
+    // A previous synchronous exchange never finished: complete it (its data is dropped).
+    for (std::size_t n = 0; n < channels_.size(); ++n)
+      if (channels_[n] && awaited_[n]) channels_[n]->wait_recv(started_level_);
+  }
+  ++stats_.exchanges;
+  started_ = true;
+  started_level_ = time_level;
+  for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) {
+    const auto& nb = plan_.neighbours[n];
+    const std::int32_t* idx = nb.send.data();
+    const std::size_t m = nb.send.size();
+    if (plan_.is_local(n)) {
+      double* out = loopback_[n].data();
+      for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
+      loopback_level_[n] = time_level;
+      continue;
+    }
+    awaited_[n] = nb.recv.empty() ? 0 : 1;
+    if (m == 0) continue;  // the peer expects nothing from here
+    Channel& ch = *channels_[n];
+    if (config_.mode != HaloMode::sync && !ch.can_send()) {
+      ++stats_.sends_skipped;
+      continue;
+    }
+    double* out = ch.send_buffer();
+    for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
+    ch.send(time_level);
+    ++stats_.messages_sent;
+    stats_.bytes_sent += static_cast<double>(m * sizeof(double));
+  }
+  if (config_.progress == Progress::thread) {
+    phase_.store(run, std::memory_order_release);
+    phase_.notify_all();
+  }
+}
+
+bool PlanExchange::progress_pass() {
+  ++stats_.polls;
+  bool all = true;
+  for (std::size_t n = 0; n < channels_.size(); ++n) {
+    if (!channels_[n] || !awaited_[n]) continue;
+    // can_recv() takes in what has arrived (and completes deferred puts); in sync mode a message
+    // newer than the delivered one is this exchange's.
+    if (channels_[n]->can_recv() && config_.mode != HaloMode::racy)
+      awaited_[n] = config_.mode == HaloMode::sync ? 2 : 0;  // sync: arrived, still to be delivered
+    if (awaited_[n] == 1 && config_.mode != HaloMode::racy) all = false;
+  }
+  return all;
+}
+
+bool PlanExchange::poll() {
+  if (config_.progress == Progress::thread || closed_) return false;
+  return progress_pass();
+}
+
+void PlanExchange::hand_back() {
+  if (config_.progress != Progress::thread || phase_.load(std::memory_order_acquire) == idle) return;
+  phase_.store(stop, std::memory_order_release);
+  phase_.notify_all();
+  for (int p = phase_.load(std::memory_order_acquire); p != idle; p = phase_.load(std::memory_order_acquire))
+    phase_.wait(p, std::memory_order_acquire);
+}
+
+void PlanExchange::thread_main() {
+  for (;;) {
+    phase_.wait(idle, std::memory_order_acquire);
+    const int p = phase_.load(std::memory_order_acquire);
+    if (p == quit) return;
+    if (p == run) {
+      bool done = false;
+      while (!done && phase_.load(std::memory_order_acquire) == run) {
+        done = progress_pass();
+        if (!done) std::this_thread::yield();
+      }
+      // Complete: sleep until the caller asks for the channels back.
+      if (done) phase_.wait(run, std::memory_order_acquire);
+    }
+    // stop: hand the channels back to the caller.
+    phase_.store(idle, std::memory_order_release);
+    phase_.notify_all();
+  }
+}
+
+// The pull path: takes neighbour n's data for a caller at time level own_level and records its age.
+// (A bounded-staleness mode with maximum delay L goes here: wait_recv(own_level - L) when the held
+// level is older than that, then recv() for anything newer.)
+void PlanExchange::pull_neighbour(std::size_t n, std::int64_t own_level) {
+  Channel& ch = *channels_[n];
+  switch (config_.mode) {
+    case HaloMode::sync:
+      if (!awaited_[n]) {
+        // Nothing comes from this peer, but what we sent it may still wait for its completion
+        // (overlap schemes): a progress call that finds nothing new completes it.
+        ch.can_recv();
+        return;
+      }
+      stats_.delay.record(own_level - ch.wait_recv(own_level));
+      ++stats_.messages_received;
+      awaited_[n] = 0;
+      return;
+    case HaloMode::async: {
+      const long before = ch.stats().messages_delivered;
+      ch.recv();
+      stats_.messages_received += ch.stats().messages_delivered - before;
+      if (!plan_.neighbours[n].recv.empty() && ch.time_level() >= 0) stats_.delay.record(own_level - ch.time_level());
+      return;
+    }
+    case HaloMode::racy:
+      ch.recv();
+      if (plan_.neighbours[n].recv.empty()) return;
+      for (int c = 0; c < ch.chunks(); ++c)
+        if (ch.chunk_level(c) >= 0) stats_.delay.record(own_level - ch.chunk_level(c));
+      return;
+  }
+}
+
+void PlanExchange::finish(double* dest, std::int64_t own_level) {
+  hand_back();
+  for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) {
+    if (plan_.is_local(n)) {
+      const std::int64_t level = loopback_level_[local_source_[n]];
+      if (level >= 0) stats_.delay.record(own_level - level);
+    } else {
+      pull_neighbour(n, own_level);
+    }
+    install_neighbour(n, dest);
+  }
+  started_ = false;
+  long discarded = 0, arrived = 0;
+  for (const auto& ch : channels_) {
+    if (!ch) continue;
+    discarded += ch->stats().messages_discarded;
+    arrived += ch->stats().messages_arrived;
+  }
+  stats_.messages_discarded = discarded;
+  if (config_.mode == HaloMode::racy) stats_.messages_received = arrived;
+}
+
+void PlanExchange::install_neighbour(std::size_t n, double* dest) const {
+  const auto& nb = plan_.neighbours[n];
+  const std::int32_t* idx = nb.recv.data();
+  const std::size_t m = nb.recv.size();
+  if (m == 0) return;
+  if (plan_.is_local(n)) {
+    const std::size_t src = local_source_[n];
+    if (loopback_level_[src] < 0) return;
+    const double* in = loopback_[src].data();
+    for (std::size_t e = 0; e < m; ++e) dest[idx[e]] = in[e];
+    return;
+  }
+  const Channel& ch = *channels_[n];
+  if (config_.mode != HaloMode::racy) {
+    if (ch.time_level() < 0) return;  // nothing received yet: keep what dest holds
+    const double* in = ch.recv_buffer();
+    for (std::size_t e = 0; e < m; ++e) dest[idx[e]] = in[e];
+    return;
+  }
+  int c = 0;
+  for (std::size_t e = 0; e < m; ++e) {
+    while (e >= ch.chunk_end(c)) ++c;
+    if (ch.chunk_level(c) >= 0) dest[idx[e]] = ch.read_racy(e);
+  }
+}
+
+void PlanExchange::install(double* dest) const {
+  for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) install_neighbour(n, dest);
+}
+
+std::int64_t PlanExchange::time_level(std::size_t n) const {
+  if (plan_.is_local(n)) return loopback_level_[local_source_[n]];
+  const Channel& ch = *channels_[n];
+  if (config_.mode != HaloMode::racy) return ch.time_level();
+  std::int64_t oldest = std::numeric_limits<std::int64_t>::max();
+  for (int c = 0; c < ch.chunks(); ++c) oldest = std::min(oldest, ch.chunk_level(c));
+  return oldest;
+}
+
+}  // namespace desync::comm
