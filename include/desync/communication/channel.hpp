@@ -10,11 +10,12 @@
 //   racy mode   a message travels in `racy_chunks` pieces; each piece lands in the receive image as
 //               soon as it arrives (element-wise atomic stores), so the image may mix values from
 //               different sender time levels. Readers use atomic loads (see read_racy()).
-//   bounded     bounded staleness (the weakly-synchronous exchange WS-NA, Algorithm 2 of the paper on
-//               asynchrony-tolerant schemes for Burgers' turbulence with notified RMA; docs/channel.md): every level is sent, in order;
-//               recv_bounded(own) consumes what has arrived and blocks only while the newest level
-//               available is more than max_delay (L) levels behind the reader's own level (and, during
-//               the first `history` calls, while it is behind at all: a synchronous start).
+//   bounded     bounded staleness (the weakly-synchronous exchange, Algorithm 2 of the paper on
+//               asynchrony-tolerant schemes for Burgers' turbulence with notified RMA; see
+//               docs/channel.md): every level is sent, in order; recv_bounded(own) consumes what
+//               has arrived and blocks only while the newest level available is more than
+//               max_delay (L) levels behind the reader's own level (and, during the first
+//               `history` calls, while it is behind at all: a synchronous start).
 //
 // Time levels (async and bounded): the whole messages that arrive are kept in a ring of `history`
 // (T) slots, plus the one delivered last (the receive image); level_data(level) reads any retained
@@ -31,10 +32,10 @@
 //          max_in_flight receives posted into private slots, reposted as soon as they complete.
 //   rma    MPI-3 one-sided, passive target: one window (MPI_Win_allocate) per channel over a 2-rank
 //          communicator, one MPI_Win_lock_all epoch for the channel's lifetime, one packed MPI_Put
-//          per message into one of max_in_flight slots of the peer's window, then (after a flush)
-//          an atomic notification counter; the receiver acknowledges atomically in the sender's
-//          window. Completion schemes: RmaSync.
-//   shmem  OpenSHMEM: the same slots and counters in symmetric memory, put / fence / atomic flag,
+//          per message into one of max_in_flight slots of the peer's window, notified (after a
+//          flush) by an atomic store of the slot's stamp carrying the level: an emulated notified
+//          put. The receiver acknowledges atomically in the sender's window. Completion: RmaSync.
+//   shmem  OpenSHMEM: the same slots and stamps in symmetric memory, put / fence / atomic stamp,
 //          acknowledgement by a remote atomic (flag-and-acknowledge). Completion: ShmemSync.
 // Every transport receives into private slots that the channel drains during any call on it, so
 // racy mode is element-wise well defined (no C++ data race) at piece granularity.
@@ -242,8 +243,8 @@ class Channel {
   /// Number of time levels retained besides the delivered one (T, after the automatic choice).
   int history() const { return core_.config.history; }
 
-  /// bounded mode: one step of the weakly-synchronous exchange (WS-NA), Algorithm 2, lines 9-31, for a reader whose
-  /// own level is `own_level` (it has sent own_level already). Takes in every message that has
+  /// bounded mode: one step of the weakly-synchronous exchange (WS-NA), Algorithm 2, lines 9-31,
+  /// for a reader whose own level is `own_level` (it has sent own_level already). Takes in every message that has
   /// arrived, then blocks only while the newest level available is below the constraint
   /// tc = own_level - max_delay (tc = own_level during the first `history` calls: the synchronous
   /// start that fills the ring). Returns tr, the newest level available but at most own_level,
