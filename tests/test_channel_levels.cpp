@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <thread>
@@ -166,6 +168,7 @@ TEST_P(Bounded, ReaderNeverMoreThanLBehindAndWaitsOnlyWhenNeeded) {
     EXPECT_GE(ch.config().max_in_flight, 2 * L + 1);
     std::vector<std::string> problems;
     long waits_needed_probe = 0, waits_during_sleep = 0;
+    double held_at_sleep = 0;
     for (std::int64_t own = 0; own < steps; ++own) {  // no ASSERT: the peer must not be left waiting
       if (pair.me() == 1 && own == sleep_at) std::this_thread::sleep_for(std::chrono::milliseconds(500));
       fill(ch, pair.me(), own);
@@ -174,7 +177,9 @@ TEST_P(Bounded, ReaderNeverMoreThanLBehindAndWaitsOnlyWhenNeeded) {
       const std::int64_t probe = ch.newest_level();
       const std::int64_t tc = own < T ? own : own - L;
       const long waits_before = ch.stats().forced_waits;
+      const auto t0 = std::chrono::steady_clock::now();
       const std::int64_t tr = ch.recv_bounded(own);
+      const double held = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       const bool waited = ch.stats().forced_waits > waits_before;
       if (probe < tc) ++waits_needed_probe;
       if (waited && probe >= tc)
@@ -189,13 +194,21 @@ TEST_P(Bounded, ReaderNeverMoreThanLBehindAndWaitsOnlyWhenNeeded) {
           problems.push_back("step " + std::to_string(own) + ": " + e);
       // Rank 1 sent sleep_at - 1 and sleeps: rank 0 needs level sleep_at at step sleep_at + L (one step
       // earlier under the overlap schemes, whose last notification waits for the next put).
-      if (pair.me() == 0 && waited && own >= sleep_at + L - 1 && own <= sleep_at + L) ++waits_during_sleep;
+      // Without asynchronous progress (MPICH rma) rank 0 may instead be held in send()'s flush, whose
+      // target sleeps; so: a long block in recv_bounded() is always a counted forced wait.
+      if (held > 0.2 && !waited) problems.push_back("step " + std::to_string(own) + ": blocked without a forced wait");
+      if (pair.me() == 0 && held > 0.2 && own >= sleep_at + L - 1 && own <= sleep_at + L) ++waits_during_sleep;
+      if (pair.me() == 0 && own >= sleep_at + L - 1 && own <= sleep_at + L) held_at_sleep += held;
     }
     if (problems.size() > 5) problems.resize(5);
     for (const auto& p : problems) ADD_FAILURE() << p;
     EXPECT_LE(ch.stats().forced_waits, waits_needed_probe);
     if (pair.me() == 0) {
-      EXPECT_GE(waits_during_sleep, 1) << "rank 0 must block at step " << sleep_at + L << " while rank 1 sleeps";
+      // Over p2p and with asynchronous progress the bound itself must hold rank 0 back.
+      if (!desync_test::one_sided() || desync_test::test_transport() == desync::comm::Transport::shmem) {
+        EXPECT_GE(waits_during_sleep, 1) << "rank 0 must block at step " << sleep_at + L << " while rank 1 sleeps ("
+                                         << held_at_sleep << " s in recv_bounded)";
+      }
     }
     EXPECT_EQ(ch.stats().levels_consumed, ch.time_level() + 1) << "levels 0 .. tr, each once";
     EXPECT_GE(ch.time_level(), steps - 1 - L);
@@ -283,8 +296,11 @@ TEST_P(NotifiedStress, EveryNotificationFindsItsWholeMessage) {
   {
     // can_send(), send() and can_recv() each take up to R arrivals in: retain 4 R between checks.
     Channel ch(pair.comm(), config(pair.peer(), n, R, ChannelMode::async, 4 * R));
-    std::int64_t sent = 0, checked_up_to = -1, checked = 0;
+    std::int64_t sent = 0, checked = 0;
+    std::vector<char> seen(static_cast<std::size_t>(N), 0);
     std::string problem;
+    // p2p completions may be reported out of order: check every retained level not checked yet.
+    // No early exit on a problem: the peer must not be left waiting.
     const bool done = poll_until(
         [&] {
           if (sent < N && ch.can_send()) {
@@ -292,15 +308,16 @@ TEST_P(NotifiedStress, EveryNotificationFindsItsWholeMessage) {
             ch.send(sent++);
           }
           ch.can_recv();
-          for (std::int64_t lv = checked_up_to + 1; lv <= ch.newest_level() && problem.empty(); ++lv) {
-            problem = check(ch.level_data(lv), n, pair.peer(), lv);
+          for (std::int64_t lv = std::max<std::int64_t>(0, ch.newest_level() - ch.history()); lv <= ch.newest_level(); ++lv) {
+            if (seen[static_cast<std::size_t>(lv)] || !ch.level_data(lv)) continue;
+            seen[static_cast<std::size_t>(lv)] = 1;
             ++checked;
+            if (auto e = check(ch.level_data(lv), n, pair.peer(), lv); !e.empty() && problem.empty()) problem = e;
           }
-          checked_up_to = std::max(checked_up_to, ch.newest_level());
-          return !problem.empty() || (sent == N && checked_up_to == N - 1);
+          return sent == N && ch.stats().messages_arrived == N;
         },
         90.0);
-    EXPECT_TRUE(done) << "sent " << sent << ", checked up to " << checked_up_to;
+    EXPECT_TRUE(done) << "sent " << sent << ", arrived " << ch.stats().messages_arrived;
     EXPECT_EQ(problem, "");
     EXPECT_EQ(checked, N);
     EXPECT_EQ(ch.stats().messages_arrived, N);
