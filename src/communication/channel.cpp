@@ -124,28 +124,43 @@ void ChannelCore::arrived_piece(const double* piece) {
     return;
   }
   ++stats.messages_arrived;
-  const std::size_t bytes = config.message_size * sizeof(double);
-  if (h.time_level > newest_level) {
-    if (previous_level > level) ++stats.messages_discarded;  // undelivered, now third newest
-    previous.swap(newest);
-    previous_level = newest_level;
-    std::memcpy(newest.data(), payload, bytes);
-    newest_level = h.time_level;
-  } else if (h.time_level > previous_level && h.time_level > level) {  // arrived out of order
-    if (previous_level > level) ++stats.messages_discarded;
-    std::memcpy(previous.data(), payload, bytes);
-    previous_level = h.time_level;
-  } else {
-    ++stats.messages_discarded;  // older than what is held or delivered
+  if (h.time_level <= level) {  // older than what was delivered: never deliverable
+    ++stats.messages_discarded;
+    return;
   }
+  // The victim: the entry (other than the receive image) holding the oldest level.
+  std::size_t victim = ring.size();
+  for (std::size_t e = 0; e < ring.size(); ++e)
+    if (e != delivered && (victim == ring.size() || ring[e].level < ring[victim].level)) victim = e;
+  if (ring[victim].level >= h.time_level) {  // older than all T retained arrivals
+    ++stats.messages_discarded;
+    return;
+  }
+  if (ring[victim].level > level) ++stats.messages_discarded;  // undelivered, pushed out of the ring
+  std::memcpy(ring[victim].data.data(), payload, config.message_size * sizeof(double));
+  ring[victim].level = h.time_level;
+  newest_level = std::max(newest_level, h.time_level);
+}
+
+std::size_t ChannelCore::find(std::int64_t lv) const {
+  if (lv < 0) return static_cast<std::size_t>(-1);
+  for (std::size_t e = 0; e < ring.size(); ++e)
+    if (ring[e].level == lv) return e;
+  return static_cast<std::size_t>(-1);
+}
+
+void ChannelCore::deliver(std::size_t e) {
+  // Retained arrivals between the old and the new delivered level are never delivered now.
+  for (std::size_t k = 0; k < ring.size(); ++k)
+    if (k != e && k != delivered && ring[k].level > level && ring[k].level < ring[e].level) ++stats.messages_discarded;
+  delivered = e;  // the old image stays retained (its data is intact) and becomes replaceable
+  level = ring[e].level;
+  ++stats.messages_delivered;
 }
 
 void ChannelCore::deliver_newest() {
   if (newest_level <= level) return;
-  if (previous_level > level) ++stats.messages_discarded;  // superseded, never delivered
-  image.swap(newest);  // newest now holds stale data, but newest_level == level marks it read
-  level = newest_level;
-  ++stats.messages_delivered;
+  deliver(find(newest_level));
 }
 
 }  // namespace detail
@@ -186,6 +201,20 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
                                                     config.message_size));
   }
   c.config.racy_chunks = chunks;
+  if (config.history < 0) throw InputError("channel: history must be >= 0 (0: automatic)");
+  if (config.mode == ChannelMode::bounded) {
+    const int L = config.max_delay;
+    if (L < 0) throw InputError("channel: max_delay must be >= 0");
+    if (config.history == 0) c.config.history = 2 * L + 2;
+    if (c.config.history < L + 2)
+      throw InputError("channel: bounded mode needs history >= max_delay + 2 (history " +
+                       std::to_string(config.history) + ", max_delay " + std::to_string(L) + ")");
+    // A peer keeping the bound sends at most levels tr - L + 1 .. tr + L + 1 beyond what this end
+    // took in during its last recv_bounded(tr): 2 L + 1 messages in flight (docs/channel.md).
+    c.config.max_in_flight = std::max(config.max_in_flight, 2 * L + 1);
+  } else if (config.history == 0) {
+    c.config.history = 2;  // the newest and the previous arrival
+  }
   const int n = static_cast<int>(config.message_size);
   c.chunk_begin.resize(static_cast<std::size_t>(chunks) + 1);
   for (int k = 0; k <= chunks; ++k)
@@ -193,9 +222,13 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
         k == chunks ? config.message_size : static_cast<std::size_t>(decomposition::block_start(n, chunks, k));
   c.chunk_level.assign(static_cast<std::size_t>(chunks), -1);
   c.staging.assign(config.message_size, 0.0);
-  c.image.assign(config.message_size, 0.0);
-  c.newest.assign(config.message_size, 0.0);
-  c.previous.assign(config.message_size, 0.0);
+  if (config.mode == ChannelMode::racy) {
+    c.image.assign(config.message_size, 0.0);
+  } else {
+    // T + 1 entries: the receive image (zeros, level -1, until the first delivery) and T arrivals.
+    c.ring.assign(static_cast<std::size_t>(c.config.history) + 1, {-1, std::vector<double>(config.message_size, 0.0)});
+    c.delivered = 0;
+  }
 
   switch (config.transport) {
     case Transport::p2p: backend_ = detail::make_p2p_backend(core_, comm_, send_tag_, recv_tag_); break;
@@ -216,7 +249,7 @@ void Channel::post_handshake() {
   const auto& c = core_.config;
   handshake_out_[0] = static_cast<std::int64_t>(c.message_size);
   handshake_out_[1] = c.max_in_flight;
-  handshake_out_[2] = c.mode == ChannelMode::racy ? 1 : 0;
+  handshake_out_[2] = static_cast<std::int64_t>(c.mode);
   handshake_out_[3] = c.racy_chunks;
   handshake_out_[4] = static_cast<std::int64_t>(c.transport);
   handshake_out_[5] = backend_->handshake_value();  // not compared
@@ -274,6 +307,14 @@ int Channel::in_flight() const { return backend_->in_flight(); }
 bool Channel::can_send() { return backend_->can_send(); }
 
 void Channel::send(std::int64_t time_level) {
+  if (core_.config.mode == ChannelMode::bounded) {
+    // Bounded staleness needs every level, in order (the reader consumes them one by one).
+    if (core_.last_sent >= 0 && time_level != core_.last_sent + 1)
+      throw InputError("channel: bounded mode sends every level in order: level " + std::to_string(time_level) +
+                       " after " + std::to_string(core_.last_sent));
+    if (time_level < 0) throw InputError("channel: bounded mode levels start at 0 or above");
+    core_.last_sent = time_level;
+  }
   backend_->send(time_level);
   ++core_.stats.messages_sent;
 }
@@ -292,26 +333,77 @@ bool Channel::can_recv() {
   return core_.config.mode == ChannelMode::racy || core_.newest_level > core_.level;
 }
 
+const double* Channel::level_data(std::int64_t level) const {
+  if (core_.config.mode == ChannelMode::racy) return nullptr;
+  const std::size_t e = core_.find(level);
+  return e == static_cast<std::size_t>(-1) ? nullptr : core_.ring[e].data.data();
+}
+
 std::int64_t Channel::recv() {
   progress_receiving();
-  if (core_.config.mode == ChannelMode::async) core_.deliver_newest();
+  if (core_.config.mode != ChannelMode::racy) core_.deliver_newest();
   return core_.level;
 }
 
 std::int64_t Channel::wait_recv(std::int64_t min_level) {
   auto& c = core_;
+  if (c.config.mode == ChannelMode::racy) throw InputError("channel: wait_recv() needs whole messages (not racy mode)");
   // A synchronous exchange: the peer may be waiting for what this process sent. Deferred completions
   // (overlap schemes) happen now, even if what we wait for is already here and we never block.
   detail::complete_all_deferred();
   while (c.newest_level < min_level) backend_->progress(true);
-  // No further progress here: it could replace the wanted level by the next one.
-  if (c.previous_level >= min_level && c.previous_level > c.level) {
-    c.image.swap(c.previous);  // deliver the older one; the newest stays held for the next call
-    c.level = c.previous_level;
-    ++c.stats.messages_delivered;
-    return c.level;
+  // No further progress here: it could replace the wanted level by the next one. Deliver the
+  // oldest retained level >= min_level that is newer than the delivered one.
+  std::size_t best = c.ring.size();
+  for (std::size_t e = 0; e < c.ring.size(); ++e)
+    if (e != c.delivered && c.ring[e].level >= min_level && c.ring[e].level > c.level &&
+        (best == c.ring.size() || c.ring[e].level < c.ring[best].level))
+      best = e;
+  if (best != c.ring.size()) c.deliver(best);
+  return c.level;
+}
+
+std::int64_t Channel::recv_bounded(std::int64_t own_level) {
+  auto& c = core_;
+  if (c.config.mode != ChannelMode::bounded) throw InputError("channel: recv_bounded() needs bounded mode");
+  const std::int64_t L = c.config.max_delay;
+  // Algorithm 2, lines 9-14: the time step constraint. The first T calls enforce synchrony (tc = ts)
+  // so the ring fills; afterwards tc = ts - L enables asynchrony.
+  const bool init = c.bounded_calls < c.config.history;
+  ++c.bounded_calls;
+  const std::int64_t tc = init ? own_level : own_level - L;
+  // Line 11 (during init) and the late flush of line 1: a peer may wait for what we sent, so
+  // deferred completions (overlap schemes) happen before anything else.
+  if (init) detail::complete_all_deferred();
+  // Lines 15-24: non-blocking consumption of the notifications in order: tr advances one level at a
+  // time over levels that have arrived, and stops at the first missing one or at ts.
+  std::int64_t tr = c.level;
+  const auto advance = [&] {
+    if (tr < 0) {  // nothing consumed yet: the run starts at the oldest retained arrival
+      std::int64_t first = -1;
+      for (std::size_t e = 0; e < c.ring.size(); ++e)
+        if (c.ring[e].level >= 0 && (first < 0 || c.ring[e].level < first)) first = c.ring[e].level;
+      if (first < 0 || first > own_level) return;
+      tr = first;
+      ++c.stats.levels_consumed;
+    }
+    while (tr < own_level && c.find(tr + 1) != static_cast<std::size_t>(-1)) {
+      ++tr;  // line 22: tr <- tr + 1
+      ++c.stats.levels_consumed;
+    }
+  };
+  progress_receiving();
+  advance();
+  // Lines 25-30: block only while tc > tr.
+  if (tr < tc) {
+    ++c.stats.forced_waits;
+    detail::complete_all_deferred();
+    while (tr < tc) {
+      backend_->progress(true);
+      advance();
+    }
   }
-  c.deliver_newest();
+  if (tr > c.level) c.deliver(c.find(tr));  // lines 32-34 read the ring from here
   return c.level;
 }
 

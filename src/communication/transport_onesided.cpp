@@ -1,6 +1,9 @@
 #include "transport_onesided.hpp"
 
 #include <algorithm>
+#include <cstring>
+#include <stdexcept>
+#include <string>
 #include <thread>
 #include <utility>
 
@@ -38,34 +41,88 @@ void complete_all_deferred() {
 OneSidedBackend::OneSidedBackend(ChannelCore& core, Completion completion, bool local_flush_after_put)
     : TransportBackend(core), completion_(completion), local_flush_after_put_(local_flush_after_put) {
   send_buffers_.assign(slots(), std::vector<double>(core.packed_size()));
+  stamp_out_.assign(slots(), none);
+  control_.assign(control_words(), 0);
 }
 
 OneSidedBackend::~OneSidedBackend() { cancel_deferred(this); }
 
+void OneSidedBackend::initialise_region(unsigned char* region) const {
+  std::memset(region, 0, region_bytes());
+  for (std::size_t s = 0; s < slots(); ++s) {
+    const std::int64_t v = none;
+    std::memcpy(region + stamp_offset(s), &v, sizeof v);
+  }
+}
+
+// ----------------------------------------------------------------------------------------------
+// The notified put, emulated.
+
+void OneSidedBackend::put_notify(const void* src, std::size_t bytes, std::size_t slot, std::int64_t tag) {
+  put(src, bytes, slot_offset(slot));
+  stamp_out_[slot] = tag;
+  pending_.push_back(slot);
+}
+
+void OneSidedBackend::complete_notified() {
+  if (pending_.empty()) return;
+  complete_remote();  // the data is complete at the target first ...
+  for (std::size_t slot : pending_) store_remote(counters + slot, &stamp_out_[slot]);  // ... then its stamp
+  flush_atomics();
+  pending_.clear();
+}
+
+void OneSidedBackend::poll_notifications(std::int64_t* tags) {
+  read_control(control_.data());
+  std::copy(control_.begin() + counters, control_.end(), tags);
+}
+
+void OneSidedBackend::consume_notifications(const std::size_t* slot_list, std::size_t n) {
+  if (n) reset_stamps(slot_list, n);
+}
+
+void OneSidedBackend::set_remote(Counter c, std::int64_t value) {
+  counter_out_[c] = value;
+  store_remote(static_cast<std::size_t>(c), &counter_out_[c]);
+  flush_atomics();
+}
+
+// ----------------------------------------------------------------------------------------------
+
 void OneSidedBackend::complete_pending_cb(TransportBackend* b) { static_cast<OneSidedBackend*>(b)->complete_pending(); }
 
 void OneSidedBackend::complete_pending() {
-  if (notified_ == sent_) return;
-  complete_remote();  // the data first ...
-  set_remote(arrivals, sent_);  // ... then the notification
-  notified_ = sent_;
+  complete_notified();
   cancel_deferred(this);
 }
 
 void OneSidedBackend::take_arrivals() {
-  std::int64_t c[3];
-  read_counters(c);
-  acked_ = std::max(acked_, c[acks]);
-  peer_done_ = c[done];
-  if (c[arrivals] > consumed_) {
-    sync_local();
-    const unsigned char* region = local_region();
-    for (std::int64_t k = consumed_; k < c[arrivals]; ++k) {
-      if (closing_) continue;  // draining: drop
-      const auto* packed = reinterpret_cast<const double*>(region + slot_offset(static_cast<std::size_t>(k) % slots()));
+  // One atomic read of the counters and every slot's notification.
+  read_control(control_.data());
+  acked_ = std::max(acked_, control_[acks]);
+  peer_done_ = control_[done];
+  // Consume the notifications in order (Algorithm 2, lines 17-24): message k sits in slot k % R;
+  // at most R per read, since a slot is rewritten only after our acknowledgement.
+  consumed_slots_.clear();
+  for (std::size_t n = 0; n < slots(); ++n) {
+    const std::size_t s = static_cast<std::size_t>(consumed_) % slots();
+    const std::int64_t tag = control_[counters + s];
+    if (tag == none) break;
+    if (consumed_slots_.empty()) sync_local();
+    if (!closing_) {  // draining: drop
+      const auto* packed = reinterpret_cast<const double*>(local_region() + slot_offset(s));
+      std::int64_t level = 0;
+      std::memcpy(&level, packed, sizeof level);  // the packed header's time level
+      if (level != tag)
+        throw std::logic_error("one-sided channel: notification of level " + std::to_string(tag) +
+                               " observed before its data (slot holds level " + std::to_string(level) + ")");
       core_.arrived_message(packed);
     }
-    consumed_ = c[arrivals];
+    consumed_slots_.push_back(s);
+    ++consumed_;
+  }
+  if (!consumed_slots_.empty()) {
+    consume_notifications(consumed_slots_.data(), consumed_slots_.size());  // before the ack frees the slots
     set_remote(acks, consumed_);  // the slots may be reused: their contents are copied out
   }
 }
@@ -103,7 +160,7 @@ void OneSidedBackend::send(std::int64_t time_level) {
   const std::size_t s = static_cast<std::size_t>(sent_) % slots();
   double* buf = send_buffers_[s].data();
   core_.pack(buf, time_level);
-  put(buf, slot_bytes(), slot_offset(s));
+  put_notify(buf, slot_bytes(), s, time_level);
   ++sent_;
   if (local_flush_after_put_) complete_local();
   if (completion_ == Completion::in_send)

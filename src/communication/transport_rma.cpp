@@ -11,20 +11,22 @@
 // shared-memory file backing a window after the communicator's context id, and communicators of
 // disjoint rank pairs often get the same id; two such windows created at the same time on one node
 // then collide (seen here as "unlink(2) /dev/shm/osc_rdma...: No such file" and wrong data). A message is one contiguous MPI_Put (header and payload
-// packed together); its arrival is signalled only after the data is complete at the target
-// (MPI_Win_flush), by an MPI_Accumulate(MPI_REPLACE) of the peer's arrival counter.
+// packed together), sent as an emulated notified put (transport_onesided.hpp): its arrival is
+// signalled only after the data is complete at the target (MPI_Win_flush), by an
+// MPI_Accumulate(MPI_REPLACE) of the slot's stamp with the message's time level.
 //
 // Defined behaviour of the target-side reads:
-//  * Counters are touched only by accumulate operations on MPI_INT64_T: MPI_REPLACE by the peer,
-//    MPI_NO_OP (MPI_Get_accumulate) by the owner. MPI guarantees accumulate operations on the same
+//  * Control words (counters, slot stamps) are touched only by accumulate operations on MPI_INT64_T:
+//    MPI_REPLACE by the peer (and by the owner resetting a consumed stamp), MPI_NO_OP
+//    (MPI_Get_accumulate) by the owner. MPI guarantees accumulate operations on the same
 //    basic datatype to be element-wise atomic with respect to each other, so the owner never does
 //    a racy plain load of a location the peer may be updating.
-//  * Slot data is read with plain loads only after the owner saw the arrival counter cover it
-//    (an atomic read) and called MPI_Win_sync: the put was completed at the target by the sender's
+//  * Slot data is read with plain loads only after the owner saw the slot's stamp (an atomic read)
+//    and called MPI_Win_sync: the put was completed at the target by the sender's
 //    flush before the counter was raised, and the sender rewrites that slot only after our
 //    acknowledgement, so no access conflicts with the loads.
 //
-// Progress: every call on the channel reads the counters with an RMA operation on its own window
+// Progress: every call on the channel reads the control words with an RMA operation on its own window
 // followed by MPI_Win_flush, which drives the MPI progress engine, so the channel works with MPI
 // libraries that make RMA progress only inside MPI calls of the target.
 #include <algorithm>
@@ -102,16 +104,22 @@ class RmaBackend final : public OneSidedBackend {
   }
   void complete_local() override { MPI_Win_flush_local(peer_, window_->win); }
   void complete_remote() override { MPI_Win_flush(peer_, window_->win); }
-  void set_remote(Counter c, std::int64_t value) override {
-    out_[c] = value;
-    MPI_Accumulate(&out_[c], 1, MPI_INT64_T, peer_, remote(c * sizeof(std::int64_t)), 1, MPI_INT64_T, MPI_REPLACE,
+  void store_remote(std::size_t word, const std::int64_t* src) override {
+    MPI_Accumulate(src, 1, MPI_INT64_T, peer_, remote(word * sizeof(std::int64_t)), 1, MPI_INT64_T, MPI_REPLACE,
                    window_->win);
-    MPI_Win_flush(peer_, window_->win);  // visible at the peer without its help
   }
-  void read_counters(std::int64_t out[3]) override {
-    std::int64_t dummy[3] = {0, 0, 0};
-    MPI_Get_accumulate(dummy, 3, MPI_INT64_T, out, 3, MPI_INT64_T, me_, static_cast<MPI_Aint>(local_offset_), 3,
-                       MPI_INT64_T, MPI_NO_OP, window_->win);
+  void flush_atomics() override { MPI_Win_flush(peer_, window_->win); }  // visible at the peer without its help
+  void read_control(std::int64_t* out) override {
+    const int n = static_cast<int>(control_words());
+    dummy_.assign(control_words(), 0);
+    MPI_Get_accumulate(dummy_.data(), n, MPI_INT64_T, out, n, MPI_INT64_T, me_, static_cast<MPI_Aint>(local_offset_),
+                       n, MPI_INT64_T, MPI_NO_OP, window_->win);
+    MPI_Win_flush(me_, window_->win);
+  }
+  void reset_stamps(const std::size_t* slot_list, std::size_t n) override {
+    for (std::size_t k = 0; k < n; ++k)
+      MPI_Accumulate(&none_, 1, MPI_INT64_T, me_, static_cast<MPI_Aint>(local_offset_ + stamp_offset(slot_list[k])), 1,
+                     MPI_INT64_T, MPI_REPLACE, window_->win);
     MPI_Win_flush(me_, window_->win);
   }
   void sync_local() override { MPI_Win_sync(window_->win); }
@@ -123,7 +131,8 @@ class RmaBackend final : public OneSidedBackend {
   int me_ = 0, peer_ = 0;
   std::size_t local_offset_ = 0, peer_offset_ = 0;
   std::shared_ptr<RmaWindow> window_;
-  std::int64_t out_[3] = {0, 0, 0};  // sources of the counter updates (complete at each flush)
+  std::vector<std::int64_t> dummy_;           // origin of the MPI_NO_OP reads (not accessed)
+  static constexpr std::int64_t none_ = none;  // origin of the stamp resets
 };
 
 }  // namespace
@@ -152,7 +161,10 @@ void rma_create_window(MPI_Comm comm, const std::vector<TransportBackend*>& back
   MPI_Win_allocate(static_cast<MPI_Aint>(bytes), 1, info, comm, &base, &w->win);
   MPI_Info_free(&info);
   w->base = static_cast<unsigned char*>(base);
-  if (bytes) std::memset(w->base, 0, bytes);
+  for (TransportBackend* b : backends) {  // no notification in any slot; plain stores before any access
+    auto* r = static_cast<RmaBackend*>(b);
+    r->initialise_region(w->base + r->handshake_value());
+  }
   MPI_Win_lock_all(MPI_MODE_NOCHECK, w->win);
   MPI_Win_sync(w->win);
   MPI_Barrier(comm);  // no process writes into another's window before it is zeroed

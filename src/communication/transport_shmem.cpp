@@ -6,11 +6,12 @@
 // each other their region's offset in the MPI handshake. Remote addresses are formed from the local
 // arena address plus the peer's offset, which OpenSHMEM translates to the peer's copy.
 //
-// Protocol (transport_onesided.hpp): shmem_putmem of the packed message, shmem_fence (delivery of
-// the data is ordered before what follows to the same PE), then the flag: an atomic set of the
-// peer's arrival counter. The receiver reads its counters with atomic fetches on its own PE and
-// acknowledges with an atomic set of the sender's ack counter. Slot data is read with plain loads
-// only after the counter covers it; the sender rewrites a slot only after its acknowledgement.
+// Protocol (transport_onesided.hpp), the emulated notified put: shmem_putmem of the packed message,
+// shmem_fence (delivery of the data is ordered before what follows to the same PE), then the flag:
+// an atomic set of the slot's stamp to the message's time level. The receiver reads its control
+// words with atomic fetches on its own PE, resets consumed stamps with atomic sets, and acknowledges
+// with an atomic set of the sender's ack counter. Slot data is read with plain loads only after its
+// stamp was seen; the sender rewrites a slot only after its acknowledgement.
 //
 // PE numbers are MPI_COMM_WORLD ranks (Open MPI's OpenSHMEM runs the PEs as the MPI job's ranks).
 #include <atomic>
@@ -101,7 +102,7 @@ class ShmemBackend final : public OneSidedBackend {
     MPI_Group_free(&world);
     me_pe_ = shmem_my_pe();
     offset_ = arena().allocate(region_bytes());
-    std::memset(arena().base + offset_, 0, region_bytes());
+    initialise_region(arena().base + offset_);  // no notification in any slot
   }
   ~ShmemBackend() override {
     if (owns_) arena().release(offset_, region_bytes());
@@ -127,13 +128,18 @@ class ShmemBackend final : public OneSidedBackend {
   }
   void complete_local() override {}
   void complete_remote() override { shmem_fence(); }
-  void set_remote(Counter c, std::int64_t value) override {
-    shmem_long_atomic_set(reinterpret_cast<long*>(remote(c * sizeof(long))), static_cast<long>(value), peer_pe_);
+  void store_remote(std::size_t word, const std::int64_t* src) override {
+    shmem_long_atomic_set(reinterpret_cast<long*>(remote(word * sizeof(long))), static_cast<long>(*src), peer_pe_);
   }
-  void read_counters(std::int64_t out[3]) override {
-    for (int c = 0; c < 3; ++c)
-      out[c] = shmem_long_atomic_fetch(reinterpret_cast<const long*>(local(static_cast<std::size_t>(c) * sizeof(long))),
-                                       me_pe_);
+  void flush_atomics() override {}  // an atomic set is visible at the peer without its help
+  void read_control(std::int64_t* out) override {
+    for (std::size_t w = 0; w < control_words(); ++w)
+      out[w] = shmem_long_atomic_fetch(reinterpret_cast<const long*>(local(w * sizeof(long))), me_pe_);
+  }
+  void reset_stamps(const std::size_t* slot_list, std::size_t n) override {
+    for (std::size_t k = 0; k < n; ++k)
+      shmem_long_atomic_set(reinterpret_cast<long*>(local(stamp_offset(slot_list[k]))), static_cast<long>(none), me_pe_);
+    shmem_quiet();  // complete before the acknowledgement lets the peer stamp the slot again
   }
   void sync_local() override { std::atomic_thread_fence(std::memory_order_acquire); }
   const unsigned char* local_region() const override { return local(0); }

@@ -10,6 +10,16 @@
 //   racy mode   a message travels in `racy_chunks` pieces; each piece lands in the receive image as
 //               soon as it arrives (element-wise atomic stores), so the image may mix values from
 //               different sender time levels. Readers use atomic loads (see read_racy()).
+//   bounded     bounded staleness (the weakly-synchronous exchange, Algorithm 2 of the paper on
+//               asynchrony-tolerant schemes for Burgers' turbulence with notified RMA; see
+//               docs/channel.md): every level is sent, in order; recv_bounded(own) consumes what
+//               has arrived and blocks only while the newest level available is more than
+//               max_delay (L) levels behind the reader's own level (and, during the first
+//               `history` calls, while it is behind at all: a synchronous start).
+//
+// Time levels (async and bounded): the whole messages that arrive are kept in a ring of `history`
+// (T) slots, plus the one delivered last (the receive image); level_data(level) reads any retained
+// level, newest_level() is the newest that has arrived.
 //
 // Flow control is end-to-end: at most `max_in_flight` messages per direction are unacknowledged,
 // where acknowledged means the receiving end's channel has taken the message in (p2p: MPI_Issend
@@ -22,10 +32,10 @@
 //          max_in_flight receives posted into private slots, reposted as soon as they complete.
 //   rma    MPI-3 one-sided, passive target: one window (MPI_Win_allocate) per channel over a 2-rank
 //          communicator, one MPI_Win_lock_all epoch for the channel's lifetime, one packed MPI_Put
-//          per message into one of max_in_flight slots of the peer's window, then (after a flush)
-//          an atomic notification counter; the receiver acknowledges atomically in the sender's
-//          window. Completion schemes: RmaSync.
-//   shmem  OpenSHMEM: the same slots and counters in symmetric memory, put / fence / atomic flag,
+//          per message into one of max_in_flight slots of the peer's window, notified (after a
+//          flush) by an atomic store of the slot's stamp carrying the level: an emulated notified
+//          put. The receiver acknowledges atomically in the sender's window. Completion: RmaSync.
+//   shmem  OpenSHMEM: the same slots and stamps in symmetric memory, put / fence / atomic stamp,
 //          acknowledgement by a remote atomic (flag-and-acknowledge). Completion: ShmemSync.
 // Every transport receives into private slots that the channel drains during any call on it, so
 // racy mode is element-wise well defined (no C++ data race) at piece granularity.
@@ -42,7 +52,9 @@
 
 namespace desync::comm {
 
-enum class ChannelMode { async, racy };
+/// async: newest whole message wins; racy: pieces land as they arrive; bounded: every level kept in
+/// order, the reader at most max_delay levels ahead of what it has (see the header comment).
+enum class ChannelMode { async, racy, bounded };
 
 /// How messages travel (see the header comment and docs/channel.md).
 enum class Transport { p2p, rma, shmem };
@@ -90,6 +102,14 @@ struct ChannelConfig {
   Transport transport = Transport::p2p;  ///< both ends must agree
   RmaSync rma_sync = RmaSync::flush;     ///< rma only; each end may choose its own
   ShmemSync shmem_sync = ShmemSync::put; ///< shmem only; each end may choose its own
+  /// T: whole messages (time levels) retained besides the delivered one (async, bounded; racy
+  /// ignores it). 0 = automatic: 2 in async mode (the newest and the previous arrival, as before
+  /// the ring existed), 2 L + 2 in bounded mode. Bounded mode needs T >= L + 2.
+  int history = 0;
+  /// L: bounded mode only, the largest allowed delay in levels (>= 0). max_in_flight is raised to at
+  /// least 2 L + 1, the most messages a peer can have sent beyond what this end has taken in while
+  /// both keep the bound, so sending every level never blocks unless the bound requires it.
+  int max_delay = 0;
 };
 
 struct ChannelStats {
@@ -100,27 +120,41 @@ struct ChannelStats {
   long pieces_arrived = 0;      ///< racy: pieces that arrived
   long pieces_discarded = 0;    ///< racy: pieces older than the image's piece, not applied
   long blocked_sends = 0;       ///< send() calls that had to wait for a free slot
+  long forced_waits = 0;        ///< bounded: recv_bounded() calls that had to block for the bound
+  long levels_consumed = 0;     ///< bounded: levels recv_bounded() advanced over (tr increments)
 };
 
 namespace detail {
 class TransportBackend;
 
-/// The transport-independent state of one channel end: staging area, receive image, the two most
-/// recent async messages, racy piece levels and statistics. Backends feed arrivals into it.
+/// The transport-independent state of one channel end: staging area, receive image, the ring of
+/// retained time levels, racy piece levels and statistics. Backends feed arrivals into it.
 struct ChannelCore {
   static constexpr std::size_t header_doubles = 2;  ///< packed header: time level, piece index
+
+  /// One retained whole message. level -1: empty.
+  struct Level {
+    std::int64_t level = -1;
+    std::vector<double> data;
+  };
 
   ChannelConfig config;
   ChannelStats stats;
   std::vector<double> staging;
-  std::vector<double> image;
+  std::vector<double> image;  ///< racy: the receive image (atomic element access)
   std::vector<std::size_t> chunk_begin;
   std::vector<std::int64_t> chunk_level;
-  std::int64_t level = -1;
-  // async: the two most recent messages that have arrived; one is undelivered while its level is
-  // above `level`. recv() takes the newest; wait_recv(L) the oldest held with level >= L.
-  std::vector<double> newest, previous;
-  std::int64_t newest_level = -1, previous_level = -1;
+  std::int64_t level = -1;  ///< delivered level (async, bounded) or newest piece level (racy)
+  // async, bounded: T + 1 entries. ring[delivered] is the receive image (the message delivered
+  // last, never overwritten until the next delivery); the other T hold the T newest arrivals. An
+  // arrival replaces the entry of the oldest level among those T (slot = "oldest retained", which
+  // equals level mod T when every level arrives in order, and keeps the newest T when levels are
+  // skipped or overtake each other, as async sends may).
+  std::vector<Level> ring;
+  std::size_t delivered = 0;
+  std::int64_t newest_level = -1;   ///< newest level that has arrived
+  std::int64_t last_sent = -1;      ///< bounded: the level of the last send (levels must be consecutive)
+  long bounded_calls = 0;           ///< bounded: recv_bounded() calls so far (synchronous start)
 
   std::size_t pieces() const { return chunk_begin.size() - 1; }
   std::size_t piece_size(std::size_t c) const { return chunk_begin[c + 1] - chunk_begin[c]; }
@@ -128,10 +162,14 @@ struct ChannelCore {
   std::size_t packed_size() const { return config.message_size + header_doubles * pieces(); }
   /// Writes the staging area as a packed message tagged `time_level` into out[0, packed_size()).
   void pack(double* out, std::int64_t time_level) const;
-  /// Feeds one arrived packed piece (header + payload) into the async or racy state.
+  /// Feeds one arrived packed piece (header + payload) into the ring or the racy image.
   void arrived_piece(const double* piece);
   /// Feeds a whole packed message (as pack() wrote it).
   void arrived_message(const double* packed);
+  /// Index of the ring entry holding `lv` (npos if not retained).
+  std::size_t find(std::int64_t lv) const;
+  /// Makes ring[e] the receive image; arrivals between the old and the new level count discarded.
+  void deliver(std::size_t e);
   void deliver_newest();
 };
 }  // namespace detail
@@ -179,7 +217,9 @@ class Channel {
 
   /// Receive image: async, the last delivered message; racy, pieces written as they land.
   /// async: the pointer may change at each recv(); fetch it again after every call.
-  const double* recv_buffer() const { return core_.image.data(); }
+  const double* recv_buffer() const {
+    return core_.config.mode == ChannelMode::racy ? core_.image.data() : core_.ring[core_.delivered].data.data();
+  }
   /// racy: atomic (relaxed) load of element m of the receive image.
   double read_racy(std::size_t m) const {
     return std::atomic_ref<const double>(core_.image[m]).load(std::memory_order_relaxed);
@@ -191,6 +231,27 @@ class Channel {
   std::size_t chunk_begin(int c) const { return core_.chunk_begin[static_cast<std::size_t>(c)]; }
   std::size_t chunk_end(int c) const { return core_.chunk_begin[static_cast<std::size_t>(c) + 1]; }
   std::int64_t chunk_level(int c) const { return core_.chunk_level[static_cast<std::size_t>(c)]; }
+
+  // ---- Time levels (async and bounded modes; see ChannelConfig::history).
+  /// Newest time level that has arrived (taken in by the channel, delivered or not); -1 before any.
+  /// Makes no progress: call recv(), can_recv() or recv_bounded() to take arrivals in.
+  std::int64_t newest_level() const { return core_.newest_level; }
+  /// The data (message_size doubles) of time level `level` if this end retains it (one of the T
+  /// newest arrivals, or the delivered message), else nullptr. Valid until the next call on the
+  /// channel other than the const accessors: an arrival may replace it.
+  const double* level_data(std::int64_t level) const;
+  /// Number of time levels retained besides the delivered one (T, after the automatic choice).
+  int history() const { return core_.config.history; }
+
+  /// bounded mode: one step of the weakly-synchronous exchange (WS-NA), Algorithm 2, lines 9-31,
+  /// for a reader whose own level is `own_level` (it has sent own_level already). Takes in every message that has
+  /// arrived, then blocks only while the newest level available is below the constraint
+  /// tc = own_level - max_delay (tc = own_level during the first `history` calls: the synchronous
+  /// start that fills the ring). Returns tr, the newest level available but at most own_level,
+  /// and delivers it into recv_buffer(); levels above own_level that arrived stay retained for
+  /// later calls. With max_delay 0 this is wait_recv(own_level). Contract: both ends send every
+  /// level in order and call recv_bounded(own) once per level after send(own).
+  std::int64_t recv_bounded(std::int64_t own_level);
 
   const ChannelConfig& config() const { return core_.config; }
   const ChannelStats& stats() const { return core_.stats; }
