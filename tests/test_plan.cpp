@@ -14,7 +14,9 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <chrono>
 #include <cmath>
+#include <thread>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -254,6 +256,159 @@ TEST(PlanExchange, MalformedPlanIsAnInputErrorOnEveryRank) {
     plan.neighbours.push_back(nb);
   }
   EXPECT_THROW(PlanExchange(comm, plan, PlanExchangeConfig{}), InputError);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Bounded staleness (the weakly-synchronous exchange).
+
+namespace {
+
+// One step of a width-2 smoothing stencil on the owned cells, reading the halo (bitwise-defined:
+// the same operations in the same order whatever the exchange mode).
+void smooth(const Field& u, Field& v) {
+  const Index3& n = u.extent();
+  for (int k = 0; k < n[2]; ++k)
+    for (int j = 0; j < n[1]; ++j)
+      for (int i = 0; i < n[0]; ++i)
+        v(i, j, k) = 0.25 * u(i, j, k) + 0.1 * (u(i - 1, j, k) + u(i + 1, j, k) + u(i, j - 1, k) + u(i, j + 1, k)) +
+                     0.05 * (u(i - 2, j, k) + u(i + 2, j, k) + u(i - 1, j - 1, k) + u(i + 1, j + 1, k) +
+                             (n[2] > 1 ? u(i, j, k - 2) + u(i, j, k + 2) : 0.0));
+}
+
+// Runs `steps` of smooth() with the exchange in `mode` and returns the final owned cells.
+std::vector<double> run_smoothing(const CartGrid& grid, const StructuredHalo& halo, HaloMode mode, int max_delay,
+                                  int steps) {
+  PlanExchangeConfig cfg;
+  cfg.mode = mode;
+  cfg.max_delay = max_delay;
+  desync_test::apply_transport(cfg);
+  PlanExchange ex(grid.comm(), desync::comm::make_structured_plan(grid, halo), cfg);
+  Field u(grid.local(), halo.width), v(grid.local(), halo.width);
+  fill(grid, u, 0);
+  for (int t = 0; t < steps; ++t) {
+    ex.start(u.data(), t);
+    ex.finish(u.data(), t);
+    smooth(u, v);
+    std::swap(u, v);
+  }
+  ex.close();
+  std::vector<double> out;
+  const Index3& n = u.extent();
+  for (int k = 0; k < n[2]; ++k)
+    for (int j = 0; j < n[1]; ++j)
+      for (int i = 0; i < n[0]; ++i) out.push_back(u(i, j, k));
+  return out;
+}
+
+// The level a halo cell's value was packed at (fill() adds level_scale * level to f(x, y, z, 0)).
+std::int64_t level_of(double value, int x, int y, int z) {
+  return std::llround((value - f(x, y, z, 0)) / level_scale);
+}
+
+}  // namespace
+
+TEST(BoundedPlan, ZeroDelayReproducesSyncBitwise) {
+  TestComm comm;
+  const int size = desync_test::world_size();
+  const Periodic3 all{true, true, true};
+  for (const Case& c : {Case{"3D width 2 corners periodic", {8, 6, 4}, {0, 0, 0}, all, {{2, 2, 2}, true}},
+                        Case{"2D width 2 corners", {8, 8, 1}, {0, 0, 1}, {false, false, false}, {{2, 2, 0}, true}}}) {
+    const Index3 dims = choose_dims(size, c.dims_hint);
+    bool fits = check_split(c.global, dims).empty();
+    for (int a = 0; a < 3; ++a) fits = fits && c.halo.width[a] <= c.global[a] / dims[a];
+    if (!fits) continue;
+    CartGrid grid(comm, c.global, dims, c.periodic);
+    const long before = desync::comm::RequestLedger::outstanding();
+    const auto sync = run_smoothing(grid, c.halo, HaloMode::sync, 0, 25);
+    const auto bounded = run_smoothing(grid, c.halo, HaloMode::bounded, 0, 25);
+    ASSERT_EQ(sync.size(), bounded.size());
+    std::size_t differ = 0;
+    for (std::size_t e = 0; e < sync.size(); ++e) differ += sync[e] != bounded[e];  // bitwise
+    EXPECT_EQ(differ, 0u) << c.name;
+    // A positive bound lets ranks run ahead, so the answer may differ; it must still be finite.
+    const auto loose = run_smoothing(grid, c.halo, HaloMode::bounded, 2, 25);
+    for (double x : loose) EXPECT_TRUE(std::isfinite(x));
+    EXPECT_EQ(desync::comm::RequestLedger::outstanding(), before) << c.name;
+  }
+}
+
+TEST(BoundedPlan, DelayedNeighbourIsNeverMoreThanLBehind) {
+  TestComm comm;
+  const int size = desync_test::world_size();
+  if (size < 2) GTEST_SKIP() << "needs a remote neighbour";
+  const StructuredHalo halo{{1, 1, 1}, true};
+  CartGrid grid(comm, {4 * size, 4, 4}, {size, 1, 1}, {true, false, false});
+  for (int L : {0, 2, 4}) {
+    const long before = desync::comm::RequestLedger::outstanding();
+    PlanExchangeConfig cfg;
+    cfg.mode = HaloMode::bounded;
+    cfg.max_delay = L;
+    desync_test::apply_transport(cfg);
+    PlanExchange ex(grid.comm(), desync::comm::make_structured_plan(grid, halo), cfg);
+    Field u(grid.local(), halo.width);
+    const int steps = 60;
+    const int history = 2 * L + 2;  // the channel's default ring for bounded mode
+    int bad = 0;
+    for (int t = 0; t < steps; ++t) {
+      // Rank 1 falls behind for a while: 15 ms a step during steps 10..19.
+      if (grid.rank() == 1 && t >= 10 && t < 20) std::this_thread::sleep_for(std::chrono::milliseconds(15));
+      fill(grid, u, t);
+      ex.start(u.data(), t);
+      ex.finish(u.data(), t);
+      const Index3& n = u.extent();
+      const auto& o = grid.offset();
+      const Index3& g = grid.global();
+      // Every halo cell holds one level within the bound (exactly t while the ring fills up).
+      for (int k = -1; k <= n[2]; ++k)
+        for (int j = -1; j <= n[1]; ++j)
+          for (int i = -1; i <= n[0]; ++i) {
+            const bool halo_cell = i < 0 || i >= n[0] || j < 0 || j >= n[1] || k < 0 || k >= n[2];
+            const int y = o[1] + j, z = o[2] + k;
+            if (!halo_cell || y < 0 || y >= g[1] || z < 0 || z >= g[2]) continue;
+            const int x = ((o[0] + i) % g[0] + g[0]) % g[0];
+            const std::int64_t level = level_of(u(i, j, k), x, y, z);
+            const bool ok = t < history ? level == t : level <= t && level >= t - L;
+            if (!ok && ++bad <= 3)
+              ADD_FAILURE() << "L " << L << " step " << t << " rank " << grid.rank() << " cell (" << i << ", " << j
+                            << ", " << k << ") holds level " << level;
+          }
+      // The retained levels behind the installed one can be read back, each with its own data.
+      for (std::size_t q = 0; q < ex.plan().neighbours.size(); ++q) {
+        if (ex.plan().is_local(q)) continue;
+        const std::int64_t held = ex.time_level(q);
+        ASSERT_GE(held, t - L);
+        for (std::int64_t l = std::max<std::int64_t>(0, held - L); l <= held; ++l) {
+          const double* d = ex.level_data(q, l);
+          ASSERT_NE(d, nullptr) << "level " << l << " of neighbour " << q << " not retained at step " << t;
+          const auto& nb = ex.plan().neighbours[q];
+          const std::int32_t cell = nb.recv.front();  // the first halo cell this neighbour fills
+          const Index3 w = u.halo_width();
+          const Index3 e{n[0] + 2 * w[0], n[1] + 2 * w[1], n[2] + 2 * w[2]};
+          const int ci = cell % e[0] - w[0], cj = (cell / e[0]) % e[1] - w[1], ck = cell / (e[0] * e[1]) - w[2];
+          const int x = ((o[0] + ci) % g[0] + g[0]) % g[0];
+          EXPECT_EQ(level_of(d[0], x, o[1] + cj, o[2] + ck), l);
+        }
+      }
+    }
+    EXPECT_EQ(bad, 0);
+    // Rank 1's neighbours ran ahead while it slept: with L below the 10 slow steps, they had to wait.
+    long waits = ex.forced_waits();
+    const bool next_to_slow = grid.rank() != 1 && (grid.rank() == 0 || grid.rank() == 2 % size);
+    if (next_to_slow && !desync_test::one_sided()) {
+      EXPECT_GT(waits, 0) << "L " << L;
+    }
+    ex.close();
+    EXPECT_EQ(desync::comm::RequestLedger::outstanding(), before) << "L " << L;
+  }
+}
+
+TEST(BoundedPlan, NegativeDelayIsAnInputError) {
+  TestComm comm;
+  CartGrid grid(comm, {4 * desync_test::world_size(), 4, 4}, {desync_test::world_size(), 1, 1});
+  PlanExchangeConfig cfg;
+  cfg.mode = HaloMode::bounded;
+  cfg.max_delay = -1;
+  EXPECT_THROW(PlanExchange(grid.comm(), desync::comm::make_structured_plan(grid, {{1, 1, 1}, false}), cfg), InputError);
 }
 
 // ---------------------------------------------------------------------------------------------

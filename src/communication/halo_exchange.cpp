@@ -25,6 +25,7 @@ HaloExchange::HaloExchange(const decomposition::CartGrid& grid, HaloConfig confi
   c.transport = config_.transport;
   c.rma_sync = config_.rma_sync;
   c.shmem_sync = config_.shmem_sync;
+  c.max_delay = config_.max_delay;
   exchange_ = std::make_unique<PlanExchange>(grid.comm(), std::move(plan), c);
 }
 

@@ -31,6 +31,7 @@ const char* to_string(HaloMode mode) {
     case HaloMode::sync: return "sync";
     case HaloMode::async: return "async";
     case HaloMode::racy: return "racy";
+    case HaloMode::bounded: return "bounded";
   }
   return "?";
 }
@@ -62,6 +63,12 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
   if (problem.empty() && (config_.tag_base < 0 || config_.tag_base + max_plan_tag > max_channel_tag))
     problem = "plan exchange: tag_base must be in [0, " + std::to_string(max_channel_tag - max_plan_tag) + "]";
   if (problem.empty() && config_.max_in_flight < 1) problem = "plan exchange: max_in_flight must be >= 1";
+  if (problem.empty() && config_.mode == HaloMode::bounded && config_.max_delay < 0)
+    problem = "bounded exchange: the maximum delay L must be >= 0 (got " + std::to_string(config_.max_delay) + ")";
+  if (problem.empty() && config_.mode == HaloMode::bounded && config_.history != 0 &&
+      config_.history < config_.max_delay + 2)
+    problem = "bounded exchange: " + std::to_string(config_.history) + " retained levels are fewer than L + 2 = " +
+              std::to_string(config_.max_delay + 2);
   if (problem.empty() && config_.mode == HaloMode::racy && config_.racy_chunks < 1)
     problem = "plan exchange: racy_chunks must be >= 1";
   if (problem.empty() && !transport_built(config_.transport))
@@ -112,7 +119,11 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
       // peer computes the same (its send list is our receive list and vice versa).
       c.message_size = std::max<std::size_t>({nb.send.size(), nb.recv.size(), 1});
       c.max_in_flight = config_.max_in_flight;
-      c.mode = config_.mode == HaloMode::racy ? ChannelMode::racy : ChannelMode::async;
+      c.mode = config_.mode == HaloMode::racy      ? ChannelMode::racy
+               : config_.mode == HaloMode::bounded ? ChannelMode::bounded
+                                                   : ChannelMode::async;
+      c.max_delay = config_.mode == HaloMode::bounded ? config_.max_delay : 0;
+      c.history = config_.history;  // 0: the channel's default (2; bounded: 2 L + 2)
       c.racy_chunks = config_.racy_chunks;
       c.tag = config_.tag_base + nb.send_tag;
       c.recv_tag = config_.tag_base + nb.recv_tag;
@@ -181,7 +192,9 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
     awaited_[n] = nb.recv.empty() ? 0 : 1;
     if (m == 0) continue;  // the peer expects nothing from here
     Channel& ch = *channels_[n];
-    if (config_.mode != HaloMode::sync && !ch.can_send()) {
+    // Bounded mode sends every level (its receivers keep them in order); the channel's in-flight
+    // allowance (>= 2 L + 1) makes that block only when a peer is more than L levels behind.
+    if ((config_.mode == HaloMode::async || config_.mode == HaloMode::racy) && !ch.can_send()) {
       ++stats_.sends_skipped;
       continue;
     }
@@ -245,8 +258,6 @@ void PlanExchange::thread_main() {
 }
 
 // The pull path: takes neighbour n's data for a caller at time level own_level and records its age.
-// (A bounded-staleness mode with maximum delay L goes here: wait_recv(own_level - L) when the held
-// level is older than that, then recv() for anything newer.)
 void PlanExchange::pull_neighbour(std::size_t n, std::int64_t own_level) {
   Channel& ch = *channels_[n];
   switch (config_.mode) {
@@ -266,6 +277,18 @@ void PlanExchange::pull_neighbour(std::size_t n, std::int64_t own_level) {
       ch.recv();
       stats_.messages_received += ch.stats().messages_delivered - before;
       if (!plan_.neighbours[n].recv.empty() && ch.time_level() >= 0) stats_.delay.record(own_level - ch.time_level());
+      return;
+    }
+    case HaloMode::bounded: {
+      if (plan_.neighbours[n].recv.empty()) {
+        ch.can_recv();  // nothing comes from this peer; complete what we sent (overlap schemes)
+        return;
+      }
+      // Algorithm 2, lines 9-31: consume arrived levels in order, wait only while tr < own - L.
+      const long before = ch.stats().levels_consumed;
+      const std::int64_t level = ch.recv_bounded(own_level);
+      stats_.messages_received += ch.stats().levels_consumed - before;
+      stats_.delay.record(own_level - level);
       return;
     }
     case HaloMode::racy:
@@ -327,6 +350,18 @@ void PlanExchange::install_neighbour(std::size_t n, double* dest) const {
 
 void PlanExchange::install(double* dest) const {
   for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) install_neighbour(n, dest);
+}
+
+const double* PlanExchange::level_data(std::size_t n, std::int64_t level) const {
+  if (plan_.is_local(n) || !channels_[n] || config_.mode == HaloMode::racy) return nullptr;
+  return channels_[n]->level_data(level);
+}
+
+long PlanExchange::forced_waits() const {
+  long waits = 0;
+  for (const auto& ch : channels_)
+    if (ch) waits += ch->stats().forced_waits;
+  return waits;
 }
 
 std::int64_t PlanExchange::time_level(std::size_t n) const {

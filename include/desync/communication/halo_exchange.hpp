@@ -35,6 +35,7 @@ struct HaloConfig {
   Transport transport = Transport::p2p;  ///< how the channels move data (channel.hpp)
   RmaSync rma_sync = RmaSync::flush;     ///< rma completion scheme
   ShmemSync shmem_sync = ShmemSync::put; ///< shmem completion scheme
+  int max_delay = 0;                     ///< bounded: L (see HaloMode in plan_exchange.hpp)
 };
 
 /// messages_sent, messages_received, messages_discarded, sends_skipped and the ages of the halo

@@ -40,7 +40,14 @@ namespace desync::comm {
 
 /// Consistency of the data a pull installs (see the header comment). A bounded-staleness mode
 /// (maximum delay L) goes here too: PlanExchange::pull_neighbour is its only pull path.
-enum class HaloMode { sync, async, racy };
+/// The consistency contract of the halo data a reader installs (its staleness bound):
+///   sync     0: the data of exactly the reader's level
+///   bounded  L (max_delay): every level is sent and kept in a ring; a pull blocks only while the
+///            newest level available is more than L behind the reader's own (the weakly-synchronous
+///            exchange, Algorithm 2 of Aditya et al., 2019); retained levels can be read (level_data)
+///   async    unbounded, the newest whole message
+///   racy     unbounded, element-wise (per piece)
+enum class HaloMode { sync, async, racy, bounded };
 const char* to_string(HaloMode mode);
 
 /// Ages of the halo data: age = own iteration - sender's time level, recorded per neighbour (racy:
@@ -78,6 +85,8 @@ struct PlanExchangeConfig {
   RmaSync rma_sync = RmaSync::flush;
   ShmemSync shmem_sync = ShmemSync::put;
   Progress progress = Progress::none;
+  int max_delay = 0;  ///< bounded: L, the largest delay in levels a pull accepts (>= 0)
+  int history = 0;    ///< bounded/async: time levels retained per neighbour (0: the channel's default)
 };
 
 class PlanExchange {
@@ -92,7 +101,8 @@ class PlanExchange {
   PlanExchange& operator=(const PlanExchange&) = delete;
 
   /// Split phase, first half: packs x[send offsets] per neighbour and sends it tagged
-  /// `time_level`. sync: to every neighbour (blocks while a channel has no free slot); async/racy:
+  /// `time_level`. sync and bounded: to every neighbour (blocks while a channel has no free slot;
+  /// bounded: time levels must be consecutive); async/racy:
   /// where a slot is free, skipping the others (counted in sends_skipped).
   /// Contract: between start() and finish() the caller may read anything and write anything but
   /// the destination entries of the plan (x's send entries may change: they were copied); it must
@@ -106,7 +116,10 @@ class PlanExchange {
   /// Split phase, second half: takes the neighbours' data and writes it to dest[recv offsets]
   /// (dest may be x itself, as for a field with its halo). sync: waits for time level `own_level`
   /// from every neighbour (the level given to start() by every rank); async: the newest whole
-  /// message per neighbour, where one arrived; racy: the newest value of every element. Records
+  /// message per neighbour, where one arrived; racy: the newest value of every element; bounded:
+  /// consumes the levels that arrived in order and blocks only while a neighbour's newest level is
+  /// more than max_delay behind own_level (during the first `history` exchanges, while it is behind
+  /// at all), then installs the newest level held, at most own_level. Records
   /// each installed neighbour's age own_level - level in the delay statistics.
   void finish(double* dest, std::int64_t own_level);
   /// Writes the data last taken per neighbour into dest (no communication); entries of a
@@ -114,6 +127,12 @@ class PlanExchange {
   void install(double* dest) const;
   /// Time level of the data held for neighbour n (-1: nothing yet); racy: its oldest piece.
   std::int64_t time_level(std::size_t n) const;
+  /// async/bounded: neighbour n's data of a retained time level, in the order of its receive
+  /// offsets (nullptr if that level is not held, or n is a local neighbour); bounded mode keeps the
+  /// last `history` levels, so a solver can combine several (e.g. an asynchrony-tolerant stencil).
+  const double* level_data(std::size_t n, std::int64_t level) const;
+  /// bounded: pulls that had to block for the bound, summed over the neighbours.
+  long forced_waits() const;
   /// Completes all traffic and closes every channel: no request remains pending. Collective
   /// between neighbours. Idempotent. Afterwards only the accessors may be called.
   void close();
