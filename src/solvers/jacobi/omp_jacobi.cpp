@@ -28,8 +28,6 @@ using decomposition::Index3;
 
 namespace {
 
-using detail::vote_count;
-
 /// An OpenMP lock (paper 000 uses omp_set_lock / omp_unset_lock), usable with std::lock_guard.
 class OmpLock {
  public:
@@ -164,11 +162,11 @@ struct Slab {
   int nz = 0;  // planes
 };
 
-class OmpJacobiRun : private detail::JacobiRunBase {
+class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
  public:
   OmpJacobiRun(const decomposition::CartGrid& grid, const problems::Laplace3D& problem, const JacobiOptions& options,
                Field& u)
-      : JacobiRunBase(grid, options, u), threads_(options.threads) {
+      : JacobiRunBase(grid, problem, options, u, *this), threads_(options.threads) {
     const int nz = grid.local()[2];
     agree_or_throw(grid.comm(), threads_ >= 1, fmt::format("--threads {}: must be >= 1", threads_));
     agree_or_throw(grid.comm(), threads_ <= nz,
@@ -184,25 +182,29 @@ class OmpJacobiRun : private detail::JacobiRunBase {
                                threads_, team));
     for (int t = 0; t < threads_; ++t)
       slabs_.push_back({decomposition::block_start(nz, threads_, t), decomposition::block_size(nz, threads_, t)});
-    start(problem);
-    result_.stats.threads = threads_;
+    start();
+    driver_.stats().threads = threads_;
   }
 
   JacobiResult run() {
-    return solve([this](Phase phase, std::int64_t& iterations, solvers::TimeSplit& time) {
-      return run_sync(phase, iterations, time);
-    }, [this] { run_async(); });
+    return driver_.run([this](IterationPhase phase, std::int64_t& iterations,
+                              TimeSplit& time) { return run_sync(phase, iterations, time); },
+                       [this] { run_async(); });
   }
 
  private:
+  double local_source_norm_sq() override { return source_norm_sq(); }
+  double true_residual_sq() override { return residual_sq(); }
+  void finish() override { final_field(); }
+
   // Figure 2 with the MPI solver's synchronous halo swap between ranks (done by thread 0). The
   // polish phase uses it too, exactly as the MPI solver's polish does.
-  StopReason run_sync(Phase which, std::int64_t& iterations, solvers::TimeSplit& time) {
-    const SyncPhase phase = begin_sync(which);
+  StopReason run_sync(IterationPhase which, std::int64_t& iterations, TimeSplit& time) {
+    const IterationDriver::SyncPhase phase = driver_.begin_sync(which);
     const bool polishing = phase.polishing;
     const int period = phase.period;
     const int check_every = phase.check_every;
-    comm::HaloExchange halo(grid_, sync_halo_config(phase));
+    comm::HaloExchange halo(grid_, detail::sync_halo_config(opt_, polishing));
     std::optional<StopReason> stop;  // set by thread 0 on a check iteration, read after a barrier
     double residual_sq = 0;          // the parallel loop's reduction variable
     Field* const start_cur = cur_;
@@ -223,7 +225,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           else
             halo.refresh(*c);
           time.halo += t_halo.seconds();
-          if (!polishing && noise_.perturb_now(it)) (*c)(0, 0, 0) = noise_.perturb_value();
+          if (!polishing && driver_.noise().perturb_now(it)) (*c)(0, 0, 0) = driver_.noise().perturb_value();
           residual_sq = 0;
           t_sweep = core::Stopwatch();
         }
@@ -242,10 +244,10 @@ class OmpJacobiRun : private detail::JacobiRunBase {
         if (t == 0) {
           const double sweep_s = t_sweep.seconds();
           time.compute += sweep_s;
-          time.noise += noise_.after_sweep(sweep_s);
+          time.noise += driver_.noise().after_sweep(sweep_s);
           if (check) {
             // The test judged *c; stopping keeps it and drops the sweep just made.
-            stop = sync_test(residual_sq, at_limit, it, time);
+            stop = driver_.sync_test(residual_sq, at_limit, it, time);
             if (stop) {
               iterations = it;
               cur_ = c;
@@ -262,13 +264,13 @@ class OmpJacobiRun : private detail::JacobiRunBase {
     }
     close_sync_halo(halo, phase, time);
     // Every thread made every iteration of the main phase.
-    if (!polishing) result_.stats.thread_iterations_min = result_.stats.thread_iterations_max = iterations;
+    if (!polishing) driver_.stats().thread_iterations_min = driver_.stats().thread_iterations_max = iterations;
     return *stop;
   }
 
   // Asynchronous and racy Jacobi with threads (3.3.2, 3.3.3); see omp_jacobi.hpp.
   void run_async() {
-    auto& st = result_.stats;
+    auto& st = driver_.stats();
     const bool racy = opt_.mode == comm::HaloMode::racy;
     const bool hybrid = grid_.size() > 1;
     const int nthreads = threads_;
@@ -308,8 +310,8 @@ class OmpJacobiRun : private detail::JacobiRunBase {
         u_.for_each_boundary(f, [&](std::size_t, std::size_t idx) { out_cells[owner_of(idx)].push_back(idx); });
         u_.for_each_halo(f, [&](std::size_t, std::size_t idx) { in_cells[owner_of(idx)].push_back(idx); });
       }
-      halo.emplace(grid_, async_halo_config());
-      reduction = comm::make_reduction(opt_.reduction, grid_.comm(), vote_count);
+      halo.emplace(grid_, detail::async_halo_config(opt_));
+      reduction = comm::make_reduction(opt_.reduction, grid_.comm(), IterationDriver::vote_count);
     }
 
     // Shared state of the threads.
@@ -404,7 +406,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
             guarded(racy, rank_locks[ts].lock, [&] { read_cells(racy, in_cells[ts], mb, cd); });
           }
           time.halo += t_halo.seconds();
-          if (t == 0 && noise_.perturb_now(it)) (*c)(0, 0, 0) = noise_.perturb_value();
+          if (t == 0 && driver_.noise().perturb_now(it)) (*c)(0, 0, 0) = driver_.noise().perturb_value();
 
           // A residual every --check-every sweeps, and (one rank) after every sweep while an
           // agreement is being gathered: once some thread has seen the sum at or below the
@@ -422,7 +424,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
           }
           const double sweep_s = t_sweep.seconds();
           time.compute += sweep_s;
-          time.noise += noise_.after_sweep(sweep_s);
+          time.noise += driver_.noise().after_sweep(sweep_s);
           std::swap(c, n);
           ++it;
 
@@ -470,12 +472,12 @@ class OmpJacobiRun : private detail::JacobiRunBase {
             }
             if (ready) {
               fresh = true;
-              const double residual = std::sqrt(std::max(sum, 0.0)) / source_norm_;
+              const double residual = std::sqrt(std::max(sum, 0.0)) / driver_.source_norm();
               if (!hybrid) {
                 if (t == 0) record(it, residual);
                 if (!std::isfinite(residual))
                   claim(StopReason::non_finite, residual);
-                else if (residual > opt_.divergence_factor * initial_residual_)
+                else if (residual > opt_.divergence_factor * driver_.initial_residual())
                   claim(StopReason::diverged, residual);
                 else if (residual > opt_.tol)
                   agreement.disagree();
@@ -485,7 +487,7 @@ class OmpJacobiRun : private detail::JacobiRunBase {
             }
             time.reduction += t_red.seconds();
           }
-          const bool late = over_time();
+          const bool late = driver_.over_time();
           if (late) timed_out.store(true, std::memory_order_relaxed);
           if (it >= opt_.max_iters || late) {
             done = true;
@@ -524,16 +526,17 @@ class OmpJacobiRun : private detail::JacobiRunBase {
               sum = running_sq;
             }
             // Rounding in the running sum can leave a fully converged rank a tiny negative value.
-            double votes[vote_count] = {std::max(sum, 0.0), all_done ? 1.0 : 0.0,
-                                        timed_out.load(std::memory_order_relaxed) ? 1.0 : 0.0,
-                                        non_finite.load(std::memory_order_relaxed) ? 1.0 : 0.0};
+            double votes[IterationDriver::vote_count];
+            IterationDriver::fill_votes(votes, std::max(sum, 0.0), all_done,
+                                        timed_out.load(std::memory_order_relaxed),
+                                        non_finite.load(std::memory_order_relaxed));
             reduction->start(votes);
           }
           const bool complete = reduction->test();
           time.reduction += t_red.seconds();
           if (complete) {
-            if (const auto stop = completed_test(*reduction, it)) {
-              result_.stop = *stop;
+            if (const auto stop = driver_.completed_test(*reduction, it)) {
+              driver_.result().stop = *stop;
               stop_flag.store(true, std::memory_order_release);
               break;
             }
@@ -554,22 +557,23 @@ class OmpJacobiRun : private detail::JacobiRunBase {
       st.time.finish += t_finish.seconds();
       st.halo = halo->stats();
     } else {
+      auto& result = driver_.result();
       const int reason = claimed.load();
       if (reason >= 0) {
-        result_.stop = static_cast<StopReason>(reason);
-        last_tested_ = claimed_residual;
-        if (result_.history.empty() || result_.history.back().residual != claimed_residual)
-          result_.history.push_back({clock_.seconds(), thread_iterations[0], claimed_residual});
-        if (result_.stop == StopReason::non_finite) {
-          result_.message = "non-finite value (NaN or Inf) in the solution at iteration " +
-                            std::to_string(thread_iterations[0]) + " of thread 0";
-        } else if (result_.stop == StopReason::diverged) {
-          result_.message = detail::divergence_message(initial_residual_, claimed_residual, opt_.divergence_factor);
+        result.stop = static_cast<StopReason>(reason);
+        driver_.set_last_tested(claimed_residual);
+        if (result.history.empty() || result.history.back().residual != claimed_residual)
+          result.history.push_back({driver_.seconds(), thread_iterations[0], claimed_residual});
+        if (result.stop == StopReason::non_finite) {
+          result.message = "non-finite value (NaN or Inf) in the solution at iteration " +
+                           std::to_string(thread_iterations[0]) + " of thread 0";
+        } else if (result.stop == StopReason::diverged) {
+          result.message = divergence_message(driver_.initial_residual(), claimed_residual, opt_.divergence_factor);
         }
       } else {
-        result_.stop = timed_out.load() ? StopReason::time_limit : StopReason::max_iters;
+        result.stop = timed_out.load() ? StopReason::time_limit : StopReason::max_iters;
       }
-      st.reductions = static_cast<long>(result_.history.size());
+      st.reductions = static_cast<long>(result.history.size());
     }
     cur_ = &u_;
     next_ = &v_;
@@ -580,8 +584,8 @@ class OmpJacobiRun : private detail::JacobiRunBase {
 
   // One rank, thread 0: a history point (and --monitor line) for a residual it saw.
   void record(std::int64_t it, double residual) {
-    last_tested_ = residual;
-    record_point(it, residual);
+    driver_.set_last_tested(residual);
+    driver_.record_point(it, residual);
   }
 
   int threads_;

@@ -1,0 +1,190 @@
+#pragma once
+// The run loop every stationary iterative solver of desync shares: a synchronous or asynchronous
+// main phase, the convergence votes and their reading, termination, the true residual, --polish,
+// the noise hooks, the time split and the residual history. The solver supplies what one rank does
+// in one iteration through callbacks (LocalIteration below): Jacobi (paper 000, section 3.1) a
+// sweep of its block, an optimized Schwarz method (paper 001, section 4) a subdomain solve.
+//
+// One iteration of rank p, as the driver runs it (paper 000, Figure 1; paper 001, section 4):
+//   sync   exchange(it) every exchange_period iterations (blocking: every neighbour's values of
+//          time level it), refresh() otherwise; the perturbation; update(it, test) -> local
+//          residual^2; the slow rank's spin; every check_every iterations (and at max_iters) a
+//          blocking allreduce of the votes, read by every rank alike; advance() unless it stops.
+//   async  push(it) every exchange_period iterations, pull(it) every iteration (the newest values
+//          that have arrived); the perturbation; update(it, fresh) -> local residual^2; advance();
+//          a non-blocking reduction of the votes (iallreduce or the binary tree of paper 000,
+//          3.1.2) started when none is in flight and check_every iterations have passed since the
+//          previous start, tested once per iteration; every rank stops on the same completed sum.
+//          A rank at max_iters or time_limit stops updating but keeps pulling and reducing until
+//          the test that carries its vote completes.
+// Votes, summed over ranks: (local residual^2, reached max_iters, past time_limit, non-finite
+// local residual). Reading, in order: non_finite, diverged (residual > divergence_factor x the
+// true residual of the initial guess), converged (residual <= tol), max_iters, time_limit.
+// After the main phase: the true residual (true_residual_sq(), synchronous); with polish, if the
+// main phase stopped on its test but the true residual is above tol, the synchronous loop again
+// (exchange every iteration, a test every min(check_every, 10), no perturbation, its own max_iters
+// budget, history numbered on from the main phase), then the true residual again.
+#include <mpi.h>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "desync/communication/halo_exchange.hpp"
+#include "desync/communication/reduction.hpp"
+#include "desync/core/noise.hpp"
+#include "desync/core/timer.hpp"
+#include "desync/solvers/jacobi/jacobi.hpp"  // StopReason, JacobiResult (the result of every driven run)
+
+namespace desync::solvers {
+
+/// The settings the driver reads (JacobiOptions maps onto them; see jacobi_iteration_options()).
+struct IterationOptions {
+  bool asynchronous = false;   ///< main phase: the asynchronous loop (async, racy) or the synchronous one
+  int exchange_period = 1;     ///< exchange (sync) / push (async) every this many iterations
+  int check_every = 100;       ///< sync: iterations between tests; async: minimum between test starts
+  std::int64_t max_iters = 1000000;
+  double time_limit = 0;       ///< seconds since the driver was constructed, 0 = none
+  double tol = 1e-4;           ///< on sqrt(sum of local residual^2) / source norm
+  double divergence_factor = 1e6;
+  bool polish = false;
+  bool monitor = false;        ///< rank 0 prints each history point
+  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async
+  core::NoiseOptions noise;
+};
+
+enum class IterationPhase { main, polish };
+
+/// What the driver needs of a solver at the start and the end of a run, whatever runs its loops.
+class LocalProblem {
+ public:
+  virtual ~LocalProblem() = default;
+  /// This rank's part of ||s||^2, the residual's normaliser (the driver sums it over ranks).
+  virtual double local_source_norm_sq() = 0;
+  /// Collective: this rank's part of ||b - A u||^2 for the current iterate, after a synchronous
+  /// exchange of the external values it reads (the driver sums it over ranks).
+  virtual double true_residual_sq() = 0;
+  /// The run is over: leave the current iterate where the caller expects it.
+  virtual void finish() {}
+};
+
+/// What one rank does in one iteration, for the driver's own loops.
+class LocalIteration : public LocalProblem {
+ public:
+  /// Collective between neighbours: opens the exchange of a phase. synchronous: the main phase
+  /// of a synchronous run, or any polish phase; otherwise the asynchronous main phase. Channel sets
+  /// open at the same time need distinct tags (Jacobi: 0 async main, 8 sync main, 16 polish).
+  virtual void open_exchange(IterationPhase phase, bool synchronous) = 0;
+  /// sync: sends this rank's interface values tagged `it`, returns when every neighbour's values
+  /// of time level `it` are installed (staleness 0).
+  virtual void exchange(std::int64_t it) = 0;
+  /// sync, at iterations between exchanges: re-install the values of the last exchange.
+  virtual void refresh() = 0;
+  /// async: sends this rank's interface values tagged `it` where the channel has room.
+  virtual void push(std::int64_t it) = 0;
+  /// async: installs the newest values that have arrived; `it` is this rank's iteration (ages).
+  virtual void pull(std::int64_t it) = 0;
+  /// Statistics of the open exchange (the driver keeps the main phase's).
+  virtual comm::HaloStats exchange_stats() const = 0;
+  /// Collective between neighbours: drains and closes the open exchange.
+  virtual void close_exchange() = 0;
+  /// One local iteration (a sweep, a subdomain solve) from the current iterate into a candidate.
+  /// want_residual: return this rank's part of the squared residual of the current iterate (the
+  /// one the update starts from) with the external values installed now; otherwise return 0.
+  virtual double update(std::int64_t it, bool want_residual) = 0;
+  /// The candidate becomes the current iterate. Not called after a synchronous test that stops
+  /// the phase: the run keeps the iterate that test judged.
+  virtual void advance() = 0;
+  /// Noise: overwrite one value of the current iterate (paper 000 perturbations, --perturb-*).
+  virtual void perturb(double value) = 0;
+};
+
+/// Runs a solver's iterations (see the top of this file). Collective over `comm`: every rank
+/// constructs one, calls start() and one run().
+class IterationDriver {
+ public:
+  // Convergence-test payload, summed over ranks.
+  enum Vote : int { vote_residual_sq = 0, vote_at_max_iters, vote_at_time_limit, vote_non_finite, vote_count };
+
+  /// The settings of a synchronous phase: the main one, or polish.
+  struct SyncPhase {
+    bool polishing;
+    int period;       ///< iterations between exchanges
+    int check_every;  ///< iterations between tests
+  };
+
+  /// The run's clock (time_limit, history times) starts here.
+  IterationDriver(MPI_Comm comm, const IterationOptions& options, LocalProblem& problem);
+
+  /// Collective: the global source norm and the true residual of the initial guess (the baseline
+  /// of the divergence safeguard). Call once, after the solver's own checks have passed.
+  void start();
+
+  /// The whole run with the driver's loops.
+  JacobiResult run(LocalIteration& local);
+
+  /// A synchronous phase run by the solver: returns why it stopped and sets `iterations` (the
+  /// iterate kept is that of the stopping test) and the phase's time split.
+  using SyncLoop = std::function<StopReason(IterationPhase, std::int64_t& iterations, TimeSplit& time)>;
+  /// The asynchronous main phase run by the solver: sets result().stop and the statistics.
+  using AsyncLoop = std::function<void()>;
+  /// The whole run with loops of the solver's own (OpenMP threads): the driver decides what runs
+  /// when and does the rest (true residual, polish, result).
+  JacobiResult run(const SyncLoop& sync_loop, const AsyncLoop& async_loop);
+
+  // Pieces for solvers that run their own loops.
+
+  /// Starts a synchronous phase: its settings, and the numbering of its history points.
+  SyncPhase begin_sync(IterationPhase phase);
+  /// A blocking convergence test of the iterate whose local squared residual is local_sq.
+  std::optional<StopReason> sync_test(double local_sq, bool at_limit, std::int64_t it, TimeSplit& time);
+  /// The votes of a test (see Vote).
+  static void fill_votes(double* votes, double local_sq, bool at_max_iters, bool over_time, bool non_finite);
+  /// A completed non-blocking convergence test.
+  std::optional<StopReason> completed_test(const comm::NonblockingReduction& reduction, std::int64_t it);
+  /// A completed test (every rank reads the same votes): records the history point and returns
+  /// why to stop, or nothing to go on.
+  std::optional<StopReason> decide(const double* votes, std::int64_t it);
+  /// A history point (and --monitor line) at iteration `it`.
+  void record_point(std::int64_t it, double residual);
+  bool over_time() const { return opt_.time_limit > 0 && clock_.seconds() > opt_.time_limit; }
+  /// The perturbation, if one is due at main-phase iteration `it` on this rank.
+  void perturb(LocalIteration& local, std::int64_t it) const {
+    if (noise_.perturb_now(it)) local.perturb(noise_.perturb_value());
+  }
+  /// sqrt(sum over ranks of true_residual_sq()) / source norm. Collective.
+  double true_residual();
+
+  JacobiResult& result() { return result_; }
+  RankStats& stats() { return result_.stats; }
+  const IterationOptions& options() const { return opt_; }
+  const core::Noise& noise() const { return noise_; }
+  double seconds() const { return clock_.seconds(); }
+  double source_norm() const { return source_norm_; }
+  double initial_residual() const { return initial_residual_; }
+  /// The last residual the main phase's test saw (JacobiResult::tested_residual).
+  void set_last_tested(double residual) { last_tested_ = residual; }
+
+ private:
+  StopReason run_sync(LocalIteration& local, IterationPhase which, std::int64_t& iterations, TimeSplit& time);
+  void run_async(LocalIteration& local);
+
+  MPI_Comm comm_;
+  int rank_ = 0;
+  IterationOptions opt_;
+  LocalProblem& problem_;
+  core::Noise noise_;
+  double source_norm_ = 1;
+  double initial_residual_ = 1;
+  double last_tested_ = 0;
+  std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering
+  std::int64_t next_test_ = 0;         // async: earliest iteration at which the next test may start
+  core::Stopwatch clock_;
+  JacobiResult result_;
+};
+
+/// The message of a run stopped by the divergence safeguard.
+std::string divergence_message(double initial, double residual, double factor);
+
+}  // namespace desync::solvers

@@ -1,0 +1,252 @@
+// The shared run loop of desync's stationary solvers (see iteration_driver.hpp): paper 000,
+// Figure 1 and section 3.1 for the synchronous and asynchronous loops and the restarted
+// non-blocking convergence test; paper 001, section 4 for the same structure around a subdomain
+// solve (exchange interface values, solve locally, local residual, global agreement to stop).
+#include "desync/core/monitor.hpp"
+#include "desync/solvers/driver/iteration_driver.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <memory>
+#include <span>
+#include <utility>
+
+#include <fmt/format.h>
+
+namespace desync::solvers {
+
+namespace {
+
+int rank_of(MPI_Comm comm) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  return rank;
+}
+
+bool failed(StopReason stop) { return stop == StopReason::non_finite || stop == StopReason::diverged; }
+
+}  // namespace
+
+std::string divergence_message(double initial, double residual, double factor) {
+  return fmt::format("residual grew from {:.3e} to {:.3e} (more than {:.0e} times): diverging", initial, residual,
+                     factor);
+}
+
+IterationDriver::IterationDriver(MPI_Comm comm, const IterationOptions& options, LocalProblem& problem)
+    : comm_(comm), rank_(rank_of(comm)), opt_(options), problem_(problem), noise_(options.noise, rank_) {}
+
+void IterationDriver::start() {
+  double b2 = problem_.local_source_norm_sq();
+  comm::allreduce_sum(comm_, std::span<double>(&b2, 1));
+  source_norm_ = std::sqrt(b2);
+  if (source_norm_ == 0.0) source_norm_ = 1.0;  // no source: report the plain residual norm
+  // Baseline of the divergence safeguard: the true residual of the initial guess, computed
+  // synchronously before the solve (an asynchronous first test may already be perturbed).
+  initial_residual_ = std::max(true_residual(), opt_.tol);
+}
+
+JacobiResult IterationDriver::run(LocalIteration& local) {
+  return run([this, &local](IterationPhase phase, std::int64_t& iterations,
+                            TimeSplit& time) { return run_sync(local, phase, iterations, time); },
+             [this, &local] { run_async(local); });
+}
+
+JacobiResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop& async_loop) {
+  auto& st = result_.stats;
+  if (!opt_.asynchronous)
+    result_.stop = sync_loop(IterationPhase::main, st.iterations, st.time);
+  else
+    async_loop();
+  result_.tested_residual = last_tested_;
+  const bool main_failed = failed(result_.stop);
+  core::Stopwatch t_finish;
+  result_.true_residual = true_residual();
+  st.time.finish += t_finish.seconds();
+  // --polish (paper 000, the extension proposed at the end of 3.1.2): only after a stop on the
+  // convergence test whose field does not meet the tolerance.
+  if (opt_.polish && result_.stop == StopReason::converged && !(result_.true_residual <= opt_.tol)) {
+    core::Stopwatch polish_clock;
+    TimeSplit polish_split;  // reported as a whole in time.polish
+    const StopReason polish_stop = sync_loop(IterationPhase::polish, st.polish_iterations, polish_split);
+    if (failed(polish_stop)) result_.stop = polish_stop;
+    core::Stopwatch t_true;
+    result_.true_residual = true_residual();
+    polish_split.finish += t_true.seconds();
+    st.time.polish += polish_clock.seconds() - polish_split.finish;
+    st.time.finish += polish_split.finish;
+  }
+  result_.converged = !main_failed && result_.true_residual <= opt_.tol;
+  problem_.finish();
+  st.time.total = clock_.seconds();
+  return std::move(result_);
+}
+
+IterationDriver::SyncPhase IterationDriver::begin_sync(IterationPhase phase) {
+  const bool polishing = phase == IterationPhase::polish;
+  iteration_offset_ = polishing ? result_.stats.iterations : 0;
+  return {polishing, polishing ? 1 : opt_.exchange_period, polishing ? std::min(opt_.check_every, 10) : opt_.check_every};
+}
+
+// Paper 000, Figure 1 with the synchronous halo swap (3.1.1); paper 001, 4.1 (two-sided exchange,
+// wait for every neighbour) and 4.3 (MPI_Allreduce of the votes).
+StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which, std::int64_t& iterations,
+                                     TimeSplit& time) {
+  const SyncPhase phase = begin_sync(which);
+  local.open_exchange(which, /*synchronous=*/true);
+  for (std::int64_t it = 0;; ++it) {
+    core::Stopwatch t_halo;
+    if (it % phase.period == 0)
+      local.exchange(it);  // neighbours' values of time level it (staleness 0)
+    else
+      local.refresh();  // keep the last exchanged values
+    time.halo += t_halo.seconds();
+    if (!phase.polishing) perturb(local, it);
+
+    const bool at_limit = it >= opt_.max_iters;
+    const bool check = it % phase.check_every == 0 || at_limit;
+    core::Stopwatch t_update;
+    const double local_sq = local.update(it, check);  // candidate <- one local iteration
+    const double update_s = t_update.seconds();
+    time.compute += update_s;
+    time.noise += noise_.after_sweep(update_s);
+    if (check) {
+      // The test judged the current iterate; stopping keeps it and drops the candidate.
+      if (const auto stop = sync_test(local_sq, at_limit, it, time)) {
+        iterations = it;
+        if (!phase.polishing) result_.stats.halo = local.exchange_stats();
+        core::Stopwatch t_close;
+        local.close_exchange();
+        time.finish += t_close.seconds();
+        return *stop;
+      }
+    }
+    local.advance();
+  }
+}
+
+// Paper 000, 3.1.2 and 3.1.3: never waits for a neighbour; the convergence test is a non-blocking
+// reduction restarted as soon as the previous one completes (and check_every iterations after the
+// previous start). Paper 001, 4.2 (one-sided push of the newest interface values) and 4.3
+// (asynchronous binary-tree termination: --reduction tree).
+void IterationDriver::run_async(LocalIteration& local) {
+  auto& st = result_.stats;
+  local.open_exchange(IterationPhase::main, /*synchronous=*/false);
+  auto reduction = comm::make_reduction(opt_.reduction, comm_, vote_count);
+  std::int64_t it = 0;
+  bool local_done = false;  // reached max_iters or time_limit: wait for the global decision
+  bool non_finite = false;
+  bool fresh_residual = false;  // this iteration's update computed the local residual
+  double last_local_sq = 0;
+  for (;;) {
+    if (!local_done) {
+      core::Stopwatch t_halo;
+      if (it % opt_.exchange_period == 0) local.push(it);
+      local.pull(it);  // the newest external values that have arrived
+      st.time.halo += t_halo.seconds();
+      perturb(local, it);
+
+      fresh_residual = !reduction->active() && it >= next_test_;
+      core::Stopwatch t_update;
+      if (fresh_residual) {
+        last_local_sq = local.update(it, true);
+        next_test_ = it + opt_.check_every;
+      } else {
+        local.update(it, false);
+      }
+      const double update_s = t_update.seconds();
+      st.time.compute += update_s;
+      st.time.noise += noise_.after_sweep(update_s);
+      non_finite = non_finite || !std::isfinite(last_local_sq);
+      local.advance();
+      ++it;
+      if (it >= opt_.max_iters || over_time()) local_done = true;
+    } else {
+      fresh_residual = false;
+      // Keep receiving so that neighbours' sends complete; no new updates.
+      core::Stopwatch t_halo;
+      local.pull(it);
+      st.time.halo += t_halo.seconds();
+    }
+
+    core::Stopwatch t_red;
+    if (!reduction->active() && (fresh_residual || local_done)) {
+      double votes[vote_count];
+      fill_votes(votes, last_local_sq, it >= opt_.max_iters, over_time(), non_finite);
+      reduction->start(votes);
+    }
+    const bool done = reduction->test();
+    st.time.reduction += t_red.seconds();
+    if (done) {
+      if (const auto stop = completed_test(*reduction, it)) {
+        result_.stop = *stop;
+        break;
+      }
+    }
+  }
+  core::Stopwatch t_finish;
+  reduction->finish();
+  local.close_exchange();
+  st.time.finish += t_finish.seconds();
+  st.iterations = it;
+  st.halo = local.exchange_stats();
+}
+
+void IterationDriver::fill_votes(double* votes, double local_sq, bool at_max_iters, bool over_time, bool non_finite) {
+  votes[vote_residual_sq] = local_sq;
+  votes[vote_at_max_iters] = at_max_iters ? 1.0 : 0.0;
+  votes[vote_at_time_limit] = over_time ? 1.0 : 0.0;
+  votes[vote_non_finite] = non_finite ? 1.0 : 0.0;
+}
+
+std::optional<StopReason> IterationDriver::sync_test(double local_sq, bool at_limit, std::int64_t it,
+                                                     TimeSplit& time) {
+  core::Stopwatch t_red;
+  double votes[vote_count];
+  fill_votes(votes, local_sq, at_limit, over_time(), !std::isfinite(local_sq));
+  comm::allreduce_sum(comm_, votes);
+  time.reduction += t_red.seconds();
+  ++result_.stats.reductions;
+  return decide(votes, it);
+}
+
+std::optional<StopReason> IterationDriver::completed_test(const comm::NonblockingReduction& reduction,
+                                                          std::int64_t it) {
+  ++result_.stats.reductions;
+  double votes[vote_count];
+  std::copy(reduction.result().begin(), reduction.result().end(), votes);
+  return decide(votes, it);
+}
+
+void IterationDriver::record_point(std::int64_t it, double residual) {
+  result_.history.push_back({clock_.seconds(), it, residual});
+  core::Monitor{opt_.monitor ? 1 : 0, rank_ == 0}(it, clock_.seconds(), residual);  // every test
+}
+
+std::optional<StopReason> IterationDriver::decide(const double* votes, std::int64_t it) {
+  const double residual = std::sqrt(votes[vote_residual_sq]) / source_norm_;
+  if (iteration_offset_ == 0) last_tested_ = residual;
+  it += iteration_offset_;
+  record_point(it, residual);
+  if (votes[vote_non_finite] > 0 || !std::isfinite(residual)) {
+    result_.message = "non-finite value (NaN or Inf) in the solution at iteration " + std::to_string(it) + " on " +
+                      std::to_string(static_cast<int>(votes[vote_non_finite])) + " rank(s)";
+    return StopReason::non_finite;
+  }
+  if (residual > opt_.divergence_factor * initial_residual_) {
+    result_.message = divergence_message(initial_residual_, residual, opt_.divergence_factor);
+    return StopReason::diverged;
+  }
+  if (residual <= opt_.tol) return StopReason::converged;
+  if (votes[vote_at_max_iters] > 0) return StopReason::max_iters;
+  if (votes[vote_at_time_limit] > 0) return StopReason::time_limit;
+  return std::nullopt;
+}
+
+double IterationDriver::true_residual() {
+  double r2 = problem_.true_residual_sq();
+  comm::allreduce_sum(comm_, std::span<double>(&r2, 1));
+  return std::sqrt(r2) / source_norm_;
+}
+
+}  // namespace desync::solvers
