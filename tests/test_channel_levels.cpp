@@ -21,6 +21,7 @@
 #include "desync/communication/channel.hpp"
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
+#include "channel_pair.hpp"
 #include "channel_transport.hpp"
 #include "test_util.hpp"
 
@@ -51,29 +52,7 @@ std::string check(const double* data, std::size_t n, int sender, std::int64_t le
   return "";
 }
 
-/// Ranks 2r and 2r+1 form a pair (rma: only ranks 0 and 1, see test_channel.cpp).
-class Pair {
- public:
-  Pair() {
-    const int rank = desync_test::world_rank(), size = desync_test::world_size();
-    const bool rma = desync_test::test_transport() == desync::comm::Transport::rma;
-    const bool paired = (rank ^ 1) < size && (!rma || rank < 2);
-    MPI_Comm_split(MPI_COMM_WORLD, paired ? rank / 2 : MPI_UNDEFINED, rank, &comm_);
-    if (paired) MPI_Comm_rank(comm_, &me_);
-  }
-  ~Pair() {
-    if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
-  }
-  bool active() const { return comm_ != MPI_COMM_NULL; }
-  MPI_Comm comm() const { return comm_; }
-  int me() const { return me_; }
-  int peer() const { return 1 - me_; }
-  void barrier() const { MPI_Barrier(comm_); }
-
- private:
-  MPI_Comm comm_ = MPI_COMM_NULL;
-  int me_ = -1;
-};
+using desync_test::Pair;  // channel_pair.hpp
 
 ChannelConfig config(int peer, std::size_t size, int inflight, ChannelMode mode, int history = 0, int max_delay = 0) {
   ChannelConfig c;
