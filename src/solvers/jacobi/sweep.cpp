@@ -31,26 +31,33 @@ double sweep(const Field& u, Field& u_new, int k_begin, int k_end) {
   const int ahead_out = std::max(1, static_cast<int>(std::lround(320.0 * 1024 / plane_bytes)));
   std::vector<double> row_residual_sq(with_residual ? static_cast<std::size_t>(n[0]) : 0, 0.0);
   double* __restrict acc = row_residual_sq.data();
+  // Row addresses from the origin cell and the strides, and the extents as locals: with the field's
+  // halo width a run-time value, computing them through Field::index() in the loop nest left GCC 12
+  // one register short and it spilled the inner loop's bound (about 6 % of the memory-bound sweep's
+  // rate, docs/benchmarks.md).
+  const int nx = n[0], ny = n[1], nz = n[2];
+  const double* const u0 = u.data() + u.index(0, 0, 0);
+  double* const v0 = u_new.data() + u_new.index(0, 0, 0);
   for (int k = k_begin; k < k_end; ++k) {
-    for (int j = 0; j < n[1]; ++j) {
-      const std::size_t row = u.index(0, j, k);
-      const double* __restrict c = u.data() + row;
-      double* __restrict out = u_new.data() + row;
+    for (int j = 0; j < ny; ++j) {
+      const std::ptrdiff_t row = k * sz + j * sy;
+      const double* __restrict c = u0 + row;
+      double* __restrict out = v0 + row;
       if constexpr (prefetch) {
         // One request per 64-byte line (8 doubles). (Written out here: as a helper function the
         // same requests made GCC 12 lay the loop out so that the sweep got slower, not faster.)
-        if (k + ahead_u <= n[2]) {
+        if (k + ahead_u <= nz) {
           const double* ahead = c + ahead_u * sz;
-          for (int i = -1; i < n[0] + 1; i += 8) __builtin_prefetch(ahead + i, 0, 3);
+          for (int i = -1; i < nx + 1; i += 8) __builtin_prefetch(ahead + i, 0, 3);
         }
-        if (k + ahead_out < n[2]) {
+        if (k + ahead_out < nz) {
           const double* ahead = out + ahead_out * sz;
-          for (int i = 0; i < n[0]; i += 8) __builtin_prefetch(ahead + i, 1, 3);
+          for (int i = 0; i < nx; i += 8) __builtin_prefetch(ahead + i, 1, 3);
         }
       }
       if constexpr (with_residual) {
 #pragma omp simd
-        for (int i = 0; i < n[0]; ++i) {
+        for (int i = 0; i < nx; ++i) {
           const double s = c[i - 1] + c[i + 1] + c[i - sy] + c[i + sy] + c[i - sz] + c[i + sz];
           out[i] = s * one_sixth;  // u_new = 1/6 * (sum of neighbours)
           const double r = s - 6.0 * c[i];  // (b - A u) at this cell
@@ -58,7 +65,7 @@ double sweep(const Field& u, Field& u_new, int k_begin, int k_end) {
         }
       } else {
 #pragma omp simd
-        for (int i = 0; i < n[0]; ++i)
+        for (int i = 0; i < nx; ++i)
           out[i] = (c[i - 1] + c[i + 1] + c[i - sy] + c[i + sy] + c[i - sz] + c[i + sz]) * one_sixth;
       }
     }
