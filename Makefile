@@ -1,13 +1,16 @@
 # desync: the two commands a user needs.
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
-#   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites
-# Other targets: build, build-mpich, bench, bench-petsc, sanitize, tsan, install PREFIX=..., clean.
+#   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites, then
+#               the Python companion's tests (python/, in a virtual environment build/venv)
+# Other targets: build, build-mpich, python-tools, bench, bench-figures, bench-petsc, sanitize, tsan,
+# install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
 # CMake directly on (or for) the compute nodes.
 JOBS    ?= 2
 PREFIX  ?= /usr/local
 OMPI    := build/openmpi
 MPICH   := build/mpich
+VENV    := build/venv
 CMAKE_FLAGS ?=
 
 # Open MPI refuses to run as root without these; harmless otherwise.
@@ -15,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all deps build build-mpich demo test test-openmpi test-mpich bench bench-petsc sanitize tsan install clean
+.PHONY: all deps build build-mpich demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc sanitize tsan install clean
 
 all: build
 
@@ -49,12 +52,28 @@ test-openmpi: build
 test-mpich: build-mpich
 	cd $(MPICH) && ctest --output-on-failure -j 1
 
-test: test-openmpi test-mpich
+# desync-plot and desync-run (python/) in a virtual environment, from PyPI's numpy and matplotlib.
+python-tools: deps
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check ./python[test]
+
+# pytest on records made by the Open MPI build's desync in the test run.
+test-python: build python-tools
+	DESYNC=$(CURDIR)/$(OMPI)/desync MPIRUN=mpirun timeout 900 $(VENV)/bin/python -m pytest -q python/tests
+
+test: test-openmpi test-mpich test-python
 
 bench: deps
 	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
 	cmake --build build/bench -j $(JOBS)
 	bash bench/run_all.sh build/bench
+
+# The figures of docs/benchmarks.md: runs bench/experiments/*.toml with desync-run and draws them
+# with desync-plot into docs/figures/ (bench/figures.sh says which figure comes from which command).
+bench-figures: deps python-tools
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash bench/figures.sh build/bench
 
 # Optional, not part of deps/test: desync's CG family side by side with PETSc's (docs/benchmarks.md).
 # Installs petsc-dev when missing. CG_COMPARE_ARGS: further bench/cg_compare.py arguments, e.g. --reps 5.

@@ -44,6 +44,8 @@ def check_record(rec, method, converged):
     check(all(is_number(ts.get(k)) for k in TIME_KEYS), f"time_split {ts!r}")
     check(ts.get("halo_wait", 1) <= ts.get("spmv", 0) + 1e-12, "halo_wait exceeds spmv")
     check(ts.get("reduction_wait", 1) <= ts.get("reduction", 0) + 1e-12, "reduction_wait exceeds reduction")
+    check(rec.get("time_split_shares") == ["halo_wait", "reduction_wait"],
+          f"time_split_shares {rec.get('time_split_shares')!r}: halo_wait and reduction_wait are shares")
     check(rec.get("outstanding_requests") == 0, "outstanding_requests")
     check(rec.get("ranks") == 2, "ranks")
     pr = rec.get("per_rank", [])

@@ -72,6 +72,7 @@ def check_json_and_npy(r, work):
     check(rec.get("schema") == "desync.run", f"schema {rec.get('schema')!r}")
     check(rec.get("schema_version") == 2 and isinstance(rec.get("schema_version"), int),
           f"schema_version {rec.get('schema_version')!r}")
+    check(rec.get("time_split_shares") == [], f"time_split_shares {rec.get('time_split_shares')!r}: jacobi's parts all add up")
     check(rec.get("converged") is False, f"converged {rec.get('converged')!r}, expected false (bool)")
     check(is_number(rec.get("true_residual")) and rec["true_residual"] > 0,
           f"true_residual {rec.get('true_residual')!r}")

@@ -262,7 +262,13 @@ void write_json(const RunRecord& r, const std::string& path) {
   j["iterations"] = {{"min", it.min}, {"mean", it.mean}, {"max", it.max}};
   j["wall_time"] = r.wall_time;
   j["iteration_rate"] = r.iteration_rate;
-  j["time_split"] = time_json(mean_time_split(r.per_rank));
+  const auto split = mean_time_split(r.per_rank);
+  j["time_split"] = time_json(split);
+  // The parts that are shares of another part (not stacked with the others by plotting tools).
+  json shares = json::array();
+  for (const auto& p : split)
+    if (!p.counted && p.name != "total") shares.push_back(p.name);
+  j["time_split_shares"] = shares;
   j["residual_history"] = detail::history_json(r.history);
   json ranks = json::array();
   for (const auto& p : r.per_rank) {

@@ -1,4 +1,5 @@
 """One kind of error for bad input, and the way both commands report it."""
+import os
 import sys
 
 
@@ -13,6 +14,9 @@ def run_main(prog, main_function, argv=None):
     except UserError as e:
         print(f"{prog}: error: {e}", file=sys.stderr)
         return 2
+    except BrokenPipeError:  # the reader went away (`desync-run run ... --dry-run | head`)
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
     except KeyboardInterrupt:
         print(f"{prog}: interrupted", file=sys.stderr)
         return 130

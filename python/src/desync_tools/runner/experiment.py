@@ -1,0 +1,245 @@
+"""Experiment files (TOML, docs/experiments.md): what to run, which parameters to sweep, how often.
+
+    [experiment]                      required: name, solver
+    name = "jacobi-slow-rank"
+    description = "..."
+    executable = "build/openmpi/desync"
+    launcher = "mpirun"               # mpirun | mpirun.openmpi | mpirun.mpich | mpiexec | srun | none
+                                      # or a template with {ranks}, {exe} and {args}
+    solver = "jacobi"
+    repetitions = 3
+    order = "interleaved"             # or "sequential"
+    timeout = 600                     # seconds per run
+    [options]                         # fixed desync options: key = value -> --key value, true -> --key
+    local = 20
+    [parameters]                      # swept: the Cartesian product of the lists; `ranks` goes to the launcher
+    ranks = [1, 2]
+    mode = ["sync", "async"]
+    transport = [{ name = "p2p" },    # a value may bundle several options under a name (the column's
+                 { name = "rma-flush", transport = "rma", rma-sync = "flush" },   # value); `launcher` and
+                 { name = "shmem", transport = "shmem", launcher = "oshrun -np {ranks} {exe} {args}" }]
+
+[experiment] accept_exit lists the exit codes of a successful run (default [0]; a fixed-work benchmark
+that stops at --max-iters exits 1 by design: accept_exit = [0, 1]).
+"""
+import hashlib
+import itertools
+import json
+import os
+import re
+import shlex
+import tomllib
+
+from ..errors import UserError
+
+EXPERIMENT_KEYS = {"name": str, "description": str, "executable": str, "launcher": str, "solver": str,
+                   "repetitions": int, "order": str, "timeout": (int, float), "env": dict, "accept_exit": list}
+LAUNCHERS = {  # name -> argument list before the executable
+    "mpirun": ["mpirun", "-np", "{ranks}"],
+    "mpirun.openmpi": ["mpirun.openmpi", "-np", "{ranks}"],
+    "mpirun.mpich": ["mpirun.mpich", "-np", "{ranks}"],
+    "mpiexec": ["mpiexec", "-n", "{ranks}"],
+    "srun": ["srun", "-n", "{ranks}"],
+    "none": [],
+}
+SCALAR = (str, int, float, bool)
+
+
+class Experiment:
+    """A parsed, validated experiment file."""
+
+    def __init__(self, path, doc):
+        self.path = path
+        exp = doc["experiment"]
+        self.name = exp["name"]
+        self.description = exp.get("description", "")
+        self.executable = exp.get("executable", "build/openmpi/desync")
+        self.launcher = exp.get("launcher", "mpirun")
+        self.solver = exp["solver"]
+        self.repetitions = exp.get("repetitions", 1)
+        self.order = exp.get("order", "sequential")
+        self.timeout = float(exp.get("timeout", 600))
+        self.env = {str(k): str(v) for k, v in exp.get("env", {}).items()}
+        self.accept_exit = list(exp.get("accept_exit", [0]))
+        self.options = dict(doc.get("options", {}))
+        self.parameters = dict(doc.get("parameters", {}))
+
+    # The identity of an experiment: what runs, not where the executable lies, how long runs may
+    # take or how many repetitions are wanted (a restart may add repetitions).
+    def fingerprint(self):
+        ident = {"name": self.name, "solver": self.solver, "options": self.options,
+                 "parameters": self.parameters}
+        return hashlib.sha256(json.dumps(ident, sort_keys=True).encode()).hexdigest()[:16]
+
+    def combinations(self):
+        """Every combination of the swept parameters, as dicts, in file order."""
+        names = list(self.parameters)
+        return [dict(zip(names, values)) for values in itertools.product(*(self.parameters[n] for n in names))]
+
+    def runs(self):
+        """(repetition, combination) pairs in run order. sequential: each combination's repetitions
+        one after another; interleaved: every repetition visits all combinations, starting one
+        further along and every other one reversed, so slow drift of the machine spreads evenly."""
+        combos = self.combinations()
+        if self.order == "sequential":
+            return [(rep, c) for c in combos for rep in range(1, self.repetitions + 1)]
+        out = []
+        for rep in range(1, self.repetitions + 1):
+            shift = ((rep - 1) * 5) % len(combos)
+            order = combos[shift:] + combos[:shift]
+            if rep % 2 == 0:
+                order.reverse()
+            out += [(rep, c) for c in order]
+        return out
+
+    @staticmethod
+    def settings(combo):
+        """The combination as (key, value) settings: a bundled value contributes its keys."""
+        out = []
+        for key, value in combo.items():
+            if isinstance(value, dict):
+                out += [(k, v) for k, v in value.items() if k != "name"]
+            else:
+                out.append((key, value))
+        return out
+
+    def ranks(self, combo):
+        found = dict(self.settings(combo))
+        return int(found.get("ranks", self.options.get("ranks", 1)))
+
+    def launcher_of(self, combo, launcher=None):
+        return dict(self.settings(combo)).get("launcher") or launcher or self.launcher
+
+    def desync_args(self, combo, record_path):
+        """desync's arguments: the solver, the fixed options, the combination, --json."""
+        args = [self.solver]
+        for key, value in list(self.options.items()) + self.settings(combo):
+            if key in ("ranks", "launcher"):
+                continue
+            if value is True:
+                args.append(f"--{key}")
+            elif value is False:
+                continue
+            else:
+                args += [f"--{key}", str(value)]
+        return args + ["--json", record_path]
+
+    def command(self, combo, record_path, executable=None, launcher=None, force_launcher=False):
+        """The whole command line of one run, as an argument list. The launcher: a bundled value's,
+        else `launcher`, else the file's; force_launcher: `launcher` whatever the bundles say."""
+        exe = executable or self.executable
+        launcher = launcher if force_launcher else self.launcher_of(combo, launcher)
+        ranks = str(self.ranks(combo))
+        args = self.desync_args(combo, record_path)
+        if launcher in LAUNCHERS:
+            return [a.replace("{ranks}", ranks) for a in LAUNCHERS[launcher]] + [exe] + args
+        out = []
+        for token in shlex.split(launcher):
+            if token == "{args}":
+                out += args
+            else:
+                out.append(token.replace("{ranks}", ranks).replace("{exe}", exe))
+        return out
+
+
+def shown(combo):
+    """The combination as its table columns: a bundled value by its name."""
+    return {k: (v["name"] if isinstance(v, dict) else v) for k, v in combo.items()}
+
+
+def run_id(rep, combo):
+    """A readable, stable folder name: `ranks=2,mode=async,rep=1` (unsafe characters as _)."""
+    text = ",".join(f"{k}={v}" for k, v in shown(combo).items()) + f",rep={rep}"
+    return re.sub(r"[^A-Za-z0-9._=,+-]", "_", text.lstrip(","))
+
+
+def _fail(path, message):
+    raise UserError(f"{path}: {message}")
+
+
+def check_launcher(path, launcher):
+    if launcher in LAUNCHERS:
+        return
+    if "{exe}" not in launcher or "{args}" not in shlex.split(launcher):
+        _fail(path, f"[experiment] launcher '{launcher}' is neither one of {', '.join(LAUNCHERS)} nor a "
+                    "template with {ranks}, {exe} and {args} (e.g. \"mpirun -np {ranks} --bind-to core {exe} {args}\")")
+
+
+def validate(path, doc):
+    unknown = set(doc) - {"experiment", "options", "parameters"}
+    if unknown:
+        _fail(path, f"unknown table(s) {', '.join(sorted(unknown))} (an experiment has [experiment], [options] "
+                    "and [parameters])")
+    exp = doc.get("experiment")
+    if not isinstance(exp, dict):
+        _fail(path, "no [experiment] table")
+    for key, value in exp.items():
+        if key not in EXPERIMENT_KEYS:
+            _fail(path, f"unknown key [experiment] {key} (known: {', '.join(EXPERIMENT_KEYS)})")
+        want = EXPERIMENT_KEYS[key]
+        if not isinstance(value, want) or isinstance(value, bool):
+            _fail(path, f"[experiment] {key} has the wrong type ({type(value).__name__})")
+    for key in ("name", "solver"):
+        if not exp.get(key):
+            _fail(path, f"[experiment] {key} is required")
+    if exp.get("repetitions", 1) < 1:
+        _fail(path, "[experiment] repetitions must be at least 1")
+    if exp.get("timeout", 600) <= 0:
+        _fail(path, "[experiment] timeout must be positive")
+    if exp.get("order", "sequential") not in ("sequential", "interleaved"):
+        _fail(path, f"[experiment] order '{exp['order']}' is neither sequential nor interleaved")
+    check_launcher(path, exp.get("launcher", "mpirun"))
+    options = doc.get("options", {})
+    parameters = doc.get("parameters", {})
+    for table, name in ((options, "options"), (parameters, "parameters")):
+        if not isinstance(table, dict):
+            _fail(path, f"[{name}] must be a table")
+    for key, value in options.items():
+        if not isinstance(value, SCALAR):
+            _fail(path, f"[options] {key} must be a string, number or boolean")
+        if key == "json":
+            _fail(path, "[options] json is set by desync-run (each run's record goes into its folder)")
+    if not parameters:
+        _fail(path, "[parameters] is empty: sweep at least one parameter (e.g. ranks = [2])")
+    for key, values in parameters.items():
+        if not isinstance(values, list):
+            _fail(path, f"[parameters] {key} must be a list of values")
+        if not values:
+            _fail(path, f"[parameters] {key} is an empty list")
+        for v in values:
+            if isinstance(v, dict):
+                if not isinstance(v.get("name"), str) or not v["name"]:
+                    _fail(path, f"[parameters] {key}: a bundled value needs a name (e.g. {{ name = \"rma-flush\", ... }})")
+                if not all(isinstance(x, SCALAR) for x in v.values()):
+                    _fail(path, f"[parameters] {key} = {v['name']}: every setting must be a string, number or boolean")
+                if "launcher" in v:
+                    check_launcher(path, v["launcher"])
+            elif not isinstance(v, SCALAR):
+                _fail(path, f"[parameters] {key}: every value must be a string, number, boolean or a named table")
+        names = [json.dumps(v["name"] if isinstance(v, dict) else v) for v in values]
+        if len(set(names)) != len(names):
+            _fail(path, f"[parameters] {key} lists a value twice")
+        if key in options:
+            _fail(path, f"{key} is both in [options] and in [parameters]")
+        if key == "json":
+            _fail(path, "[parameters] json is set by desync-run")
+    accept = exp.get("accept_exit", [0])
+    if not accept or not all(isinstance(c, int) and not isinstance(c, bool) for c in accept):
+        _fail(path, "[experiment] accept_exit must be a non-empty list of exit codes")
+    ranks = parameters.get("ranks", [options.get("ranks", 1)])
+    ranks += [v["ranks"] for vals in parameters.values() for v in vals if isinstance(v, dict) and "ranks" in v]
+    if not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in ranks):
+        _fail(path, "ranks must be positive integers")
+
+
+def load_experiment(path):
+    path = os.fspath(path)
+    try:
+        with open(path, "rb") as f:
+            doc = tomllib.load(f)
+    except FileNotFoundError:
+        raise UserError(f"{path}: no such file") from None
+    except tomllib.TOMLDecodeError as e:
+        raise UserError(f"{path}: not a valid TOML file ({e})") from None
+    validate(path, doc)
+    return Experiment(path, doc)
