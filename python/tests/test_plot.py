@@ -167,6 +167,18 @@ def test_sweep(tmp_path, capsys):
     assert code == 2 and "unknown metric 'speed'" in err and "wall_time" in err
     code, _, err = run_cli(["sweep", str(path), "--x", "beta", "-o", str(out)], capsys)
     assert code == 2 and "unknown parameter 'beta'" in err
+    # --where keeps one mode: the sync rows (9 and the failed one), one curve
+    from desync_tools.tables import where
+    assert len(where(columns, rows, ["mode=sync"], "t")) == 10
+    fig = plot_sweep(columns, where(columns, rows, ["mode=sync"], "t"), "ranks", "wall_time", by="mode")
+    assert len(fig.axes[0].containers) == 1
+    code, _, _ = run_cli(["sweep", str(path), "--x", "ranks", "--y", "wall_time", "--where", "mode=sync", "-o", str(out)],
+                         capsys)
+    assert code == 0
+    code, _, err = run_cli(["sweep", str(path), "--x", "ranks", "--where", "mode=none", "-o", str(out)], capsys)
+    assert code == 2 and "no run of" in err and "mode=none" in err
+    code, _, err = run_cli(["sweep", str(path), "--x", "ranks", "--where", "colour=red", "-o", str(out)], capsys)
+    assert code == 2 and "unknown column 'colour'" in err
 
 
 def test_field(records, tmp_path, capsys):

@@ -18,6 +18,7 @@ const SolverInfo* SolverRegistry::find(std::string_view name) const {
 void register_all_solvers(SolverRegistry& registry) {
   registry.add(jacobi_solver());  // src/run/solvers/jacobi.cpp
   registry.add(cg_solver());      // src/run/solvers/cg.cpp
+  registry.add(schwarz_solver()); // src/run/solvers/schwarz.cpp
 }
 
 const SolverRegistry& solver_registry() {

@@ -72,5 +72,6 @@ const SolverRegistry& solver_registry();
 // The registration functions of the solvers (their command files, src/run/solvers/).
 SolverInfo jacobi_solver();
 SolverInfo cg_solver();
+SolverInfo schwarz_solver();
 
 }  // namespace desync::run

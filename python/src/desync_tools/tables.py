@@ -130,3 +130,17 @@ def cell(value):
     if isinstance(value, float):
         return repr(value)
     return str(value)
+
+
+def where(columns, rows, conditions, path):
+    """The rows whose columns equal the values of `conditions` (["mode=sync", ...]); UserError for a
+    condition that is not COLUMN=VALUE, an unknown column, or no row left."""
+    for cond in conditions or []:
+        if "=" not in cond:
+            raise UserError(f"--where '{cond}': use COLUMN=VALUE, e.g. mode=sync")
+        col, value = cond.split("=", 1)
+        require_columns(columns, [col], "column", path)
+        rows = [r for r in rows if r.get(col, "") == value]
+        if not rows:
+            raise UserError(f"--where {cond}: no run of {path} has {col}={value}")
+    return rows

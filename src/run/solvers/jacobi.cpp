@@ -18,6 +18,7 @@
 
 #include "../option_parsing.hpp"
 #include "../report_common.hpp"
+#include "driven_run.hpp"
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
@@ -155,7 +156,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   else
     throw InputError("--prefetch '" + prefetch + "': expected auto, on or off");
   if (!comm::transport_built(s.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
-  if (!(s.tol > 0) || !std::isfinite(s.tol)) throw InputError(fmt::format("--tol {}: must be > 0", s.tol));
+  detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   // Every mode tests every 100 iterations by default (Bethune et al., 2011, Figure 1); --check-every 1 is the
   // paper's cadence for the asynchronous tests (3.1.2, 3.3.2). docs/benchmarks.md has both.
   if (s.check_every == 0) s.check_every = 100;
@@ -163,14 +164,8 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   if (s.halo_period < 1) throw InputError("--halo-period must be >= 1");
   if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));
   if (s.racy_chunks < 1) throw InputError("--racy-chunks must be >= 1");
-  if (s.max_iters < 0) throw InputError("--max-iters must be >= 0");
-  if (!(s.time_limit >= 0)) throw InputError("--time-limit must be >= 0 seconds");
   if (!std::isfinite(problem.offset)) throw InputError("--offset must be finite");
   if (!(problem.source_radius >= 0)) throw InputError("--source-radius must be >= 0");
-  if (s.noise.slow_rank < -1 || s.noise.slow_rank >= nranks)
-    throw InputError(fmt::format("--slow-rank {}: no such rank in a run of {}", s.noise.slow_rank, nranks));
-  if (!(s.noise.slow_factor >= 1.0) || !std::isfinite(s.noise.slow_factor))
-    throw InputError("--slow-factor must be >= 1");
   if (s.noise.perturb_rank < -1 || s.noise.perturb_rank >= nranks)
     throw InputError(fmt::format("--perturb-rank {}: no such rank in a run of {}", s.noise.perturb_rank, nranks));
   if ((s.noise.perturb_rank >= 0) != (s.noise.perturb_iteration >= 0))
@@ -370,14 +365,7 @@ int JacobiCommand::run(MPI_Comm comm) {
   r.unknowns = grid.global_cells();
   r.options = effective();
   r.tolerance = solver.tol;
-  r.converged = result.converged;
-  r.stop_reason = result.stop;
-  r.message = result.message;
-  r.true_residual = result.true_residual;
-  r.tested_residual = result.tested_residual;
-  r.history = result.history;
-  r.wall_time = max_over_ranks(comm, result.stats.time.total);
-  r.outstanding_requests = pending_requests(comm);
+  detail::fill_from_driver(r, comm, result);
   r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
   if (rank == 0) {
     std::string transport_text = transport;  // with its completion scheme, e.g. "rma (flush)"

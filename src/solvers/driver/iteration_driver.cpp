@@ -38,6 +38,7 @@ IterationDriver::IterationDriver(MPI_Comm comm, const IterationOptions& options,
 
 void IterationDriver::start() {
   double b2 = problem_.local_source_norm_sq();
+  local_source_sq_ = b2;
   comm::allreduce_sum(comm_, std::span<double>(&b2, 1));
   source_norm_ = std::sqrt(b2);
   if (source_norm_ == 0.0) source_norm_ = 1.0;  // no source: report the plain residual norm
@@ -172,7 +173,9 @@ void IterationDriver::run_async(LocalIteration& local) {
     core::Stopwatch t_red;
     if (!reduction->active() && (fresh_residual || local_done)) {
       double votes[vote_count];
-      fill_votes(votes, last_local_sq, it >= opt_.max_iters, over_time(), non_finite);
+      // (A vote without a fresh residual, at a limit, reads the local state as it stands.)
+      fill_votes(votes, last_local_sq, it >= opt_.max_iters, over_time(), non_finite,
+                 locally_converged(fresh_residual ? last_local_sq : HUGE_VAL, true));
       reduction->start(votes);
     }
     const bool done = reduction->test();
@@ -192,18 +195,32 @@ void IterationDriver::run_async(LocalIteration& local) {
   st.halo = local.exchange_stats();
 }
 
-void IterationDriver::fill_votes(double* votes, double local_sq, bool at_max_iters, bool over_time, bool non_finite) {
+void IterationDriver::fill_votes(double* votes, double local_sq, bool at_max_iters, bool over_time, bool non_finite,
+                                 bool locally_converged) {
   votes[vote_residual_sq] = local_sq;
   votes[vote_at_max_iters] = at_max_iters ? 1.0 : 0.0;
   votes[vote_at_time_limit] = over_time ? 1.0 : 0.0;
   votes[vote_non_finite] = non_finite ? 1.0 : 0.0;
+  votes[vote_not_converged] = locally_converged ? 0.0 : 1.0;
+}
+
+// Yamazaki et al., 2019, section 4.3: ||r_p||^2 < tau^2 ||b_p||^2 on the rank's own rows. The
+// asynchronous phase judges the minimum residual seen so far, so that a rank does not drop out of
+// the converged state when newer (and worse) interface values arrive; a synchronous test judges the
+// iterate it tests (every rank's residual of the same global iterate: if all meet the criterion, so
+// does the global residual; a minimum could mix iterations, and the local residuals of parallel
+// Schwarz alternate between iterations).
+bool IterationDriver::locally_converged(double local_sq, bool minimum) {
+  if (std::isfinite(local_sq)) min_local_sq_ = std::min(min_local_sq_, local_sq);
+  const double judged = minimum ? min_local_sq_ : local_sq;
+  return judged < opt_.tol * opt_.tol * local_source_sq_ || (local_source_sq_ == 0.0 && judged == 0.0);
 }
 
 std::optional<StopReason> IterationDriver::sync_test(double local_sq, bool at_limit, std::int64_t it,
                                                      TimeSplit& time) {
   core::Stopwatch t_red;
   double votes[vote_count];
-  fill_votes(votes, local_sq, at_limit, over_time(), !std::isfinite(local_sq));
+  fill_votes(votes, local_sq, at_limit, over_time(), !std::isfinite(local_sq), locally_converged(local_sq, false));
   comm::allreduce_sum(comm_, votes);
   time.reduction += t_red.seconds();
   ++result_.stats.reductions;
@@ -237,7 +254,8 @@ std::optional<StopReason> IterationDriver::decide(const double* votes, std::int6
     result_.message = divergence_message(initial_residual_, residual, opt_.divergence_factor);
     return StopReason::diverged;
   }
-  if (residual <= opt_.tol) return StopReason::converged;
+  if (opt_.stop_rule == StopRule::every_rank_local ? votes[vote_not_converged] == 0 : residual <= opt_.tol)
+    return StopReason::converged;
   if (votes[vote_at_max_iters] > 0) return StopReason::max_iters;
   if (votes[vote_at_time_limit] > 0) return StopReason::time_limit;
   return std::nullopt;

@@ -26,6 +26,7 @@
 // budget, history numbered on from the main phase), then the true residual again.
 #include <mpi.h>
 
+#include <cmath>
 #include <cstdint>
 #include <functional>
 #include <optional>
@@ -38,6 +39,14 @@
 #include "desync/solvers/jacobi/jacobi.hpp"  // StopReason, JacobiResult (the result of every driven run)
 
 namespace desync::solvers {
+
+/// When a convergence test stops the run.
+///   global_residual   sqrt(sum over ranks of the local residual^2) / ||b|| <= tol (Jacobi)
+///   every_rank_local  every rank is locally converged, ||r_p||^2 < tol^2 ||b_p||^2 on its own
+///                     rows, with the minimum-residual rule: a rank whose smallest local residual so
+///                     far met it stays converged (Yamazaki et al., 2019, section 4.3). The global
+///                     residual is still recorded, estimated from the local ones (their section 7.2).
+enum class StopRule { global_residual, every_rank_local };
 
 /// The settings the driver reads (JacobiOptions maps onto them; see jacobi_iteration_options()).
 struct IterationOptions {
@@ -52,6 +61,7 @@ struct IterationOptions {
   bool monitor = false;        ///< rank 0 prints each history point
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async
   core::NoiseOptions noise;
+  StopRule stop_rule = StopRule::global_residual;
 };
 
 enum class IterationPhase { main, polish };
@@ -105,7 +115,11 @@ class LocalIteration : public LocalProblem {
 class IterationDriver {
  public:
   // Convergence-test payload, summed over ranks.
-  enum Vote : int { vote_residual_sq = 0, vote_at_max_iters, vote_at_time_limit, vote_non_finite, vote_count };
+  enum Vote : int {
+    vote_residual_sq = 0, vote_at_max_iters, vote_at_time_limit, vote_non_finite,
+    vote_not_converged,  ///< StopRule::every_rank_local: ranks not (yet) locally converged
+    vote_count
+  };
 
   /// The settings of a synchronous phase: the main one, or polish.
   struct SyncPhase {
@@ -140,7 +154,11 @@ class IterationDriver {
   /// A blocking convergence test of the iterate whose local squared residual is local_sq.
   std::optional<StopReason> sync_test(double local_sq, bool at_limit, std::int64_t it, TimeSplit& time);
   /// The votes of a test (see Vote).
-  static void fill_votes(double* votes, double local_sq, bool at_max_iters, bool over_time, bool non_finite);
+  static void fill_votes(double* votes, double local_sq, bool at_max_iters, bool over_time, bool non_finite,
+                         bool locally_converged = false);
+  /// StopRule::every_rank_local: whether this rank is locally converged after a residual^2 of
+  /// local_sq; minimum: the minimum-residual rule (the smallest seen so far decides).
+  bool locally_converged(double local_sq, bool minimum);
   /// A completed non-blocking convergence test.
   std::optional<StopReason> completed_test(const comm::NonblockingReduction& reduction, std::int64_t it);
   /// A completed test (every rank reads the same votes): records the history point and returns
@@ -176,6 +194,8 @@ class IterationDriver {
   LocalProblem& problem_;
   core::Noise noise_;
   double source_norm_ = 1;
+  double local_source_sq_ = 0;                 // this rank's ||b_p||^2
+  double min_local_sq_ = HUGE_VAL;             // every_rank_local: the smallest local residual^2 so far
   double initial_residual_ = 1;
   double last_tested_ = 0;
   std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering

@@ -9,7 +9,7 @@ import matplotlib.pyplot as plt
 from .. import __version__
 from ..errors import UserError, run_main
 from ..records import load_record, supported_versions_text
-from ..tables import read_table
+from ..tables import read_table, where
 from . import (load_field, plot_breakdown, plot_convergence, plot_delays, plot_field, plot_scaling,
                plot_sweep, write_report)
 
@@ -84,6 +84,7 @@ def build_parser():
     s.add_argument("table", metavar="TABLE.csv", help="results table (desync-run collect)")
     s.add_argument("--by", metavar="COLUMN", help="one curve per value of this column (e.g. mode)")
     s.add_argument("--weak", action="store_true", help="weak scaling: efficiency t(P0)/t(P) instead of speed-up")
+    s.add_argument("--where", action="append", metavar="COL=VALUE", help="only the runs with this value (repeatable)")
 
     s = add("sweep", "a metric against one parameter from a results table",
             "desync-plot sweep results/alpha/results.csv --x alpha --y iterations_mean --by mode -o alpha.png")
@@ -93,6 +94,7 @@ def build_parser():
     s.add_argument("--by", metavar="COLUMN", help="one curve per value of this column")
     s.add_argument("--logx", action="store_true", help="logarithmic x axis")
     s.add_argument("--mark", type=float, metavar="VALUE", help="a vertical line at this x (e.g. the automatic choice)")
+    s.add_argument("--where", action="append", metavar="COL=VALUE", help="only the runs with this value (repeatable)")
 
     s = add("field", "a slice of a saved field (desync --save FILE.npy) with a colour bar",
             "desync-plot field u.npy --axis z --index 0 -o u.png")
@@ -130,9 +132,11 @@ def _main(argv):
         fig = plot_breakdown(recs, per=args.per or ("rank" if len(recs) == 1 else "run"), title=args.title)
     elif args.command == "scaling":
         columns, rows = read_table(args.table)
+        rows = where(columns, rows, args.where, args.table)
         fig = plot_scaling(columns, rows, by=args.by, weak=args.weak, where=args.table, title=args.title)
     elif args.command == "sweep":
         columns, rows = read_table(args.table)
+        rows = where(columns, rows, args.where, args.table)
         fig = plot_sweep(columns, rows, args.x, args.y, by=args.by, logx=args.logx, mark=args.mark,
                          where=args.table, title=args.title)
     else:

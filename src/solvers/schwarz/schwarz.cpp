@@ -1,0 +1,354 @@
+// Optimized Schwarz for the 2D Poisson problem, synchronous and asynchronous (Yamazaki et al., 2019,
+// sections 3-4); see include/desync/solvers/schwarz/schwarz.hpp for the method as implemented.
+#include "desync/solvers/schwarz/schwarz.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <optional>
+#include <string>
+
+#include "desync/communication/plan_exchange.hpp"
+#include "desync/core/error.hpp"
+#include "desync/core/timer.hpp"
+#include "desync/linalg/sparse_cholesky.hpp"
+#include "desync/problems/poisson2d.hpp"
+#include "desync/solvers/driver/iteration_driver.hpp"
+
+namespace desync::solvers {
+
+using decomposition::Index3;
+using problems::Poisson2D;
+
+double schwarz_auto_alpha(int overlap, double h) {
+  const double L = (2.0 * overlap + 1.0) * h;
+  return std::pow(2.0, -1.0 / 3.0) * std::pow(std::numbers::pi, 2.0 / 3.0) * std::pow(L, -1.0 / 3.0);
+}
+
+namespace {
+
+Box2 block_of(const Index3& g, const Index3& d, Index3 c) {
+  const int x0 = decomposition::block_start(g[0], d[0], c[0]);
+  const int y0 = decomposition::block_start(g[1], d[1], c[1]);
+  return {x0, x0 + decomposition::block_size(g[0], d[0], c[0]), y0, y0 + decomposition::block_size(g[1], d[1], c[1])};
+}
+
+/// The block extended by gamma towards every neighbour (their Figure 1).
+Box2 extended(const Box2& b, const Index3& d, Index3 c, int gamma) {
+  return {b.x0 - (c[0] > 0 ? gamma : 0), b.x1 + (c[0] < d[0] - 1 ? gamma : 0), b.y0 - (c[1] > 0 ? gamma : 0),
+          b.y1 + (c[1] < d[1] - 1 ? gamma : 0)};
+}
+
+constexpr int dx4[4] = {-1, 1, 0, 0};
+constexpr int dy4[4] = {0, 0, -1, 1};
+
+}  // namespace
+
+std::int32_t SchwarzSubdomain::ghost_index(int x, int y) const {
+  const std::int64_t g = static_cast<std::int64_t>(y) * nx + x;
+  const auto it = std::lower_bound(ghosts.begin(), ghosts.end(), g);
+  return it != ghosts.end() && *it == g ? static_cast<std::int32_t>(it - ghosts.begin()) : -1;
+}
+
+SchwarzSubdomain make_schwarz_subdomain(const decomposition::CartGrid& grid, Index3 coords, int overlap,
+                                        double alpha) {
+  return make_schwarz_subdomain(grid.global(), grid.dims(), coords, overlap, alpha);
+}
+
+SchwarzSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coords, int overlap, double alpha) {
+  SchwarzSubdomain s;
+  s.nx = global[0];
+  s.ny = global[1];
+  s.hx = 1.0 / (s.nx + 1);
+  s.hy = 1.0 / (s.ny + 1);
+  s.block = block_of(global, dims, coords);
+  s.ext = extended(s.block, dims, coords, overlap);
+  s.diag = 2.0 / (s.hx * s.hx) + 2.0 / (s.hy * s.hy);
+  const double h2[4] = {s.hx * s.hx, s.hx * s.hx, s.hy * s.hy, s.hy * s.hy};
+  const double h1[4] = {s.hx, s.hx, s.hy, s.hy};
+  auto inside = [&](int x, int y) { return x >= 0 && x < s.nx && y >= 0 && y < s.ny; };
+  auto coord = [](int i, double h) { return (i + 1) * h; };
+
+  // The ghosts: for each local interface point i and its external neighbour e, both (the Robin
+  // data); for each block point, its neighbours outside the block (the local residual).
+  for (int y = s.ext.y0; y < s.ext.y1; ++y)
+    for (int x = s.ext.x0; x < s.ext.x1; ++x)
+      for (int k = 0; k < 4; ++k) {
+        const int ex = x + dx4[k], ey = y + dy4[k];
+        if (inside(ex, ey) && !s.ext.contains(ex, ey)) {
+          s.ghosts.push_back(static_cast<std::int64_t>(ey) * s.nx + ex);
+          s.ghosts.push_back(static_cast<std::int64_t>(y) * s.nx + x);
+        }
+      }
+  for (int y = s.block.y0; y < s.block.y1; ++y)
+    for (int x = s.block.x0; x < s.block.x1; ++x)
+      for (int k = 0; k < 4; ++k) {
+        const int nx = x + dx4[k], ny = y + dy4[k];
+        if (inside(nx, ny) && !s.block.contains(nx, ny)) s.ghosts.push_back(static_cast<std::int64_t>(ny) * s.nx + nx);
+      }
+  std::sort(s.ghosts.begin(), s.ghosts.end());
+  s.ghosts.erase(std::unique(s.ghosts.begin(), s.ghosts.end()), s.ghosts.end());
+
+  // A_p = L_p - D_p (section 4) and the fixed part of the right-hand side, row by row in natural
+  // (row-major) order, so that the columns of a row come out ascending.
+  const double beta_x = std::isinf(alpha) ? 0.0 : 1.0 / (1.0 + alpha * s.hx);
+  const double beta_y = std::isinf(alpha) ? 0.0 : 1.0 / (1.0 + alpha * s.hy);
+  const double beta[4] = {beta_x, beta_x, beta_y, beta_y};
+  const auto n = static_cast<std::int64_t>(s.ext.nx()) * s.ext.ny();
+  auto& A = s.matrix;
+  A.rows = n;
+  A.row_ptr.assign(1, 0);
+  s.rhs_fixed.assign(static_cast<std::size_t>(n), 0.0);
+  // neighbour order by column: y-1, x-1, (self), x+1, y+1
+  constexpr int order[4] = {2, 0, 1, 3};
+  for (int y = s.ext.y0; y < s.ext.y1; ++y)
+    for (int x = s.ext.x0; x < s.ext.x1; ++x) {
+      const std::int32_t row = s.ext_index(x, y);
+      double d = s.diag;
+      double rhs = Poisson2D::source(coord(x, s.hx), coord(y, s.hy));
+      std::vector<std::pair<std::int32_t, double>> entries;
+      for (int k : order) {
+        const int ex = x + dx4[k], ey = y + dy4[k];
+        if (s.ext.contains(ex, ey)) {
+          entries.push_back({s.ext_index(ex, ey), -1.0 / h2[k]});  // L_p
+        } else if (!inside(ex, ey)) {
+          rhs += Poisson2D::exact(coord(ex, s.hx), coord(ey, s.hy)) / h2[k];  // Dirichlet boundary
+        } else {
+          d -= beta[k] / h2[k];  // D_p: beta per external neighbour (2 beta at a corner)
+          s.robin.push_back({row, s.ghost_index(ex, ey), s.ghost_index(x, y), 1.0 / h2[k], beta[k]});
+        }
+        (void)h1;
+      }
+      entries.push_back({row, d});
+      std::sort(entries.begin(), entries.end());
+      for (const auto& [c, v] : entries) {
+        A.col.push_back(c);
+        A.val.push_back(v);
+      }
+      A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
+      s.rhs_fixed[static_cast<std::size_t>(row)] = rhs;
+    }
+
+  // The local residual's rows: the global system's rows of the block.
+  for (int y = s.block.y0; y < s.block.y1; ++y)
+    for (int x = s.block.x0; x < s.block.x1; ++x) {
+      const auto point = static_cast<std::int32_t>(s.block_ext.size());
+      double b = Poisson2D::source(coord(x, s.hx), coord(y, s.hy));
+      for (int k = 0; k < 4; ++k) {
+        const int ex = x + dx4[k], ey = y + dy4[k];
+        if (!inside(ex, ey))
+          b += Poisson2D::exact(coord(ex, s.hx), coord(ey, s.hy)) / h2[k];
+        else if (s.block.contains(ex, ey))
+          s.links.push_back({point, s.ext_index(ex, ey), false, 1.0 / h2[k]});
+        else
+          s.links.push_back({point, s.ghost_index(ex, ey), true, 1.0 / h2[k]});
+      }
+      s.block_ext.push_back(s.ext_index(x, y));
+      s.b_block.push_back(b);
+    }
+  return s;
+}
+
+double schwarz_local_residual_sq(const SchwarzSubdomain& s, const double* x, const double* ghost) {
+  std::vector<double> r(s.b_block.size());
+  for (std::size_t p = 0; p < r.size(); ++p) r[p] = s.b_block[p] - s.diag * x[s.block_ext[p]];  // b - D u
+  for (const auto& l : s.links) r[static_cast<std::size_t>(l.point)] += l.coef * (l.ghost ? ghost[l.index] : x[l.index]);
+  double sum = 0;
+  for (double v : r) sum += v * v;
+  return sum;
+}
+
+comm::HaloPlan make_schwarz_plan(const decomposition::CartGrid& grid, int overlap, double alpha) {
+  const Index3 me = grid.coords();
+  const SchwarzSubdomain mine = make_schwarz_subdomain(grid, me, overlap, alpha);
+  comm::HaloPlan plan;
+  plan.rank = grid.rank();
+  for (int dy = -1; dy <= 1; ++dy)
+    for (int dx = -1; dx <= 1; ++dx) {
+      if (dx == 0 && dy == 0) continue;
+      const Index3 q{me[0] + dx, me[1] + dy, 0};
+      if (q[0] < 0 || q[0] >= grid.dims()[0] || q[1] < 0 || q[1] >= grid.dims()[1]) continue;
+      const Box2 qblock = block_of(grid.global(), grid.dims(), q);
+      const SchwarzSubdomain theirs = make_schwarz_subdomain(grid, q, overlap, alpha);
+      comm::PlanNeighbour nb;
+      nb.peer = grid.rank_at(q);
+      nb.direction = {dx, dy, 0};
+      nb.send_tag = comm::direction_tag({dx, dy, 0});
+      nb.recv_tag = comm::direction_tag({-dx, -dy, 0});
+      for (std::size_t g = 0; g < mine.ghosts.size(); ++g) {  // what q sends me: my ghosts in its block
+        const int x = static_cast<int>(mine.ghosts[g] % mine.nx), y = static_cast<int>(mine.ghosts[g] / mine.nx);
+        if (qblock.contains(x, y)) nb.recv.push_back(static_cast<std::int32_t>(g));
+      }
+      for (const auto gi : theirs.ghosts) {  // what I send q: its ghosts in my block, in its order
+        const int x = static_cast<int>(gi % mine.nx), y = static_cast<int>(gi / mine.nx);
+        if (mine.block.contains(x, y)) nb.send.push_back(mine.ext_index(x, y));
+      }
+      if (!nb.send.empty() || !nb.recv.empty()) plan.neighbours.push_back(std::move(nb));
+    }
+  return plan;
+}
+
+namespace {
+
+// One rank's run: the driver's loops around a subdomain solve (LocalIteration).
+class SchwarzRun : public LocalIteration {
+ public:
+  SchwarzRun(const decomposition::CartGrid& grid, const SchwarzOptions& o, IterationOptions it)
+      : grid_(grid), opt_(o), sub_(make_schwarz_subdomain(grid, grid.coords(), o.overlap, o.alpha)),
+        plan_(make_schwarz_plan(grid, o.overlap, o.alpha)),
+        x_(sub_.rhs_fixed.size(), 0.0), next_(x_.size(), 0.0), rhs_(x_.size(), 0.0), ghost_(sub_.ghosts.size(), 0.0),
+        driver_(grid.comm(), it, *this) {
+    std::string failure;
+    try {
+      chol_.emplace(sub_.matrix);
+    } catch (const linalg::FactorisationError& e) {
+      failure = fmt::format("rank {}: the subdomain matrix could not be factored: {}", grid.rank(), e.what());
+    }
+    agree_or_throw(grid.comm(), failure.empty(), failure);
+    auto& st = driver_.stats();
+    st.rank = grid.rank();
+    st.coords = grid.coords();
+    st.local = {sub_.block.nx(), sub_.block.ny(), 1};
+    st.neighbours = plan_.remote_peers();
+    driver_.start();
+  }
+
+  SchwarzResult run() {
+    SchwarzResult r;
+    r.run = driver_.run(*this);
+    r.alpha = opt_.alpha;
+    r.factor_nonzeros = chol_->factor_nonzeros();
+    r.factor_seconds = chol_->factor_seconds();
+    r.spmv_seconds = spmv_s_;
+    r.update_seconds = update_s_;
+    r.solve_seconds = solve_s_;
+    return r;
+  }
+
+  /// This rank's block of the final iterate, block row-major.
+  std::vector<double> block_values() const {
+    std::vector<double> u(sub_.block_ext.size());
+    for (std::size_t p = 0; p < u.size(); ++p) u[p] = x_[static_cast<std::size_t>(sub_.block_ext[p])];
+    return u;
+  }
+  const SchwarzSubdomain& subdomain() const { return sub_; }
+
+ private:
+  double local_source_norm_sq() override {
+    double b2 = 0;
+    for (double b : sub_.b_block) b2 += b * b;
+    return b2;
+  }
+  // The global residual of the assembled iterate: the owners' values at the ghosts, exchanged
+  // synchronously (tag 24), then every block's rows.
+  double true_residual_sq() override {
+    comm::PlanExchange ex(grid_.comm(), plan_, exchange_config(comm::HaloMode::sync, 24));
+    std::vector<double> ghost(ghost_.size(), 0.0);
+    ex.start(x_.data(), 0);
+    ex.finish(ghost.data(), 0);
+    ex.close();
+    return schwarz_local_residual_sq(sub_, x_.data(), ghost.data());
+  }
+
+  comm::PlanExchangeConfig exchange_config(comm::HaloMode mode, int tag_base) const {
+    comm::PlanExchangeConfig c;
+    c.mode = mode;
+    c.tag_base = tag_base;
+    c.transport = opt_.transport;
+    c.rma_sync = opt_.rma_sync;
+    c.shmem_sync = opt_.shmem_sync;
+    return c;
+  }
+
+  // Tags: 0 the asynchronous main phase, 8 a synchronous main phase, 16 polish, 24 true residual.
+  void open_exchange(IterationPhase phase, bool synchronous) override {
+    exchange_.reset();
+    exchange_.emplace(grid_.comm(), plan_,
+                      exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async,
+                                      synchronous ? (phase == IterationPhase::polish ? 16 : 8) : 0));
+  }
+  // Section 4.1: send the values the neighbours need, wait for theirs of the same iteration.
+  void exchange(std::int64_t it) override {
+    exchange_->start(x_.data(), it);
+    exchange_->finish(ghost_.data(), it);
+  }
+  void refresh() override { exchange_->install(ghost_.data()); }
+  // Section 4.2: push the newest values; pull whatever newest whole messages have arrived.
+  void push(std::int64_t it) override { exchange_->start(x_.data(), it); }
+  void pull(std::int64_t it) override { exchange_->finish(ghost_.data(), it); }
+  comm::HaloStats exchange_stats() const override { return exchange_->stats(); }
+  void close_exchange() override { exchange_->close(); }
+
+  double update(std::int64_t, bool want_residual) override {
+    double r2 = 0;
+    if (want_residual) {
+      core::Stopwatch t;
+      r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost_.data());  // r_p = b_p - L u, interior points
+      spmv_s_ += t.seconds();
+    }
+    core::Stopwatch t_update;
+    rhs_ = sub_.rhs_fixed;  // b_p: f and the physical boundary
+    for (const auto& t : sub_.robin)  // + Robin data: (u_q(e) - beta u_q(i)) / h^2
+      rhs_[static_cast<std::size_t>(t.row)] += t.coef * (ghost_[static_cast<std::size_t>(t.ghost_e)] -
+                                                         t.beta * ghost_[static_cast<std::size_t>(t.ghost_i)]);
+    update_s_ += t_update.seconds();
+    core::Stopwatch t_solve;
+    chol_->solve(rhs_.data(), next_.data());  // x_p <- A_p^{-1} rhs
+    solve_s_ += t_solve.seconds();
+    return r2;
+  }
+  void advance() override { std::swap(x_, next_); }
+  void perturb(double value) override { x_[static_cast<std::size_t>(sub_.block_ext[0])] = value; }
+
+  const decomposition::CartGrid& grid_;
+  const SchwarzOptions& opt_;
+  SchwarzSubdomain sub_;
+  comm::HaloPlan plan_;
+  std::vector<double> x_, next_, rhs_, ghost_;
+  std::optional<linalg::SparseCholesky> chol_;
+  std::optional<comm::PlanExchange> exchange_;
+  double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
+  IterationDriver driver_;
+};
+
+}  // namespace
+
+SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOptions& o, std::vector<double>& u) {
+  if (grid.global()[2] != 1) throw InputError("the Schwarz solver works on a 2D grid (one point along z)");
+  if (o.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", o.overlap));
+  if (!(o.alpha > 0)) throw InputError(fmt::format("--alpha {}: must be > 0 (the local problem of an interior "
+                                                   "subdomain would be singular)", o.alpha));
+  const auto& g = grid.global();
+  const auto& d = grid.dims();
+  const int smallest = std::min(g[0] / d[0], g[1] / d[1]);
+  if (grid.size() > 1 && o.overlap >= smallest)
+    throw InputError(fmt::format("--overlap {}: must be smaller than the smallest block ({} points)", o.overlap,
+                                 smallest));
+  IterationOptions it;
+  it.asynchronous = o.asynchronous;
+  it.check_every = o.check_every;
+  it.max_iters = o.max_iters;
+  it.time_limit = o.time_limit;
+  it.tol = o.tol;
+  it.polish = o.polish;
+  it.monitor = o.monitor;
+  it.reduction = o.reduction;
+  it.noise = o.noise;
+  it.stop_rule = StopRule::every_rank_local;
+  SchwarzRun run(grid, o, it);
+  SchwarzResult r = run.run();
+  u = run.block_values();
+  const auto& s = run.subdomain();
+  double err = 0;
+  for (int y = s.block.y0, p = 0; y < s.block.y1; ++y)
+    for (int x = s.block.x0; x < s.block.x1; ++x, ++p)
+      err = std::max(err, std::abs(u[static_cast<std::size_t>(p)] -
+                                   Poisson2D::exact((x + 1) * s.hx, (y + 1) * s.hy)));
+  MPI_Allreduce(MPI_IN_PLACE, &err, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
+  r.error_max = err;
+  return r;
+}
+
+}  // namespace desync::solvers

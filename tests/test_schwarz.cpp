@@ -1,0 +1,206 @@
+// Optimized Schwarz (solvers/schwarz/schwarz.hpp) on the 2D Poisson problem: the subdomain matrix
+// against hand-written ones, the synchronous and asynchronous solves against a direct solve of the
+// global system, the discretisation error's h^2, classical against optimized, one subdomain.
+// Runs over the transport of DESYNC_TEST_TRANSPORT (tests/channel_transport.hpp) for the async runs.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "channel_transport.hpp"
+#include "desync/core/error.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/linalg/sparse_cholesky.hpp"
+#include "desync/problems/poisson2d.hpp"
+#include "desync/solvers/schwarz/schwarz.hpp"
+
+using namespace desync;
+using decomposition::Index3;
+using solvers::SchwarzOptions;
+using solvers::SchwarzSubdomain;
+
+namespace {
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+/// Dense h^2 A of a subdomain, row by row.
+std::vector<std::vector<double>> dense_scaled(const SchwarzSubdomain& s) {
+  const auto n = static_cast<std::size_t>(s.matrix.rows);
+  std::vector<std::vector<double>> a(n, std::vector<double>(n, 0.0));
+  for (std::size_t r = 0; r < n; ++r)
+    for (auto k = s.matrix.row_ptr[r]; k < s.matrix.row_ptr[r + 1]; ++k)
+      a[r][static_cast<std::size_t>(s.matrix.col[static_cast<std::size_t>(k)])] =
+          s.matrix.val[static_cast<std::size_t>(k)] * s.hx * s.hx;
+  return a;
+}
+
+/// The global system's solution (one subdomain: the whole grid, a direct solve), row-major.
+std::vector<double> direct_solution(Index3 global) {
+  const auto s = solvers::make_schwarz_subdomain(global, {1, 1, 1}, {0, 0, 0}, 1, 1.0);
+  linalg::SparseCholesky chol(s.matrix);
+  std::vector<double> x(s.rhs_fixed.size());
+  chol.solve(s.rhs_fixed.data(), x.data());
+  return x;
+}
+
+/// max |u_block - direct| over this rank's block.
+double block_difference(const decomposition::CartGrid& grid, const std::vector<double>& u) {
+  const auto direct = direct_solution(grid.global());
+  const int nx = grid.global()[0];
+  double d = 0;
+  for (int j = 0, p = 0; j < grid.local()[1]; ++j)
+    for (int i = 0; i < grid.local()[0]; ++i, ++p) {
+      const auto g = static_cast<std::size_t>((grid.offset()[1] + j) * nx + grid.offset()[0] + i);
+      d = std::max(d, std::abs(u[static_cast<std::size_t>(p)] - direct[g]));
+    }
+  MPI_Allreduce(MPI_IN_PLACE, &d, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return d;
+}
+
+}  // namespace
+
+// The corner subdomain of a 2x2 process grid with 2x2 blocks and overlap 1 is 3x3 points: its
+// interface is the column x = 2 and the row y = 2, with (2, 2) facing two neighbours. h^2 A_p =
+// 5-point Laplacian (4 on the diagonal, -1 per neighbour inside) minus beta per external neighbour.
+TEST(SchwarzSubdomain, CornerMatrixByHand) {
+  const double alpha = 3.0;
+  const auto s = solvers::make_schwarz_subdomain({4, 4, 1}, {2, 2, 1}, {0, 0, 0}, 1, alpha);
+  ASSERT_EQ(s.ext.nx(), 3);
+  ASSERT_EQ(s.ext.ny(), 3);
+  const double b = 1.0 / (1.0 + alpha / 5.0);  // h = 1/5
+  // points in row-major order: (0,0) (1,0) (2,0) / (0,1) (1,1) (2,1) / (0,2) (1,2) (2,2)
+  const std::vector<std::vector<double>> expected = {
+      {4, -1, 0, -1, 0, 0, 0, 0, 0},
+      {-1, 4, -1, 0, -1, 0, 0, 0, 0},
+      {0, -1, 4 - b, 0, 0, -1, 0, 0, 0},
+      {-1, 0, 0, 4, -1, 0, -1, 0, 0},
+      {0, -1, 0, -1, 4, -1, 0, -1, 0},
+      {0, 0, -1, 0, -1, 4 - b, 0, 0, -1},
+      {0, 0, 0, -1, 0, 0, 4 - b, -1, 0},
+      {0, 0, 0, 0, -1, 0, -1, 4 - b, -1},
+      {0, 0, 0, 0, 0, -1, 0, -1, 4 - 2 * b},
+  };
+  const auto a = dense_scaled(s);
+  for (std::size_t r = 0; r < 9; ++r)
+    for (std::size_t c = 0; c < 9; ++c) EXPECT_NEAR(a[r][c], expected[r][c], 1e-12) << "row " << r << " col " << c;
+  // Robin terms: one per external neighbour, the corner twice.
+  EXPECT_EQ(s.robin.size(), 6u);
+}
+
+// The paper's Figure 1 example: a 3x3 process grid with 2x2 blocks, the middle subdomain extended
+// by 1 is 4x4 and D_p = diag(2b, b, b, 2b, b, 0, 0, b, b, 0, 0, b, 2b, b, b, 2b).
+TEST(SchwarzSubdomain, PaperExampleInterfaceDiagonal) {
+  const double alpha = 0.5;
+  const auto s = solvers::make_schwarz_subdomain({6, 6, 1}, {3, 3, 1}, {1, 1, 0}, 1, alpha);
+  ASSERT_EQ(s.matrix.rows, 16);
+  const double b = 1.0 / (1.0 + alpha / 7.0);
+  const double d[16] = {2 * b, b, b, 2 * b, b, 0, 0, b, b, 0, 0, b, 2 * b, b, b, 2 * b};
+  const auto a = dense_scaled(s);
+  for (std::size_t r = 0; r < 16; ++r) EXPECT_NEAR(4.0 - a[r][r], d[r], 1e-12) << "row " << r;
+  // symmetric
+  for (std::size_t r = 0; r < 16; ++r)
+    for (std::size_t c = 0; c < 16; ++c) EXPECT_EQ(a[r][c], a[c][r]);
+}
+
+TEST(SchwarzSubdomain, PositiveDefiniteForPositiveAlphaAndClassical) {
+  for (double alpha : {1e-3, 1.0, 50.0, solvers::schwarz_classical}) {
+    const auto s = solvers::make_schwarz_subdomain({12, 12, 1}, {3, 3, 1}, {1, 1, 0}, 2, alpha);
+    EXPECT_NO_THROW(linalg::SparseCholesky{s.matrix}) << "alpha " << alpha;
+  }
+  // alpha < 0 makes an interior subdomain's matrix indefinite: the factorisation says so.
+  // (h = 1/13: alpha = -12 gives beta = 13, a diagonal 4 - 13 on the interface rows)
+  const auto bad = solvers::make_schwarz_subdomain({12, 12, 1}, {3, 3, 1}, {1, 1, 0}, 1, -12.0);
+  EXPECT_THROW(linalg::SparseCholesky{bad.matrix}, linalg::FactorisationError);
+}
+
+// The direct solve's error against the known solution falls as h^2.
+TEST(SchwarzProblem, DiscretisationErrorIsSecondOrder) {
+  double previous = 0;
+  for (int m : {15, 31, 63}) {
+    const auto u = direct_solution({m, m, 1});
+    const double h = 1.0 / (m + 1);
+    double err = 0;
+    for (int j = 0; j < m; ++j)
+      for (int i = 0; i < m; ++i)
+        err = std::max(err, std::abs(u[static_cast<std::size_t>(j * m + i)] -
+                                     problems::Poisson2D::exact((i + 1) * h, (j + 1) * h)));
+    if (previous > 0) {
+      EXPECT_GT(previous / err, 3.5) << m;
+      EXPECT_LT(previous / err, 4.5) << m;
+    }
+    previous = err;
+  }
+}
+
+class SchwarzRuns : public ::testing::Test {
+ protected:
+  static SchwarzOptions options(bool async) {
+    SchwarzOptions o;
+    o.asynchronous = async;
+    o.tol = 1e-9;
+    o.alpha = solvers::schwarz_auto_alpha(1, 1.0 / 33);
+    if (async) desync_test::apply_transport(o);
+    return o;
+  }
+  std::vector<double> u;
+};
+
+TEST_F(SchwarzRuns, SyncMatchesTheDirectSolve) {
+  const int n = world_size();
+  decomposition::CartGrid grid(MPI_COMM_WORLD, {32, 32, 1}, decomposition::choose_dims(n, {0, 0, 1}));
+  const auto r = solvers::solve_schwarz(grid, options(false), u);
+  EXPECT_TRUE(r.run.converged);
+  EXPECT_EQ(r.run.stop, solvers::StopReason::converged);
+  EXPECT_LT(block_difference(grid, u), 1e-6);
+  EXPECT_LT(r.error_max, 4e-3);  // the discretisation error at h = 1/33 (2.6e-3)
+  if (n == 1) EXPECT_EQ(r.run.stats.iterations, 1);  // one subdomain: the direct solve
+}
+
+TEST_F(SchwarzRuns, OptimizedNeedsFewerIterationsThanClassical) {
+  const int n = world_size();
+  if (n == 1) GTEST_SKIP() << "one subdomain: both are the direct solve";
+  decomposition::CartGrid grid(MPI_COMM_WORLD, {32, 32, 1}, decomposition::choose_dims(n, {0, 0, 1}));
+  auto o = options(false);
+  o.tol = 1e-6;
+  const auto optimized = solvers::solve_schwarz(grid, o, u);
+  o.alpha = solvers::schwarz_classical;
+  const auto classical = solvers::solve_schwarz(grid, o, u);
+  EXPECT_TRUE(optimized.run.converged);
+  EXPECT_TRUE(classical.run.converged);
+  EXPECT_LT(3 * optimized.run.stats.iterations, classical.run.stats.iterations)
+      << "optimized " << optimized.run.stats.iterations << ", classical " << classical.run.stats.iterations;
+}
+
+TEST_F(SchwarzRuns, AsyncConvergesToTheDirectSolve) {
+  const int n = world_size();
+  decomposition::CartGrid grid(MPI_COMM_WORLD, {32, 32, 1}, decomposition::choose_dims(n, {0, 0, 1}));
+  auto o = options(true);
+  o.polish = true;
+  const auto r = solvers::solve_schwarz(grid, o, u);
+  EXPECT_TRUE(r.run.converged) << "true residual " << r.run.true_residual;
+  EXPECT_LE(r.run.true_residual, o.tol);
+  EXPECT_LT(block_difference(grid, u), 1e-5);
+}
+
+TEST_F(SchwarzRuns, BadOptionsAreRefusedOnEveryRank) {
+  const int n = world_size();
+  decomposition::CartGrid grid(MPI_COMM_WORLD, {16, 16, 1}, decomposition::choose_dims(n, {0, 0, 1}));
+  auto o = options(false);
+  o.alpha = 0;
+  EXPECT_THROW(solvers::solve_schwarz(grid, o, u), InputError);
+  o.alpha = -1;
+  EXPECT_THROW(solvers::solve_schwarz(grid, o, u), InputError);
+  o.alpha = 1;
+  o.overlap = 0;
+  EXPECT_THROW(solvers::solve_schwarz(grid, o, u), InputError);
+  if (n > 1) {
+    o.overlap = 16;
+    EXPECT_THROW(solvers::solve_schwarz(grid, o, u), InputError);
+  }
+}
