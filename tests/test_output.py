@@ -187,9 +187,36 @@ def check_async(r, work):
     check(len(rec.get("per_rank", [])) == 2, "async: per_rank length")
 
 
+def check_schwarz(r, work):
+    """desync schwarz: the saved 2D field at 2 ranks against the 1-rank run (one subdomain: the
+    direct solve), and its section of the record."""
+    j, n2, n1 = (os.path.join(work, f) for f in ("schwarz.json", "s2.npy", "s1.npy"))
+    common = ("--global", "20x12", "--tol", "1e-10", "--quiet")
+    run_desync(r.args, 2, ("schwarz",), *common, "--save", n2, "--json", j, expect_code=0)
+    run_desync(r.args, 1, ("schwarz",), *common, "--save", n1, expect_code=0)
+    _, shape2, d2 = read_npy(n2)
+    _, shape1, d1 = read_npy(n1)
+    check(shape2 == (1, 12, 20) and shape1 == shape2, f"schwarz: field shapes {shape2}, {shape1}")
+    diff = max(abs(a - b) for a, b in zip(values(d2), values(d1)))
+    check(diff < 1e-8, f"schwarz: 2-rank field differs from the direct solve by {diff}")
+    with open(j) as f:
+        rec = json.load(f)
+    d = rec.get("details", {})
+    check(rec.get("solver") == "schwarz" and rec.get("method") == "sync" and rec.get("converged") is True,
+          "schwarz: solver/method/converged")
+    check(rec.get("unknowns") == 240 and rec.get("outstanding_requests") == 0, "schwarz: unknowns, requests")
+    check(is_number(d.get("alpha")) and d["alpha"] > 0 and d.get("alpha_option") == "auto" and d.get("overlap") == 1,
+          f"schwarz: alpha/overlap {d!r}")
+    check(d.get("factor_nonzeros", 0) > 0 and is_number(d.get("error_max")) and d["error_max"] < 0.02,
+          f"schwarz: factor_nonzeros/error_max {d!r}")
+    il = d.get("iterations_local", {})
+    check(il.get("min") == il.get("max") == rec.get("iterations", {}).get("max"), f"schwarz: iterations_local {il!r}")
+    check(rec.get("time_split_shares") == [] and "solve" in rec.get("time_split", {}), "schwarz: time split")
+
+
 def main():
     p = arguments()
-    p.add_argument("checks", nargs="*", default=["json", "npy", "vti", "async"])
+    p.add_argument("checks", nargs="*", default=["json", "npy", "vti", "async", "schwarz"])
     args = p.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     r = Runner(args)
@@ -200,6 +227,8 @@ def main():
             check_vti(r, work)
         if "async" in args.checks:
             check_async(r, work)
+        if "schwarz" in args.checks:
+            check_schwarz(r, work)
     return conclude("all output checks passed")
 
 

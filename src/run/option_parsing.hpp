@@ -1,14 +1,47 @@
 #pragma once
 // Internal to the run layer: option values that desync's solver commands parse alike
 // (the command files src/run/solvers/*.cpp).
+#include <CLI/CLI.hpp>
+
 #include <string>
 #include <vector>
 
+#include "desync/communication/channel.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/error.hpp"
 #include "desync/run/registry.hpp"
 
 namespace desync::run::detail {
+
+/// --transport, --rma-sync, --shmem-sync: the channel transport and its completion scheme, the same
+/// options for every command whose exchanges go through channels (docs/channel.md).
+struct TransportOptions {
+  std::string transport = "p2p";
+  std::string rma_sync = "flush";  // docs/channel.md says why flush is the default
+  std::string shmem_sync = "put";
+
+  void add(CLI::App& app, const std::string& transport_help) {
+    app.add_option("--transport", transport, transport_help)->capture_default_str();
+    app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
+        ->capture_default_str();
+    app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
+  }
+  /// Parses into c.transport, c.rma_sync, c.shmem_sync; InputError for an unknown name or a
+  /// transport this build lacks.
+  template <class Config>
+  void apply(Config& c) const {
+    c.transport = comm::parse_transport(transport);
+    c.rma_sync = comm::parse_rma_sync(rma_sync);
+    c.shmem_sync = comm::parse_shmem_sync(shmem_sync);
+    if (!comm::transport_built(c.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
+  }
+  /// The transport with its completion scheme, as the summaries show it: "p2p", "rma (flush)".
+  std::string text() const {
+    if (transport == "rma") return transport + " (" + rma_sync + ")";
+    if (transport == "shmem") return transport + " (" + shmem_sync + ")";
+    return transport;
+  }
+};
 
 /// The help text of a --method / --mode option: "a | b | c", then each method with its description.
 inline std::string method_help(const std::vector<MethodInfo>& methods) {

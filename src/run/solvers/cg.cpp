@@ -63,9 +63,7 @@ class CgCommand final : public SolverCommand {
   std::string engine = "p2p";             // --engine
   std::string progress = "none";          // --progress
   int test_interval = 1024;               // --test-interval
-  std::string transport = "p2p";          // --transport (engine p2p)
-  std::string rma_sync = "flush";         // --rma-sync
-  std::string shmem_sync = "put";         // --shmem-sync
+  detail::TransportOptions channels;      // --transport, --rma-sync, --shmem-sync (engine p2p)
   double young = 1.0;                     // --young (elasticity3d)
   double poisson_ratio = 0.3;             // --poisson-ratio (elasticity3d)
   double load = 1.0;                      // --load (elasticity3d)
@@ -114,12 +112,8 @@ void CgCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
       ->capture_default_str();
-  app.add_option("--transport", transport,
-                 "Ghost channel transport (--engine p2p): p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)")
-      ->capture_default_str();
-  app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
-      ->capture_default_str();
-  app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
+  channels.add(app,
+               "Ghost channel transport (--engine p2p): p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)");
   app.add_option("--young", young, "elasticity3d: Young's modulus E")->capture_default_str();
   app.add_option("--poisson-ratio", poisson_ratio, "elasticity3d: Poisson's ratio nu")->capture_default_str();
   app.add_option("--load", load, "elasticity3d: total traction on the face z = 1")->capture_default_str();
@@ -167,10 +161,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   spmv.progress = linalg::parse_progress(progress);
   if (test_interval < 1) throw InputError("--test-interval must be >= 1");
   spmv.test_interval = test_interval;
-  spmv.transport = comm::parse_transport(transport);
-  spmv.rma_sync = comm::parse_rma_sync(rma_sync);
-  spmv.shmem_sync = comm::parse_shmem_sync(shmem_sync);
-  if (!comm::transport_built(spmv.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
+  channels.apply(spmv);
 
   from_matrix = !matrix_path.empty();
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
@@ -225,9 +216,9 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"engine", engine},
           {"progress", progress},
           {"test-interval", std::to_string(test_interval)},
-          {"transport", transport},
-          {"rma-sync", rma_sync},
-          {"shmem-sync", shmem_sync},
+          {"transport", channels.transport},
+          {"rma-sync", channels.rma_sync},
+          {"shmem-sync", channels.shmem_sync},
           {"young", fmt::format("{}", young)},
           {"poisson-ratio", fmt::format("{}", poisson_ratio)},
           {"load", fmt::format("{}", load)},
@@ -351,7 +342,7 @@ int CgCommand::run(MPI_Comm comm) {
 
     r.headline = fmt::format("method {}, pc {}, reduction {}", r.method, pc_name, red);
     r.setup_lines.push_back({"problem", fmt::format("{}, operator {}, exchange {}{} (progress {})", problem, operator_name,
-                                                    engine, engine == "p2p" ? " over " + transport : std::string(),
+                                                    engine, engine == "p2p" ? " over " + channels.transport : std::string(),
                                                     progress)});
     if (grid) {
       const auto& g = grid->global();
@@ -371,7 +362,7 @@ int CgCommand::run(MPI_Comm comm) {
     details["pc"] = pc_name;
     details["reduction"] = red;
     details["engine"] = engine;
-    details["transport"] = engine == "p2p" ? transport : engine;
+    details["transport"] = engine == "p2p" ? channels.transport : engine;
     details["progress"] = progress;
     details["problem"] = problem;
     details["operator"] = operator_name;

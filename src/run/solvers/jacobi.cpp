@@ -56,9 +56,7 @@ class JacobiCommand final : public SolverCommand {
   std::string dims = "0x0x0";       // --dims: process grid, 0 = chosen by MPI_Dims_create
   std::string mode = "sync";        // --mode
   std::string reduction = "iallreduce";
-  std::string transport = "p2p";    // --transport: p2p | rma | shmem
-  std::string rma_sync = "flush";   // --rma-sync (see docs/channel.md for why flush is the default)
-  std::string shmem_sync = "put";   // --shmem-sync
+  detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync
   std::string prefetch = "auto";    // --prefetch: auto | on | off (sweep kernel software prefetch)
   problems::Laplace3D problem;
   solvers::JacobiOptions solver;
@@ -93,11 +91,8 @@ void JacobiCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree")
       ->capture_default_str();
-  app.add_option("--transport", transport, "Halo channel transport: p2p (MPI two-sided) | rma (MPI one-sided) | "
-                 "shmem (OpenSHMEM; see docs/channel.md)")->capture_default_str();
-  app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
-      ->capture_default_str();
-  app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
+  channels.add(app, "Halo channel transport: p2p (MPI two-sided) | rma (MPI one-sided) | "
+               "shmem (OpenSHMEM; see docs/channel.md)");
   app.add_flag("--polish", s.polish,
                "If the final true residual is above --tol, continue with synchronous sweeps until it is not");
   app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
@@ -144,9 +139,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   else
     throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
   s.reduction = comm::parse_reduction(reduction);
-  s.transport = comm::parse_transport(transport);
-  s.rma_sync = comm::parse_rma_sync(rma_sync);
-  s.shmem_sync = comm::parse_shmem_sync(shmem_sync);
+  channels.apply(s);
   if (prefetch == "on")
     s.prefetch = solvers::SweepPrefetch::on;
   else if (prefetch == "off")
@@ -155,7 +148,6 @@ void JacobiCommand::finalise(MPI_Comm comm) {
     s.prefetch.reset();
   else
     throw InputError("--prefetch '" + prefetch + "': expected auto, on or off");
-  if (!comm::transport_built(s.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   // Every mode tests every 100 iterations by default (Bethune et al., 2011, Figure 1); --check-every 1 is the
   // paper's cadence for the asynchronous tests (3.1.2, 3.3.2). docs/benchmarks.md has both.
@@ -200,9 +192,9 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
           {"inflight", std::to_string(s.inflight)},
           {"racy-chunks", std::to_string(s.racy_chunks)},
           {"reduction", reduction},
-          {"transport", transport},
-          {"rma-sync", rma_sync},
-          {"shmem-sync", shmem_sync},
+          {"transport", channels.transport},
+          {"rma-sync", channels.rma_sync},
+          {"shmem-sync", channels.shmem_sync},
           {"polish", s.polish ? "true" : "false"},
           {"max-iters", std::to_string(s.max_iters)},
           {"time-limit", fmt::format("{}", s.time_limit)},
@@ -368,9 +360,7 @@ int JacobiCommand::run(MPI_Comm comm) {
   detail::fill_from_driver(r, comm, result);
   r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
   if (rank == 0) {
-    std::string transport_text = transport;  // with its completion scheme, e.g. "rma (flush)"
-    if (transport == "rma") transport_text += " (" + rma_sync + ")";
-    if (transport == "shmem") transport_text += " (" + shmem_sync + ")";
+    const std::string transport_text = channels.text();  // with its completion scheme, e.g. "rma (flush)"
     const std::string red = solver.mode == comm::HaloMode::sync ? "allreduce" : reduction;
     fill_section(r, transport_text, red, solver);
   }

@@ -50,7 +50,7 @@ class SchwarzCommand final : public SolverCommand {
   std::string mode = "sync";
   std::string alpha = "auto";
   std::string termination;          // --termination: allreduce (sync) | iallreduce (async default)
-  std::string transport = "p2p", rma_sync = "flush", shmem_sync = "put";
+  detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync (async)
   solvers::SchwarzOptions solver;
   std::string json_path, save_path;
   bool quiet = false;
@@ -76,11 +76,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "Global termination: allreduce (sync: every iteration) | iallreduce (async: non-blocking votes)");
   app.add_option("--check-every", s.check_every, "Iterations between convergence votes (async: the least)")
       ->capture_default_str();
-  app.add_option("--transport", transport, "async: interface values over p2p (MPI two-sided) | rma (MPI one-sided) | "
-                 "shmem (OpenSHMEM)")->capture_default_str();
-  app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
-      ->capture_default_str();
-  app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
+  channels.add(app, "async: interface values over p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)");
   app.add_flag("--polish", s.polish, "If the final true residual is above --tol, continue synchronously until it is not");
   app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
   app.add_option("--time-limit", s.time_limit, "Stop after this many seconds and report the residual reached (0: none)")
@@ -105,10 +101,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     throw InputError("--termination '" + termination + "': unknown termination (expected allreduce or iallreduce)");
   if ((termination == "allreduce") == s.asynchronous)
     throw InputError("--termination " + termination + " goes with --mode " + (s.asynchronous ? "sync" : "async"));
-  s.transport = comm::parse_transport(transport);
-  s.rma_sync = comm::parse_rma_sync(rma_sync);
-  s.shmem_sync = comm::parse_shmem_sync(shmem_sync);
-  if (!comm::transport_built(s.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
+  channels.apply(s);
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   if (s.check_every < 1) throw InputError("--check-every must be >= 1");
   if (s.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.overlap));
@@ -170,9 +163,9 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
           {"tol", fmt::format("{}", s.tol)},
           {"termination", termination},
           {"check-every", std::to_string(s.check_every)},
-          {"transport", transport},
-          {"rma-sync", rma_sync},
-          {"shmem-sync", shmem_sync},
+          {"transport", channels.transport},
+          {"rma-sync", channels.rma_sync},
+          {"shmem-sync", channels.shmem_sync},
           {"polish", s.polish ? "true" : "false"},
           {"max-iters", std::to_string(s.max_iters)},
           {"time-limit", fmt::format("{}", s.time_limit)},
@@ -243,9 +236,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
       nnz += static_cast<std::int64_t>(p.value("factor_nonzeros"));
       factor_s = std::max(factor_s, p.value("factor_seconds"));
     }
-    std::string transport_text = solver.asynchronous ? transport : "p2p (two-sided)";
-    if (solver.asynchronous && transport == "rma") transport_text += " (" + rma_sync + ")";
-    if (solver.asynchronous && transport == "shmem") transport_text += " (" + shmem_sync + ")";
+    const std::string transport_text = solver.asynchronous ? channels.text() : "p2p (two-sided)";
     const std::string alpha_text = std::isinf(solver.alpha) ? "inf (classical)" : fmt::format("{:.6g}", solver.alpha);
     r.headline = fmt::format("mode {}, transport {}, termination {}", mode, transport_text, termination);
     r.setup_lines.push_back({"problem", fmt::format("2D Poisson, {}x{} points, overlap {}, alpha {}{}", global_points[0],
@@ -260,7 +251,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
     details["alpha_option"] = alpha;
     details["overlap"] = solver.overlap;
     details["termination"] = termination;
-    details["transport"] = solver.asynchronous ? transport : "p2p";
+    details["transport"] = solver.asynchronous ? channels.transport : "p2p";
     details["factor_nonzeros"] = nnz;
     details["factor_seconds"] = factor_s;
     details["error_max"] = result.error_max;
