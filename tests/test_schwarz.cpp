@@ -14,6 +14,7 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/sparse_cholesky.hpp"
 #include "desync/problems/poisson2d.hpp"
+#include "desync/core/history.hpp"
 #include "desync/solvers/schwarz/schwarz.hpp"
 
 using namespace desync;
@@ -119,6 +120,28 @@ TEST(SchwarzSubdomain, PositiveDefiniteForPositiveAlphaAndClassical) {
   EXPECT_THROW(linalg::SparseCholesky{bad.matrix}, linalg::FactorisationError);
 }
 
+// The global residual estimated from per-rank histories (Yamazaki et al., 2019, section 7.2),
+// worked by hand: shares 0.6 and 0.8, points merged by time, starting once both ranks have one.
+TEST(GlobalEstimate, MergedByTimeByHand) {
+  using core::HistoryPoint;
+  const std::vector<std::vector<HistoryPoint>> h = {{{1.0, 1, 1.0}, {3.0, 2, 0.5}}, {{2.0, 1, 1.0}, {4.0, 7, 0.25}}};
+  const auto g = core::estimate_global_history(h, {0.6, 0.8});
+  ASSERT_EQ(g.size(), 3u);
+  EXPECT_DOUBLE_EQ(g[0].residual, 1.0);                   // t = 2: sqrt(0.36 + 0.64)
+  EXPECT_DOUBLE_EQ(g[1].residual, std::sqrt(0.09 + 0.64));  // t = 3: rank 0 at 0.5
+  EXPECT_DOUBLE_EQ(g[2].residual, std::sqrt(0.09 + 0.04));  // t = 4: rank 1 at 0.25
+  EXPECT_EQ(g[1].iteration, 2);
+  EXPECT_EQ(g[2].iteration, 7);
+  EXPECT_EQ(g[2].time, 4.0);
+  // Thinned to a cap, keeping the first and the last point.
+  std::vector<std::vector<HistoryPoint>> many(1);
+  for (int k = 0; k < 100; ++k) many[0].push_back({double(k), k, 1.0 / (k + 1)});
+  const auto thin = core::estimate_global_history(many, {1.0}, 10);
+  ASSERT_EQ(thin.size(), 10u);
+  EXPECT_EQ(thin.front().iteration, 0);
+  EXPECT_EQ(thin.back().iteration, 99);
+}
+
 // The direct solve's error against the known solution falls as h^2.
 TEST(SchwarzProblem, DiscretisationErrorIsSecondOrder) {
   double previous = 0;
@@ -159,7 +182,9 @@ TEST_F(SchwarzRuns, SyncMatchesTheDirectSolve) {
   EXPECT_EQ(r.run.stop, solvers::StopReason::converged);
   EXPECT_LT(block_difference(grid, u), 1e-6);
   EXPECT_LT(r.error_max, 4e-3);  // the discretisation error at h = 1/33 (2.6e-3)
-  if (n == 1) EXPECT_EQ(r.run.stats.iterations, 1);  // one subdomain: the direct solve
+  if (n == 1) {
+    EXPECT_EQ(r.run.stats.iterations, 1);  // one subdomain: the direct solve
+  }
 }
 
 TEST_F(SchwarzRuns, OptimizedNeedsFewerIterationsThanClassical) {
@@ -186,6 +211,43 @@ TEST_F(SchwarzRuns, AsyncConvergesToTheDirectSolve) {
   EXPECT_TRUE(r.run.converged) << "true residual " << r.run.true_residual;
   EXPECT_LE(r.run.true_residual, o.tol);
   EXPECT_LT(block_difference(grid, u), 1e-5);
+}
+
+// Waiting for all neighbours together changes the order of the waits, not the data: bitwise the same.
+TEST_F(SchwarzRuns, SyncWaitAllIsBitwiseSyncWaitOne) {
+  const int n = world_size();
+  decomposition::CartGrid grid(MPI_COMM_WORLD, {24, 24, 1}, decomposition::choose_dims(n, {0, 0, 1}));
+  auto o = options(false);
+  const auto one = solvers::solve_schwarz(grid, o, u);
+  const std::vector<double> u_one = u;
+  o.wait_all = true;
+  const auto all = solvers::solve_schwarz(grid, o, u);
+  EXPECT_EQ(one.run.stats.iterations, all.run.stats.iterations);
+  EXPECT_EQ(u_one, u);
+  ASSERT_EQ(one.run.rank_history.size(), all.run.rank_history.size());
+  for (std::size_t k = 0; k < one.run.rank_history.size(); ++k)
+    EXPECT_EQ(one.run.rank_history[k].residual, all.run.rank_history[k].residual);
+}
+
+// The repeated non-blocking votes terminate as well as the tree (the default), and each rank's
+// recorded local residual history ends below the tolerance of its vote.
+TEST_F(SchwarzRuns, AsyncIallreduceTerminationAndRankHistories) {
+  const int n = world_size();
+  decomposition::CartGrid grid(MPI_COMM_WORLD, {24, 24, 1}, decomposition::choose_dims(n, {0, 0, 1}));
+  auto o = options(true);
+  o.tree_termination = false;
+  o.polish = true;
+  const auto r = solvers::solve_schwarz(grid, o, u);
+  EXPECT_TRUE(r.run.converged) << "true residual " << r.run.true_residual;
+  EXPECT_LT(block_difference(grid, u), 1e-5);
+  o.tree_termination = true;
+  o.polish = false;
+  const auto t = solvers::solve_schwarz(grid, o, u);
+  EXPECT_EQ(t.run.stop, solvers::StopReason::converged);
+  ASSERT_FALSE(t.run.rank_history.empty());
+  EXPECT_LT(t.run.rank_history.back().residual, o.tol);  // the vote was this rank's local convergence
+  EXPECT_GT(t.run.source_share, 0.0);
+  EXPECT_LE(t.run.source_share, 1.0);
 }
 
 TEST_F(SchwarzRuns, BadOptionsAreRefusedOnEveryRank) {

@@ -302,6 +302,10 @@ void PlanExchange::pull_neighbour(std::size_t n, std::int64_t own_level) {
 
 void PlanExchange::finish(double* dest, std::int64_t own_level) {
   hand_back();
+  if (config_.mode == HaloMode::sync && config_.wait_all && started_) {
+    while (!progress_pass()) {  // every neighbour at once, in the order they arrive
+    }
+  }
   for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) {
     if (plan_.is_local(n)) {
       const std::int64_t level = loopback_level_[local_source_[n]];

@@ -271,13 +271,15 @@ void write_json(const RunRecord& r, const std::string& path) {
   j["time_split_shares"] = shares;
   j["residual_history"] = detail::history_json(r.history);
   json ranks = json::array();
-  for (const auto& p : r.per_rank) {
+  for (std::size_t k = 0; k < r.per_rank.size(); ++k) {
+    const auto& p = r.per_rank[k];
     json e = json::object();
     for (const auto& f : p.fields) e[f.name] = field_json(f);
     auto parts = p.time;
     parts.push_back({"other", p.other_time(), true});
     parts.push_back({"total", p.total_time, false});
     e["time"] = time_json(parts);
+    if (k < r.rank_histories.size()) e["residual_history"] = detail::history_json(r.rank_histories[k]);
     ranks.push_back(std::move(e));
   }
   j["per_rank"] = std::move(ranks);

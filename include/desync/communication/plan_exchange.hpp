@@ -87,6 +87,10 @@ struct PlanExchangeConfig {
   Progress progress = Progress::none;
   int max_delay = 0;  ///< bounded: L, the largest delay in levels a pull accepts (>= 0)
   int history = 0;    ///< bounded/async: time levels retained per neighbour (0: the channel's default)
+  /// sync: finish() waits for every neighbour together, polling all channels until each has
+  /// delivered (the MPI_Waitall variant of Yamazaki et al., 2019, section 4.1), instead of one
+  /// neighbour after the other (one MPI_Wait each, their standard variant).
+  bool wait_all = false;
 };
 
 class PlanExchange {

@@ -101,6 +101,9 @@ struct RunRecord {
   double iteration_rate = 0;     ///< iterations per second, as the solver defines it (docs/output.md)
   std::vector<core::HistoryPoint> history;
   std::vector<RankFields> per_rank;  ///< gather_rank_fields (rank 0 only)
+  /// Solvers that record local residuals: each rank's history (rank 0 only; empty: none), written
+  /// as per_rank[].residual_history.
+  std::vector<std::vector<core::HistoryPoint>> rank_histories;
   // The solver's section.
   std::string details = "{}";    ///< a JSON object (text), written under "details"
   std::vector<SummaryLine> setup_lines;        ///< summary lines after "ranks"

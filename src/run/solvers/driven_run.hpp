@@ -8,8 +8,11 @@
 
 #include <cmath>
 #include <cstdint>
+#include <vector>
 
 #include "desync/core/error.hpp"
+#include "desync/core/gather.hpp"
+#include "desync/core/history.hpp"
 #include "desync/core/noise.hpp"
 #include "desync/run/record.hpp"
 #include "desync/run/run_end.hpp"
@@ -39,6 +42,33 @@ inline void fill_from_driver(RunRecord& r, MPI_Comm comm, const solvers::JacobiR
   r.history = result.history;
   r.wall_time = max_over_ranks(comm, result.stats.time.total);
   r.outstanding_requests = pending_requests(comm);
+}
+
+/// The per-rank local residual histories (IterationOptions::rank_history) gathered into the record
+/// (rank_histories on rank 0), and for asynchronous runs the record's residual history replaced by
+/// the global residual estimated from them (core::estimate_global_history; a synchronous run's
+/// history is already the exact global residual of each iteration). Collective.
+inline void gather_rank_histories(RunRecord& r, MPI_Comm comm, const solvers::JacobiResult& result,
+                                  bool asynchronous) {
+  std::vector<double> packed;
+  packed.reserve(3 * result.rank_history.size() + 1);
+  packed.push_back(result.source_share);
+  for (const auto& h : result.rank_history) {
+    packed.push_back(h.time);
+    packed.push_back(static_cast<double>(h.iteration));
+    packed.push_back(h.residual);
+  }
+  const auto all = core::gather_varying(comm, packed);
+  if (all.empty()) return;  // not rank 0
+  std::vector<double> shares;
+  r.rank_histories.clear();
+  for (const auto& v : all) {
+    shares.push_back(v[0]);
+    auto& h = r.rank_histories.emplace_back();
+    for (std::size_t i = 1; i + 2 < v.size(); i += 3)
+      h.push_back({v[i], static_cast<std::int64_t>(v[i + 1]), v[i + 2]});
+  }
+  if (asynchronous) r.history = core::estimate_global_history(r.rank_histories, shares);
 }
 
 }  // namespace desync::run::detail

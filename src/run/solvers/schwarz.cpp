@@ -49,7 +49,8 @@ class SchwarzCommand final : public SolverCommand {
   std::string local, global, dims = "0x0";
   std::string mode = "sync";
   std::string alpha = "auto";
-  std::string termination;          // --termination: allreduce (sync) | iallreduce (async default)
+  std::string termination;          // --termination: allreduce (sync) | tree (async default) | iallreduce
+  std::string sync_wait = "one";    // --sync-wait: one | all (sync)
   detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync (async)
   solvers::SchwarzOptions solver;
   std::string json_path, save_path;
@@ -73,7 +74,12 @@ void SchwarzCommand::add_options(CLI::App& app) {
   app.add_option("--tol", s.tol, "Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points")
       ->capture_default_str();
   app.add_option("--termination", termination,
-                 "Global termination: allreduce (sync: every iteration) | iallreduce (async: non-blocking votes)");
+                 "Global termination: allreduce (sync, every iteration) | tree (async default: each rank's flag up a "
+                 "binary tree over the transport, the decision pushed down) | iallreduce (async: repeated "
+                 "non-blocking votes)");
+  app.add_option("--sync-wait", sync_wait,
+                 "sync: one (one wait per neighbour in turn) | all (wait for every neighbour together, MPI_Waitall)")
+      ->capture_default_str();
   app.add_option("--check-every", s.check_every, "Iterations between convergence votes (async: the least)")
       ->capture_default_str();
   channels.add(app, "async: interface values over p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)");
@@ -96,11 +102,16 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   auto& s = solver;
   if (mode != "sync" && mode != "async") throw InputError("--mode '" + mode + "': unknown mode (expected sync or async)");
   s.asynchronous = mode == "async";
-  if (termination.empty()) termination = s.asynchronous ? "iallreduce" : "allreduce";
-  if (termination != "allreduce" && termination != "iallreduce")
-    throw InputError("--termination '" + termination + "': unknown termination (expected allreduce or iallreduce)");
+  if (termination.empty()) termination = s.asynchronous ? "tree" : "allreduce";
+  if (termination != "allreduce" && termination != "iallreduce" && termination != "tree")
+    throw InputError("--termination '" + termination + "': unknown termination (expected allreduce, tree or iallreduce)");
   if ((termination == "allreduce") == s.asynchronous)
     throw InputError("--termination " + termination + " goes with --mode " + (s.asynchronous ? "sync" : "async"));
+  s.tree_termination = termination == "tree";
+  if (sync_wait != "one" && sync_wait != "all")
+    throw InputError("--sync-wait '" + sync_wait + "': unknown wait (expected one or all)");
+  if (sync_wait == "all" && s.asynchronous) throw InputError("--sync-wait all goes with --mode sync");
+  s.wait_all = sync_wait == "all";
   channels.apply(s);
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   if (s.check_every < 1) throw InputError("--check-every must be >= 1");
@@ -162,6 +173,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
           {"alpha", alpha},
           {"tol", fmt::format("{}", s.tol)},
           {"termination", termination},
+          {"sync-wait", sync_wait},
           {"check-every", std::to_string(s.check_every)},
           {"transport", channels.transport},
           {"rma-sync", channels.rma_sync},
@@ -192,7 +204,8 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
       .integer("messages_discarded", s.halo.messages_discarded)
       .integer("sends_skipped", s.halo.sends_skipped)
       .integer("factor_nonzeros", r.factor_nonzeros)
-      .number("factor_seconds", r.factor_seconds);
+      .number("factor_seconds", r.factor_seconds)
+      .number("source_share", r.run.source_share);
   // Yamazaki et al.'s Figure 9 categories: Reduce, P2P, SpMV (the local residual), Update (the
   // interface part of the right-hand side), Solve (the subdomain solve).
   f.time_part("reduce", s.time.reduction)
@@ -227,6 +240,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
   r.tolerance = solver.tol;
   detail::fill_from_driver(r, comm, result.run);
   r.per_rank = gather_rank_fields(comm, rank_fields(result));
+  detail::gather_rank_histories(r, comm, result.run, solver.asynchronous);
   if (rank == 0) {
     const auto it = summarise_iterations(r.per_rank);
     r.iteration_rate = r.wall_time > 0 ? it.mean / r.wall_time : 0.0;
@@ -251,6 +265,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
     details["alpha_option"] = alpha;
     details["overlap"] = solver.overlap;
     details["termination"] = termination;
+    details["sync_wait"] = solver.asynchronous ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
     details["transport"] = solver.asynchronous ? channels.transport : "p2p";
     details["factor_nonzeros"] = nnz;
     details["factor_seconds"] = factor_s;

@@ -45,6 +45,12 @@ void IterationDriver::start() {
   // Baseline of the divergence safeguard: the true residual of the initial guess, computed
   // synchronously before the solve (an asynchronous first test may already be perturbed).
   initial_residual_ = std::max(true_residual(), opt_.tol);
+  result_.source_share = std::sqrt(local_source_sq_) / source_norm_;
+  // Every rank leaves the allreduce above at about the same moment: the offset puts the per-rank
+  // histories on rank 0's clock (to the latency of one broadcast).
+  double t0 = clock_.seconds();
+  MPI_Bcast(&t0, 1, MPI_DOUBLE, 0, comm_);
+  clock_offset_ = t0 - clock_.seconds();
 }
 
 JacobiResult IterationDriver::run(LocalIteration& local) {
@@ -133,7 +139,14 @@ StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which
 void IterationDriver::run_async(LocalIteration& local) {
   auto& st = result_.stats;
   local.open_exchange(IterationPhase::main, /*synchronous=*/false);
-  auto reduction = comm::make_reduction(opt_.reduction, comm_, vote_count);
+  // The votes travel either in repeated non-blocking reductions or, once per rank, up the
+  // termination tree.
+  std::unique_ptr<comm::NonblockingReduction> reduction;
+  std::unique_ptr<comm::TreeTermination> tree;
+  if (opt_.tree_termination)
+    tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);
+  else
+    reduction = comm::make_reduction(opt_.reduction, comm_, vote_count);
   std::int64_t it = 0;
   bool local_done = false;  // reached max_iters or time_limit: wait for the global decision
   bool non_finite = false;
@@ -147,7 +160,7 @@ void IterationDriver::run_async(LocalIteration& local) {
       st.time.halo += t_halo.seconds();
       perturb(local, it);
 
-      fresh_residual = !reduction->active() && it >= next_test_;
+      fresh_residual = (tree || !reduction->active()) && it >= next_test_;
       core::Stopwatch t_update;
       if (fresh_residual) {
         last_local_sq = local.update(it, true);
@@ -159,6 +172,7 @@ void IterationDriver::run_async(LocalIteration& local) {
       st.time.compute += update_s;
       st.time.noise += noise_.after_sweep(update_s);
       non_finite = non_finite || !std::isfinite(last_local_sq);
+      if (fresh_residual) record_local(it, last_local_sq);
       local.advance();
       ++it;
       if (it >= opt_.max_iters || over_time()) local_done = true;
@@ -171,6 +185,32 @@ void IterationDriver::run_async(LocalIteration& local) {
     }
 
     core::Stopwatch t_red;
+    if (tree) {
+      // Yamazaki et al. (2019), section 4.3: vote once, when locally converged by the minimum-
+      // residual rule; a rank at a limit or failing (non-finite, or its own residual alone beyond
+      // the divergence safeguard) votes too, so that the decision comes and names why.
+      if (!tree->voted()) {
+        const bool converged = fresh_residual && locally_converged(last_local_sq, true);
+        const bool diverging = fresh_residual && std::sqrt(last_local_sq) / source_norm_ >
+                                                     opt_.divergence_factor * initial_residual_;
+        if (converged || diverging || non_finite || local_done) {
+          double votes[vote_count];
+          fill_votes(votes, last_local_sq, it >= opt_.max_iters, over_time(), non_finite, converged);
+          tree->vote(votes);
+        }
+      }
+      const bool decided = tree->test();
+      st.time.reduction += t_red.seconds();
+      if (decided) {
+        ++st.reductions;
+        double votes[vote_count];
+        std::copy(tree->result().begin(), tree->result().end(), votes);
+        // Every rank voted, each for a reason decide() reads: it always names one.
+        result_.stop = decide(votes, it).value_or(StopReason::max_iters);
+        break;
+      }
+      continue;
+    }
     if (!reduction->active() && (fresh_residual || local_done)) {
       double votes[vote_count];
       // (A vote without a fresh residual, at a limit, reads the local state as it stands.)
@@ -188,7 +228,10 @@ void IterationDriver::run_async(LocalIteration& local) {
     }
   }
   core::Stopwatch t_finish;
-  reduction->finish();
+  if (tree)
+    tree->close();
+  else
+    reduction->finish();
   local.close_exchange();
   st.time.finish += t_finish.seconds();
   st.iterations = it;
@@ -221,6 +264,7 @@ std::optional<StopReason> IterationDriver::sync_test(double local_sq, bool at_li
   core::Stopwatch t_red;
   double votes[vote_count];
   fill_votes(votes, local_sq, at_limit, over_time(), !std::isfinite(local_sq), locally_converged(local_sq, false));
+  record_local(it, local_sq);
   comm::allreduce_sum(comm_, votes);
   time.reduction += t_red.seconds();
   ++result_.stats.reductions;
@@ -238,6 +282,20 @@ std::optional<StopReason> IterationDriver::completed_test(const comm::Nonblockin
 void IterationDriver::record_point(std::int64_t it, double residual) {
   result_.history.push_back({clock_.seconds(), it, residual});
   core::Monitor{opt_.monitor ? 1 : 0, rank_ == 0}(it, clock_.seconds(), residual);  // every test
+}
+
+void IterationDriver::record_local(std::int64_t it, double local_sq) {
+  if (!opt_.rank_history) return;
+  if (local_tests_++ % local_stride_ != 0) return;
+  auto& h = result_.rank_history;
+  if (h.size() >= rank_history_cap) {  // keep every other point, record every other test from now on
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < h.size(); i += 2) h[k++] = h[i];
+    h.resize(k);
+    local_stride_ *= 2;
+  }
+  const double local = local_source_sq_ > 0 ? std::sqrt(local_sq / local_source_sq_) : std::sqrt(local_sq);
+  h.push_back({clock_.seconds() + clock_offset_, it + iteration_offset_, local});
 }
 
 std::optional<StopReason> IterationDriver::decide(const double* votes, std::int64_t it) {

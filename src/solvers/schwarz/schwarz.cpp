@@ -259,6 +259,7 @@ class SchwarzRun : public LocalIteration {
     c.transport = opt_.transport;
     c.rma_sync = opt_.rma_sync;
     c.shmem_sync = opt_.shmem_sync;
+    c.wait_all = opt_.wait_all;
     return c;
   }
 
@@ -337,6 +338,11 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   it.reduction = o.reduction;
   it.noise = o.noise;
   it.stop_rule = StopRule::every_rank_local;
+  it.tree_termination = o.asynchronous && o.tree_termination;
+  it.termination_transport.transport = o.transport;
+  it.termination_transport.rma_sync = o.rma_sync;
+  it.termination_transport.shmem_sync = o.shmem_sync;
+  it.rank_history = true;  // the per-rank local residual histories (their Figures 15-16)
   SchwarzRun run(grid, o, it);
   SchwarzResult r = run.run();
   u = run.block_values();

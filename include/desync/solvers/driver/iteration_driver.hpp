@@ -17,6 +17,11 @@
 //          previous start, tested once per iteration; every rank stops on the same completed sum.
 //          A rank at max_iters or time_limit stops updating but keeps pulling and reducing until
 //          the test that carries its vote completes.
+//          With tree_termination (StopRule::every_rank_local only) the votes go instead to the
+//          binary-tree termination detection of Yamazaki et al. (2019, Figure 3,
+//          comm::TreeTermination): a rank votes once, when it is locally converged (the minimum-
+//          residual rule), at a limit, or failing, keeps iterating, and stops when the decision,
+//          which holds every rank's vote, reaches it.
 // Votes, summed over ranks: (local residual^2, reached max_iters, past time_limit, non-finite
 // local residual). Reading, in order: non_finite, diverged (residual > divergence_factor x the
 // true residual of the initial guess), converged (residual <= tol), max_iters, time_limit.
@@ -34,6 +39,7 @@
 
 #include "desync/communication/halo_exchange.hpp"
 #include "desync/communication/reduction.hpp"
+#include "desync/communication/termination.hpp"
 #include "desync/core/noise.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"  // StopReason, JacobiResult (the result of every driven run)
@@ -62,7 +68,17 @@ struct IterationOptions {
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async
   core::NoiseOptions noise;
   StopRule stop_rule = StopRule::global_residual;
+  /// async with StopRule::every_rank_local: the binary-tree termination detection instead of
+  /// repeated reductions; its messages travel over termination_transport (transport and scheme).
+  bool tree_termination = false;
+  comm::ChannelConfig termination_transport;
+  /// Record this rank's local residual at each test (JacobiResult::rank_history).
+  bool rank_history = false;
 };
+
+/// The most points JacobiResult::rank_history keeps: beyond, every other point is dropped and
+/// only every second test is recorded from then on (and so on).
+inline constexpr std::size_t rank_history_cap = 4096;
 
 enum class IterationPhase { main, polish };
 
@@ -166,6 +182,9 @@ class IterationDriver {
   std::optional<StopReason> decide(const double* votes, std::int64_t it);
   /// A history point (and --monitor line) at iteration `it`.
   void record_point(std::int64_t it, double residual);
+  /// With rank_history: this rank's local residual^2 local_sq at iteration `it` (main-phase numbering
+  /// continued by polish).
+  void record_local(std::int64_t it, double local_sq);
   bool over_time() const { return opt_.time_limit > 0 && clock_.seconds() > opt_.time_limit; }
   /// The perturbation, if one is due at main-phase iteration `it` on this rank.
   void perturb(LocalIteration& local, std::int64_t it) const {
@@ -198,6 +217,8 @@ class IterationDriver {
   double min_local_sq_ = HUGE_VAL;             // every_rank_local: the smallest local residual^2 so far
   double initial_residual_ = 1;
   double last_tested_ = 0;
+  double clock_offset_ = 0;            // rank 0's clock minus this rank's, taken at the end of start()
+  std::int64_t local_stride_ = 1, local_tests_ = 0;  // rank_history thinning
   std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering
   std::int64_t next_test_ = 0;         // async: earliest iteration at which the next test may start
   core::Stopwatch clock_;

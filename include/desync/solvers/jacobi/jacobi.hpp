@@ -74,6 +74,10 @@ struct JacobiResult {
   std::string message;         ///< why a numerical failure stopped the run
   std::vector<core::HistoryPoint> history;
   solvers::RankStats stats;
+  /// IterationOptions::rank_history: this rank's local residual ||r_p|| / ||b_p|| at each of its
+  /// tests (thinned to at most rank_history_cap points), times on rank 0's clock.
+  std::vector<core::HistoryPoint> rank_history;
+  double source_share = 0;  ///< ||b_p|| / ||b||: sqrt(sum_p (share_p r_p)^2) estimates the global residual
 };
 
 /// Solves for `u`, which holds the initial guess and the Dirichlet halos on entry (see

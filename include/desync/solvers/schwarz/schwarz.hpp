@@ -54,6 +54,11 @@ struct SchwarzOptions {
   bool polish = false;
   bool monitor = false;
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;
+  /// async: the binary-tree termination detection of their section 4.3 (Figure 3) instead of
+  /// repeated non-blocking reductions (`reduction`); its flags travel over `transport`.
+  bool tree_termination = true;
+  /// sync: wait for every neighbour together (MPI_Waitall) instead of one MPI_Wait per neighbour.
+  bool wait_all = false;
   comm::Transport transport = comm::Transport::p2p;
   comm::RmaSync rma_sync = comm::RmaSync::flush;
   comm::ShmemSync shmem_sync = comm::ShmemSync::put;
