@@ -1,4 +1,5 @@
-// `desync schwarz`: optimized Schwarz domain decomposition for the 2D Poisson problem, synchronous
+// `desync schwarz`: optimized Schwarz domain decomposition for the 2D Poisson problem (and Jacobi's
+// 3D Laplace problem), synchronous
 // over two-sided MPI or asynchronous over any channel transport (Yamazaki, Chow, Bouteiller and
 // Dongarra, 2019). The command's options and their checks, its run, and its section of the record.
 //
@@ -46,7 +47,8 @@ class SchwarzCommand final : public SolverCommand {
  private:
   std::vector<std::pair<std::string, std::string>> effective() const;
 
-  std::string local, global, dims = "0x0";
+  std::string problem = "poisson2d";
+  std::string local, global, dims;
   std::string mode = "sync";
   std::string alpha = "auto";
   std::string termination;          // --termination: allreduce (sync) | tree (async default) | iallreduce
@@ -61,9 +63,14 @@ class SchwarzCommand final : public SolverCommand {
 
 void SchwarzCommand::add_options(CLI::App& app) {
   auto& s = solver;
-  app.add_option("--local", local, "Points per rank, M or MxN (weak scaling; default 32)");
-  app.add_option("--global", global, "Interior points of the unit square, M or MxN (strong scaling)");
-  app.add_option("--dims", dims, "Process grid PXxPY; 0 entries are chosen by MPI_Dims_create")->capture_default_str();
+  app.add_option("--problem", problem,
+                 "poisson2d (the unit square, a known smooth solution) | laplace3d (Jacobi's 3D problem of Bethune "
+                 "et al., 2011: 7-point, overlap in 3D)")
+      ->capture_default_str();
+  app.add_option("--local", local, "Points per rank, M or MxN (laplace3d: M or MxNxP; weak scaling; default 32, "
+                                   "laplace3d 16)");
+  app.add_option("--global", global, "Interior points of the domain, M or MxN (laplace3d: MxNxP) (strong scaling)");
+  app.add_option("--dims", dims, "Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create");
   app.add_option("--mode", mode, detail::method_help(schwarz_modes))->capture_default_str();
   app.add_option("--overlap", s.overlap, "gamma: points each subdomain extends into its neighbours (>= 1)")
       ->capture_default_str();
@@ -91,7 +98,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's iterations take this many times as long")
       ->capture_default_str();
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
-  app.add_option("--save", save_path, "Write the solution (.npy: shape (1, ny, nx), or .vti)");
+  app.add_option("--save", save_path, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti)");
   app.add_flag("--monitor", s.monitor, "Print each convergence vote on rank 0");
   app.add_flag("--quiet", quiet, "Print no summary");
 }
@@ -118,29 +125,46 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (s.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.overlap));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
-  // 2D: extents MxN (or M), the process grid PXxPY, one point along z.
-  auto to3 = [](const std::string& t) { return std::count(t.begin(), t.end(), 'x') == 1 ? t + "x1" : t; };
-  const auto d = detail::parse_dims(to3(dims));
-  if (d[2] > 1) throw InputError("--dims '" + dims + "': the Schwarz solver's process grid is 2D, PXxPY");
-  process_grid = decomposition::choose_dims(nranks, {d[0], d[1], 1});
-  auto extent = [&](const std::string& t, const char* what) {
-    auto e = decomposition::parse_extent(std::count(t.begin(), t.end(), 'x') == 1 ? t + "x1" : t + "x" + t + "x1", what);
-    if (e[2] != 1) throw InputError(std::string(what) + " '" + t + "': give M or MxN points");
-    return e;
-  };
-  if (!global.empty()) {
-    global_points = extent(global, "--global");
+  if (problem != "poisson2d" && problem != "laplace3d")
+    throw InputError("--problem '" + problem + "': unknown problem (expected poisson2d or laplace3d)");
+  const bool three = problem == "laplace3d";
+  s.problem = three ? solvers::SchwarzProblem::laplace3d : solvers::SchwarzProblem::poisson2d;
+  if (three) {
+    // 3D: extents M or MxNxP, the process grid PXxPYxPZ.
+    process_grid = decomposition::choose_dims(nranks, detail::parse_dims(dims.empty() ? "0x0x0" : dims));
+    if (!global.empty()) {
+      global_points = decomposition::parse_extent(global, "--global");
+    } else {
+      const auto l = decomposition::parse_extent(local.empty() ? "16" : local, "--local");
+      global_points = {l[0] * process_grid[0], l[1] * process_grid[1], l[2] * process_grid[2]};
+    }
   } else {
-    const auto l = extent(local.empty() ? "32" : local, "--local");
-    global_points = {l[0] * process_grid[0], l[1] * process_grid[1], 1};
+    // 2D: extents MxN (or M), the process grid PXxPY, one point along z.
+    auto to3 = [](const std::string& t) { return std::count(t.begin(), t.end(), 'x') == 1 ? t + "x1" : t; };
+    const auto d = detail::parse_dims(to3(dims.empty() ? "0x0" : dims));
+    if (d[2] > 1)
+      throw InputError("--dims '" + dims + "': the 2D problem's process grid is PXxPY (laplace3d takes PXxPYxPZ)");
+    process_grid = decomposition::choose_dims(nranks, {d[0], d[1], 1});
+    auto extent = [&](const std::string& t, const char* what) {
+      auto e = decomposition::parse_extent(std::count(t.begin(), t.end(), 'x') == 1 ? t + "x1" : t + "x" + t + "x1", what);
+      if (e[2] != 1) throw InputError(std::string(what) + " '" + t + "': give M or MxN points (2D problem)");
+      return e;
+    };
+    if (!global.empty()) {
+      global_points = extent(global, "--global");
+    } else {
+      const auto l = extent(local.empty() ? "32" : local, "--local");
+      global_points = {l[0] * process_grid[0], l[1] * process_grid[1], 1};
+    }
   }
   const std::string split = decomposition::check_split(global_points, process_grid);
   if (!split.empty()) throw InputError(split);
-  const int smallest = std::min(global_points[0] / process_grid[0], global_points[1] / process_grid[1]);
+  int smallest = std::min(global_points[0] / process_grid[0], global_points[1] / process_grid[1]);
+  if (three) smallest = std::min(smallest, global_points[2] / process_grid[2]);
   if (nranks > 1 && s.overlap >= smallest)
     throw InputError(fmt::format("--overlap {}: must be smaller than the smallest subdomain ({} points)", s.overlap,
                                  smallest));
-  const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
+  const double h = 1.0 / (std::max({global_points[0], global_points[1], three ? global_points[2] : 1}) + 1);
   if (alpha == "auto") {
     s.alpha = solvers::schwarz_auto_alpha(s.overlap, h);
   } else if (alpha == "inf") {
@@ -165,10 +189,14 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
 
 std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() const {
   const auto& s = solver;
-  return {{"mode", mode},
-          {"global", fmt::format("{}x{}", global_points[0], global_points[1])},
+  const bool three = s.problem == solvers::SchwarzProblem::laplace3d;
+  return {{"problem", problem},
+          {"mode", mode},
+          {"global", three ? fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2])
+                           : fmt::format("{}x{}", global_points[0], global_points[1])},
           {"local", local},
-          {"dims", fmt::format("{}x{}", process_grid[0], process_grid[1])},
+          {"dims", three ? fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])
+                         : fmt::format("{}x{}", process_grid[0], process_grid[1])},
           {"overlap", std::to_string(s.overlap)},
           {"alpha", alpha},
           {"tol", fmt::format("{}", s.tol)},
@@ -194,7 +222,7 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
   RankFields f;
   f.integer("rank", s.rank)
       .integers("coords", {s.coords[0], s.coords[1]})
-      .integers("local_size", {s.local[0], s.local[1]})
+      .integers("local_size", {s.local[0], s.local[1], s.local[2]})
       .integer("neighbours", s.neighbours)
       .integer("iterations", s.iterations)
       .integer("polish_iterations", s.polish_iterations)
@@ -235,7 +263,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
   r.mpi_library = mpi_library_version();
   r.process_grid = grid.dims();
   r.global_size = grid.global();
-  r.unknowns = static_cast<long long>(global_points[0]) * global_points[1];
+  r.unknowns = static_cast<long long>(global_points[0]) * global_points[1] * global_points[2];
   r.options = effective();
   r.tolerance = solver.tol;
   detail::fill_from_driver(r, comm, result.run);
@@ -253,13 +281,17 @@ int SchwarzCommand::run(MPI_Comm comm) {
     const std::string transport_text = solver.asynchronous ? channels.text() : "p2p (two-sided)";
     const std::string alpha_text = std::isinf(solver.alpha) ? "inf (classical)" : fmt::format("{:.6g}", solver.alpha);
     r.headline = fmt::format("mode {}, transport {}, termination {}", mode, transport_text, termination);
-    r.setup_lines.push_back({"problem", fmt::format("2D Poisson, {}x{} points, overlap {}, alpha {}{}", global_points[0],
-                                                    global_points[1], solver.overlap, alpha_text,
+    const bool three = solver.problem == solvers::SchwarzProblem::laplace3d;
+    const std::string points = three ? fmt::format("3D Laplace, {}x{}x{} points", global_points[0], global_points[1],
+                                                   global_points[2])
+                                     : fmt::format("2D Poisson, {}x{} points", global_points[0], global_points[1]);
+    r.setup_lines.push_back({"problem", fmt::format("{}, overlap {}, alpha {}{}", points, solver.overlap, alpha_text,
                                                     alpha == "auto" ? " (auto)" : "")});
     r.setup_lines.push_back({"factorisation", fmt::format("CHOLMOD, {} nonzeros in the factors (all ranks), {:.4f} s "
                                                           "(slowest rank)", nnz, factor_s)});
-    r.performance_lines.push_back({"error", fmt::format("max |u - u_exact| = {:.3e} (discretisation and algebraic)",
-                                                        result.error_max)});
+    if (!std::isnan(result.error_max))
+      r.performance_lines.push_back({"error", fmt::format("max |u - u_exact| = {:.3e} (discretisation and algebraic)",
+                                                          result.error_max)});
     nlohmann::json details;
     details["alpha"] = std::isinf(solver.alpha) ? nlohmann::json("inf") : nlohmann::json(solver.alpha);
     details["alpha_option"] = alpha;
@@ -269,7 +301,8 @@ int SchwarzCommand::run(MPI_Comm comm) {
     details["transport"] = solver.asynchronous ? channels.transport : "p2p";
     details["factor_nonzeros"] = nnz;
     details["factor_seconds"] = factor_s;
-    details["error_max"] = result.error_max;
+    details["problem"] = problem;
+    details["error_max"] = std::isnan(result.error_max) ? nlohmann::json(nullptr) : nlohmann::json(result.error_max);
     details["iterations_local"] = {{"min", it.min}, {"max", it.max}};
     r.details = details.dump();
   }
@@ -278,8 +311,9 @@ int SchwarzCommand::run(MPI_Comm comm) {
   if (!save_path.empty()) {
     try {
       decomposition::Field f(grid.local());
-      for (int j = 0, p = 0; j < grid.local()[1]; ++j)
-        for (int i = 0; i < grid.local()[0]; ++i, ++p) f(i, j, 0) = u[static_cast<std::size_t>(p)];
+      for (int k = 0, p = 0; k < grid.local()[2]; ++k)
+        for (int j = 0; j < grid.local()[1]; ++j)
+          for (int i = 0; i < grid.local()[0]; ++i, ++p) f(i, j, k) = u[static_cast<std::size_t>(p)];
       save_field(grid, f, save_path);
     } catch (const std::exception& e) {
       if (rank == 0) io_error = e.what();
@@ -293,7 +327,7 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand
 }  // namespace
 
 SolverInfo schwarz_solver() {
-  return {"schwarz", "Optimized Schwarz domain decomposition on the 2D Poisson problem, sync or async (Yamazaki et al.)",
+  return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace), sync or async (Yamazaki et al.)",
           "--mode", schwarz_modes, &create};
 }
 

@@ -45,7 +45,17 @@ void IterationDriver::start() {
   // Baseline of the divergence safeguard: the true residual of the initial guess, computed
   // synchronously before the solve (an asynchronous first test may already be perturbed).
   initial_residual_ = std::max(true_residual(), opt_.tol);
-  result_.source_share = std::sqrt(local_source_sq_) / source_norm_;
+  // The local criterion's reference (every_rank_local): ||b_p||^2 as Yamazaki et al. (2019, 4.3),
+  // unless some rank has no source at all (a subdomain away from the source disc of laplace3d, say),
+  // where ||r_p|| < tol ||b_p|| = 0 could never hold. Then every rank uses
+  // (||b_p||^2 + ||b||^2 / P) / 2, positive everywhere and summing to ||b||^2 over the ranks, so
+  // that every rank meeting it still gives ||r|| < tol ||b||.
+  double smallest = local_source_sq_;
+  MPI_Allreduce(MPI_IN_PLACE, &smallest, 1, MPI_DOUBLE, MPI_MIN, comm_);
+  int nranks = 1;
+  MPI_Comm_size(comm_, &nranks);
+  local_reference_sq_ = smallest > 0 || b2 == 0 ? local_source_sq_ : 0.5 * (local_source_sq_ + b2 / nranks);
+  result_.source_share = b2 > 0 ? std::sqrt(local_reference_sq_ / b2) : 0.0;
   // Every rank leaves the allreduce above at about the same moment: the offset puts the per-rank
   // histories on rank 0's clock (to the latency of one broadcast).
   double t0 = clock_.seconds();
@@ -256,7 +266,7 @@ void IterationDriver::fill_votes(double* votes, double local_sq, bool at_max_ite
 bool IterationDriver::locally_converged(double local_sq, bool minimum) {
   if (std::isfinite(local_sq)) min_local_sq_ = std::min(min_local_sq_, local_sq);
   const double judged = minimum ? min_local_sq_ : local_sq;
-  return judged < opt_.tol * opt_.tol * local_source_sq_ || (local_source_sq_ == 0.0 && judged == 0.0);
+  return judged < opt_.tol * opt_.tol * local_reference_sq_ || (local_reference_sq_ == 0.0 && judged == 0.0);
 }
 
 std::optional<StopReason> IterationDriver::sync_test(double local_sq, bool at_limit, std::int64_t it,
@@ -294,7 +304,7 @@ void IterationDriver::record_local(std::int64_t it, double local_sq) {
     h.resize(k);
     local_stride_ *= 2;
   }
-  const double local = local_source_sq_ > 0 ? std::sqrt(local_sq / local_source_sq_) : std::sqrt(local_sq);
+  const double local = local_reference_sq_ > 0 ? std::sqrt(local_sq / local_reference_sq_) : std::sqrt(local_sq);
   h.push_back({clock_.seconds() + clock_offset_, it + iteration_offset_, local});
 }
 

@@ -214,6 +214,7 @@ class IterationDriver {
   core::Noise noise_;
   double source_norm_ = 1;
   double local_source_sq_ = 0;                 // this rank's ||b_p||^2
+  double local_reference_sq_ = 0;              // every_rank_local: the local criterion's ||b_p||^2 (start())
   double min_local_sq_ = HUGE_VAL;             // every_rank_local: the smallest local residual^2 so far
   double initial_residual_ = 1;
   double last_tested_ = 0;

@@ -75,7 +75,8 @@ struct JacobiResult {
   std::vector<core::HistoryPoint> history;
   solvers::RankStats stats;
   /// IterationOptions::rank_history: this rank's local residual ||r_p|| / ||b_p|| at each of its
-  /// tests (thinned to at most rank_history_cap points), times on rank 0's clock.
+  /// tests (thinned to at most rank_history_cap points), times on rank 0's clock. (||b_p||: the
+  /// local criterion's reference, see IterationDriver::start.)
   std::vector<core::HistoryPoint> rank_history;
   double source_share = 0;  ///< ||b_p|| / ||b||: sqrt(sum_p (share_p r_p)^2) estimates the global residual
 };
