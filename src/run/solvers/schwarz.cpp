@@ -231,6 +231,14 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
       .integer("messages_received", s.halo.messages_received)
       .integer("messages_discarded", s.halo.messages_discarded)
       .integer("sends_skipped", s.halo.sends_skipped)
+      // Age in iterations of the neighbour values each update used (0: the neighbour's values of
+      // the same iteration, as sync uses), over every neighbour and iteration.
+      .integer("delay_count", s.halo.delay.count)
+      .number("delay_mean", s.halo.delay.mean())
+      .integer("delay_min", s.halo.delay.min)
+      .integer("delay_max", s.halo.delay.max)
+      .integers("delay_histogram",
+                std::vector<std::int64_t>(s.halo.delay.histogram.begin(), s.halo.delay.histogram.end()))
       .integer("factor_nonzeros", r.factor_nonzeros)
       .number("factor_seconds", r.factor_seconds)
       .number("source_share", r.run.source_share);
