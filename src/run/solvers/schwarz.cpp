@@ -89,6 +89,8 @@ void SchwarzCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--check-every", s.check_every, "Iterations between convergence votes (async: the least)")
       ->capture_default_str();
+  app.add_option("--inflight", s.inflight, "async: interface messages in flight per neighbour (R >= 1)")
+      ->capture_default_str();
   channels.add(app, "async: interface values over p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)");
   app.add_flag("--polish", s.polish, "If the final true residual is above --tol, continue synchronously until it is not");
   app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
@@ -122,6 +124,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   channels.apply(s);
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   if (s.check_every < 1) throw InputError("--check-every must be >= 1");
+  if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));
   if (s.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.overlap));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
@@ -203,6 +206,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
           {"termination", termination},
           {"sync-wait", sync_wait},
           {"check-every", std::to_string(s.check_every)},
+          {"inflight", std::to_string(s.inflight)},
           {"transport", channels.transport},
           {"rma-sync", channels.rma_sync},
           {"shmem-sync", channels.shmem_sync},

@@ -310,6 +310,7 @@ class SchwarzRun : public LocalIteration {
     c.rma_sync = opt_.rma_sync;
     c.shmem_sync = opt_.shmem_sync;
     c.wait_all = opt_.wait_all;
+    if (mode != comm::HaloMode::sync) c.max_in_flight = opt_.inflight;
     return c;
   }
 
@@ -370,6 +371,7 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   if (o.problem == SchwarzProblem::poisson2d && grid.global()[2] != 1)
     throw InputError("the 2D Poisson problem needs a 2D grid (one point along z)");
   if (o.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", o.overlap));
+  if (o.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", o.inflight));
   if (!(o.alpha > 0)) throw InputError(fmt::format("--alpha {}: must be > 0 (the local problem of an interior "
                                                    "subdomain would be singular)", o.alpha));
   const auto& g = grid.global();

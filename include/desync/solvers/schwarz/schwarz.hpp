@@ -68,6 +68,10 @@ struct SchwarzOptions {
   bool tree_termination = true;
   /// sync: wait for every neighbour together (MPI_Waitall) instead of one MPI_Wait per neighbour.
   bool wait_all = false;
+  /// async: interface messages in flight per neighbour (R). With R = 1 a rank whose neighbour has
+  /// not yet taken its previous message skips sending its newest values; a neighbour twice as slow
+  /// then gets values one iteration older than it could (see docs/benchmarks.md).
+  int inflight = 2;
   comm::Transport transport = comm::Transport::p2p;
   comm::RmaSync rma_sync = comm::RmaSync::flush;
   comm::ShmemSync shmem_sync = comm::ShmemSync::put;
