@@ -179,7 +179,10 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
   ++stats_.exchanges;
   started_ = true;
   started_level_ = time_level;
-  for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) {
+  const std::size_t count = plan_.neighbours.size();
+  rotation_ = config_.round_robin && count > 0 ? static_cast<std::size_t>(stats_.exchanges) % count : 0;
+  for (std::size_t visit = 0; visit < count; ++visit) {
+    const std::size_t n = (visit + rotation_) % count;
     const auto& nb = plan_.neighbours[n];
     const std::int32_t* idx = nb.send.data();
     const std::size_t m = nb.send.size();
@@ -306,7 +309,9 @@ void PlanExchange::finish(double* dest, std::int64_t own_level) {
     while (!progress_pass()) {  // every neighbour at once, in the order they arrive
     }
   }
-  for (std::size_t n = 0; n < plan_.neighbours.size(); ++n) {
+  const std::size_t count = plan_.neighbours.size();
+  for (std::size_t visit = 0; visit < count; ++visit) {
+    const std::size_t n = (visit + rotation_) % count;
     if (plan_.is_local(n)) {
       const std::int64_t level = loopback_level_[local_source_[n]];
       if (level >= 0) stats_.delay.record(own_level - level);
@@ -359,6 +364,11 @@ void PlanExchange::install(double* dest) const {
 const double* PlanExchange::level_data(std::size_t n, std::int64_t level) const {
   if (plan_.is_local(n) || !channels_[n] || config_.mode == HaloMode::racy) return nullptr;
   return channels_[n]->level_data(level);
+}
+
+const ChannelStats* PlanExchange::channel_stats(std::size_t n) const {
+  if (plan_.is_local(n) || !channels_[n]) return nullptr;
+  return &channels_[n]->stats();
 }
 
 long PlanExchange::forced_waits() const {

@@ -19,6 +19,7 @@ void register_all_solvers(SolverRegistry& registry) {
   registry.add(jacobi_solver());  // src/run/solvers/jacobi.cpp
   registry.add(cg_solver());      // src/run/solvers/cg.cpp
   registry.add(schwarz_solver()); // src/run/solvers/schwarz.cpp
+  registry.add(pde_solver());     // src/run/solvers/pde.cpp
 }
 
 const SolverRegistry& solver_registry() {

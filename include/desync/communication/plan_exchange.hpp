@@ -91,6 +91,9 @@ struct PlanExchangeConfig {
   /// delivered (the MPI_Waitall variant of Yamazaki et al., 2019, section 4.1), instead of one
   /// neighbour after the other (one MPI_Wait each, their standard variant).
   bool wait_all = false;
+  /// start() and finish() visit the neighbours from a different one each exchange (round robin),
+  /// so that no direction is always served first (Aditya et al., 2019, section 5.2).
+  bool round_robin = false;
 };
 
 class PlanExchange {
@@ -137,6 +140,9 @@ class PlanExchange {
   const double* level_data(std::size_t n, std::int64_t level) const;
   /// bounded: pulls that had to block for the bound, summed over the neighbours.
   long forced_waits() const;
+  /// Neighbour n's channel statistics (nullptr for a local neighbour): per-neighbour counts such as
+  /// forced_waits and levels_consumed.
+  const ChannelStats* channel_stats(std::size_t n) const;
   /// Completes all traffic and closes every channel: no request remains pending. Collective
   /// between neighbours. Idempotent. Afterwards only the accessors may be called.
   void close();
@@ -164,6 +170,7 @@ class PlanExchange {
   std::vector<std::int64_t> loopback_level_;
   std::vector<char> awaited_;                   // this exchange still waits for neighbour n
   std::int64_t started_level_ = -1;
+  std::size_t rotation_ = 0;  // round_robin: the neighbour the current exchange visits first
   bool started_ = false;
   bool closed_ = false;
   ExchangeStats stats_;

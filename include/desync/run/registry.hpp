@@ -73,5 +73,6 @@ const SolverRegistry& solver_registry();
 SolverInfo jacobi_solver();
 SolverInfo cg_solver();
 SolverInfo schwarz_solver();
+SolverInfo pde_solver();
 
 }  // namespace desync::run

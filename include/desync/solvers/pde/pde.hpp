@@ -1,0 +1,147 @@
+#pragma once
+// Explicit time stepping of periodic PDEs with halo data up to L steps old: the traditional-
+// synchronous and the weakly-synchronous algorithms with asynchrony-tolerant (AT) finite differences
+// of Aditya, Gysi, Kranzlmüller and Hoefler (2019).
+//
+// Problems (periodic, N points per axis on [0, 2π), x_i = i Δx, Δx = 2π/N, forward Euler in time,
+// second-order central differences in space):
+//   advection_diffusion1d   u_t + c u_x = ν u_xx, u(x, 0) = sin x, exact solution
+//                           u = exp(-ν t) sin(x - c t) (their section 3.2 verification, Figure 2)
+//   burgers3d               their Equation 4: u_i,t + u_j u_i,j = ν ∇²u_i (i = 1..3) and K passive
+//                           scalars φ_k,t + u_j φ_k,j = α_k ∇²φ_k, from a multi-scale sinusoidal field
+//
+// Algorithms (section 5):
+//   sync      Algorithm 1: every step sends the boundary values of level n and waits for the
+//             neighbours' level n (staleness 0).
+//   bounded   Algorithm 2: every step sends level n and consumes whatever levels have arrived,
+//             waiting only while a neighbour's newest level is more than L behind (comm::PlanExchange
+//             in HaloMode::bounded: a ring of T = 2L + 2 levels, a synchronous start while the ring
+//             fills). The halo values are then approximated from the two newest levels held
+//             (the AT "halo approximation phase"), and the unchanged standard stencil runs.
+//
+// The AT halo approximation, for a neighbour whose newest level is n - k (delay k):
+//     f̂ = (k + 1) f^{n-k} - k f^{n-k-1}
+// (linear extrapolation in time to level n); the central stencil with f̂ in its halo is exactly
+// their Equations 1-2. k = 0 gives f^n: the standard scheme. scheme = standard uses f^{n-k} as if
+// current (their second configuration).
+//
+// A seeded delay model (DelayModel::uniform, max) replaces real asynchrony for reproducible
+// verification: the data travels synchronously, each rank keeps the last L levels of every
+// neighbour and, each step and for each neighbour, uses the level n - k with k drawn from 0..L-1.
+#include <mpi.h>
+
+#include <array>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "desync/communication/channel.hpp"
+#include "desync/communication/plan_exchange.hpp"
+#include "desync/core/noise.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/decomposition/field.hpp"
+
+namespace desync::solvers {
+
+enum class PdeProblem { advection_diffusion1d, burgers3d };
+enum class PdeMode { sync, bounded };
+enum class PdeScheme { at, standard };
+enum class DelayModel { none, uniform, max };
+
+const char* to_string(PdeProblem p);
+const char* to_string(DelayModel m);
+
+/// The AT halo value from the newest level held (`newest`, delay k) and the one before it.
+inline double at_halo_value(double newest, double previous, std::int64_t k) {
+  return static_cast<double>(k + 1) * newest - static_cast<double>(k) * previous;
+}
+
+struct PdeOptions {
+  PdeProblem problem = PdeProblem::advection_diffusion1d;
+  PdeMode mode = PdeMode::sync;
+  PdeScheme scheme = PdeScheme::at;
+  int max_delay = 10;                       ///< L (bounded), >= 0
+  DelayModel delay_model = DelayModel::none;
+  std::uint64_t delay_seed = 1;
+  std::int64_t steps = 1000;                ///< timed steps after the warm-up (end_time == 0)
+  std::int64_t warmup = 30;                 ///< untimed steps first
+  double end_time = 0;                      ///< > 0: run to this time instead (warm-up included)
+  double dt = 0;                            ///< 0: safety x the stability limit
+  double safety = 0.5;
+  double velocity = 1.0;                    ///< c (advection_diffusion1d)
+  double viscosity = 0.1;                   ///< ν
+  int scalars = 2;                          ///< K (burgers3d)
+  std::vector<double> diffusivity;          ///< α_k (empty: ν / (k + 1))
+  comm::Transport transport = comm::Transport::p2p;
+  comm::RmaSync rma_sync = comm::RmaSync::flush;
+  comm::ShmemSync shmem_sync = comm::ShmemSync::put;
+  core::NoiseOptions noise;
+  int threads = 0;                          ///< OpenMP threads for the approximation and update loops
+  /// Called on every rank at the end, and with save_every > 0 also at step 0 and every save_every
+  /// steps, with the step and this rank's block of the first variable (u, or u1). Collective.
+  std::function<void(std::int64_t, const decomposition::Field&)> on_save;
+  std::int64_t save_every = 0;
+  /// Called after every step with (steps done, steps in all): progress reports.
+  std::function<void(std::int64_t, std::int64_t)> on_step;
+};
+
+/// The stability limit of forward Euler with central differences on the options' problem and grid
+/// spacing: min(Δx² / (2 d D_max), 2 D_min / U²) with d the dimension, D the diffusivities and U the
+/// largest advection speed (the initial velocity's maximum for Burgers).
+double pde_stable_dt(const PdeOptions& o, double dx);
+/// The asynchrony-tolerant extrapolation (k + 1) f^{n-k} - k f^{n-k-1} amplifies what changes from
+/// step to step by up to 2k + 1, and forward Euler with it is stable only for a smaller step: the
+/// automatic Δt (dt == 0) is safety x this factor x pde_stable_dt, the factor min(1, 4 / (2L + 1))
+/// (measured: stable for delays up to L - 1 every step, L = 2..20, on the 1D problem). It depends on
+/// L only, not on the mode or the scheme, so that the synchronous, standard and AT runs of one
+/// comparison with the same options take the same steps (--max-delay 0 gives sync the full step).
+double pde_at_factor(const PdeOptions& o);
+
+/// Per-neighbour (face) statistics of the delays actually used.
+struct FaceStats {
+  std::array<int, 3> direction{};
+  std::vector<long> histogram;  ///< delays 0..bins-1 (the last bin counts larger ones)
+  long count = 0;
+  double sum = 0, sum_sq = 0;
+  std::int64_t max = 0;
+  long forced_waits = 0;        ///< bounded: waits the bound forced
+  long levels_consumed = 0;     ///< bounded: notifications (levels) consumed
+  double mean() const { return count ? sum / static_cast<double>(count) : 0.0; }
+  double mean_sq() const { return count ? sum_sq / static_cast<double>(count) : 0.0; }
+};
+
+struct PdeTimes {
+  double compute = 0;      ///< the stencil update
+  double send = 0;         ///< packing and sending (start)
+  double consume = 0;      ///< consuming notifications, forced waits included (finish)
+  double approximate = 0;  ///< the AT halo approximation phase
+  double noise = 0;
+  double total = 0;        ///< the timed steps
+};
+
+struct PdeResult {
+  double dt = 0, dx = 0;
+  std::int64_t steps = 0;        ///< all steps, warm-up included
+  std::int64_t timed_steps = 0;
+  double end_time = 0;
+  std::vector<FaceStats> faces;  ///< this rank's neighbours in plan order
+  PdeTimes times;
+  long messages_sent = 0;
+  long pending_at_fallbacks = 0;  ///< AT wanted a level no longer held: the standard value was used
+  // Global quantities (the same on every rank):
+  double error_mean = 0, error_max = 0;  ///< against the exact solution (advection_diffusion1d)
+  double moment_u = 0, moment_dudx = 0;  ///< second central moments of u1 and ∂u1/∂x1
+  decomposition::Field u;                ///< this rank's block of the first variable at the end
+};
+
+/// Runs the problem on `grid` (periodic along the problem's axes: 1D grids {N,1,1}, 3D {N,N,N}).
+/// Collective. Throws InputError for bad options (on every rank alike).
+PdeResult solve_pde(const decomposition::CartGrid& grid, const PdeOptions& options);
+
+/// The difference of two runs' first variables over the whole grid: mean and max |a - b|
+/// (collective; blocks as given by two results on the same grid).
+std::array<double, 2> pde_field_difference(const decomposition::CartGrid& grid, const decomposition::Field& a,
+                                           const decomposition::Field& b);
+
+}  // namespace desync::solvers

@@ -1,0 +1,453 @@
+// Explicit time stepping with asynchrony-tolerant finite differences, synchronous (Algorithm 1) and
+// weakly synchronous (Algorithm 2) of Aditya et al. (2019); see include/desync/solvers/pde/pde.hpp.
+#include "desync/solvers/pde/pde.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numbers>
+#include <optional>
+#include <random>
+
+#include "desync/communication/halo_plan.hpp"
+#include "desync/core/error.hpp"
+#include "desync/core/timer.hpp"
+
+namespace desync::solvers {
+
+using decomposition::Field;
+using decomposition::Index3;
+
+const char* to_string(PdeProblem p) {
+  return p == PdeProblem::advection_diffusion1d ? "advection-diffusion1d" : "burgers3d";
+}
+
+const char* to_string(DelayModel m) {
+  switch (m) {
+    case DelayModel::none: return "none";
+    case DelayModel::uniform: return "uniform";
+    case DelayModel::max: return "max";
+  }
+  return "?";
+}
+
+namespace {
+
+constexpr double two_pi = 2.0 * std::numbers::pi;
+constexpr int delay_bins = 64;
+// A bound of |u1| + |u2| + |u3| of the initial Burgers field (the advective stability limit's U).
+constexpr double burgers_speed_bound = 1.75 * 2.5;
+
+int variables(const PdeOptions& o) { return o.problem == PdeProblem::advection_diffusion1d ? 1 : 3 + o.scalars; }
+
+double diffusivity(const PdeOptions& o, int q) {
+  if (o.problem == PdeProblem::advection_diffusion1d || q < 3) return o.viscosity;
+  const auto k = static_cast<std::size_t>(q - 3);
+  return k < o.diffusivity.size() ? o.diffusivity[k] : o.viscosity / static_cast<double>(k + 1);
+}
+
+// The multi-scale sinusoidal initial field of Burgers' turbulence: modes m = 1, 2, 4 with
+// amplitudes 1/m (velocity), and scalars shifted in phase.
+double burgers_initial(int q, int scalars, double x, double y, double z) {
+  double v = 0;
+  for (int m : {1, 2, 4}) {
+    const double a = 1.0 / m;
+    switch (q) {
+      case 0: v += a * std::sin(m * x) * std::cos(m * y) * std::cos(m * z); break;
+      case 1: v -= a * std::cos(m * x) * std::sin(m * y) * std::cos(m * z); break;
+      case 2: v += 0.5 * a * std::cos(m * x) * std::cos(m * y) * std::sin(m * z); break;
+      default: {
+        const double shift = two_pi * (q - 3) / std::max(scalars, 1);
+        v += a * std::sin(m * (x + shift)) * std::cos(m * y + shift) * std::cos(m * z);
+      }
+    }
+  }
+  return v;
+}
+
+}  // namespace
+
+double pde_stable_dt(const PdeOptions& o, double dx) {
+  const int dim = o.problem == PdeProblem::advection_diffusion1d ? 1 : 3;
+  double dmax = 0, dmin = HUGE_VAL;
+  for (int q = 0; q < variables(o); ++q) {
+    dmax = std::max(dmax, diffusivity(o, q));
+    dmin = std::min(dmin, diffusivity(o, q));
+  }
+  const double speed = o.problem == PdeProblem::advection_diffusion1d ? std::abs(o.velocity) : burgers_speed_bound;
+  double limit = dmax > 0 ? dx * dx / (2.0 * dim * dmax) : HUGE_VAL;
+  if (speed > 0) limit = std::min(limit, 2.0 * dmin / (speed * speed));
+  return limit;
+}
+
+double pde_at_factor(const PdeOptions& o) {
+  return std::min(1.0, 4.0 / (2.0 * o.max_delay + 1.0));
+}
+
+namespace {
+
+class PdeRun {
+ public:
+  PdeRun(const decomposition::CartGrid& grid, const PdeOptions& o) : grid_(grid), opt_(o), vars_(variables(o)) {
+    const bool one_d = o.problem == PdeProblem::advection_diffusion1d;
+    const Index3 width = one_d ? Index3{1, 0, 0} : Index3{1, 1, 1};
+    layout_ = Field(grid.local(), width);
+    storage_ = layout_.storage_size();
+    dx_ = two_pi / grid.global()[0];
+    // One plan for all variables: variable q lives at q * storage_ in the state vector.
+    const comm::HaloPlan base = comm::make_structured_plan(grid, {width, /*corners=*/false});
+    plan_ = base;
+    for (auto& nb : plan_.neighbours) {
+      nb.send.clear();
+      nb.recv.clear();
+    }
+    for (std::size_t n = 0; n < base.neighbours.size(); ++n)
+      for (int q = 0; q < vars_; ++q) {
+        const auto shift = static_cast<std::int32_t>(static_cast<std::size_t>(q) * storage_);
+        for (auto s : base.neighbours[n].send) plan_.neighbours[n].send.push_back(s + shift);
+        for (auto r : base.neighbours[n].recv) plan_.neighbours[n].recv.push_back(r + shift);
+      }
+    state_.assign(static_cast<std::size_t>(vars_) * storage_, 0.0);
+    next_ = state_;
+    initialise();
+  }
+
+  PdeResult run() {
+    PdeResult r;
+    const double limit = pde_stable_dt(opt_, dx_);
+    double dt = opt_.dt > 0 ? opt_.dt : opt_.safety * pde_at_factor(opt_) * limit;
+    std::int64_t total = opt_.warmup + opt_.steps;
+    if (opt_.end_time > 0) {
+      total = std::max<std::int64_t>(1, static_cast<std::int64_t>(std::ceil(opt_.end_time / dt - 1e-9)));
+      dt = opt_.end_time / static_cast<double>(total);
+    }
+    const std::int64_t warmup = std::min(opt_.warmup, total);
+    r.dt = dt;
+    r.dx = dx_;
+    r.steps = total;
+    r.timed_steps = total - warmup;
+    r.end_time = dt * static_cast<double>(total);
+
+    const bool model = opt_.mode == PdeMode::bounded && opt_.delay_model != DelayModel::none;
+    comm::PlanExchangeConfig c;
+    c.mode = opt_.mode == PdeMode::bounded && !model ? comm::HaloMode::bounded : comm::HaloMode::sync;
+    c.max_delay = opt_.max_delay;
+    c.transport = opt_.transport;
+    c.rma_sync = opt_.rma_sync;
+    c.shmem_sync = opt_.shmem_sync;
+    c.round_robin = true;  // section 5.2: no directional bias
+    exchange_.emplace(grid_.comm(), plan_, c);
+    const std::size_t nn = plan_.neighbours.size();
+    r.faces.resize(nn);
+    for (std::size_t n = 0; n < nn; ++n) {
+      r.faces[n].direction = plan_.neighbours[n].direction;
+      r.faces[n].histogram.assign(delay_bins, 0);
+    }
+    if (model) setup_model();
+    core::Noise noise(opt_.noise, grid_.rank());
+
+    if (opt_.save_every > 0) save(0);
+    MPI_Barrier(grid_.comm());
+    core::Stopwatch clock;
+    for (std::int64_t n = 0; n < total; ++n) {
+      if (n == warmup) {  // the timed part starts here, on every rank after a barrier
+        MPI_Barrier(grid_.comm());
+        clock = core::Stopwatch{};
+        r.times = PdeTimes{};
+      }
+      core::Stopwatch t_send;
+      exchange_->start(state_.data(), n);  // Algorithm 1/2, lines 1-8: send level n
+      const double send_s = t_send.seconds();
+      core::Stopwatch t_consume;
+      exchange_->finish(state_.data(), n);  // lines 9-31: consume; wait only beyond the bound
+      const double consume_s = t_consume.seconds();
+      core::Stopwatch t_approx;
+      approximate(n, model, r);  // lines 32-34: the halo approximation phase
+      const double approx_s = t_approx.seconds();
+      core::Stopwatch t_compute;
+      update(dt);  // the unchanged standard stencil, then forward Euler
+      const double compute_s = t_compute.seconds();
+      const double noise_s = noise.after_sweep(compute_s);
+      r.times.send += send_s;
+      r.times.consume += consume_s;
+      r.times.approximate += approx_s;
+      r.times.compute += compute_s;
+      r.times.noise += noise_s;
+      if (opt_.save_every > 0 && (n + 1) % opt_.save_every == 0 && n + 1 < total) save(n + 1);
+      if (opt_.on_step) opt_.on_step(n + 1, total);
+    }
+    r.times.total = clock.seconds();
+    for (std::size_t n = 0; n < nn; ++n)
+      if (const auto* cs = exchange_->channel_stats(n)) {
+        r.faces[n].forced_waits = cs->forced_waits;
+        r.faces[n].levels_consumed = cs->levels_consumed;
+      }
+    r.messages_sent = exchange_->stats().messages_sent;
+    r.pending_at_fallbacks = fallbacks_;
+    exchange_->close();
+    exchange_.reset();
+    save(total);
+    finish_quantities(r);
+    r.u = first_variable();
+    return r;
+  }
+
+ private:
+  void initialise() {
+    const auto& off = grid_.offset();
+    const auto& n = grid_.local();
+    for (int q = 0; q < vars_; ++q)
+      for (int k = 0; k < n[2]; ++k)
+        for (int j = 0; j < n[1]; ++j)
+          for (int i = 0; i < n[0]; ++i) {
+            const double x = (off[0] + i) * dx_, y = (off[1] + j) * dx_, z = (off[2] + k) * dx_;
+            at(q, i, j, k) = opt_.problem == PdeProblem::advection_diffusion1d
+                                 ? std::sin(x)
+                                 : burgers_initial(q, opt_.scalars, x, y, z);
+          }
+  }
+
+  double& at(int q, int i, int j, int k) {
+    return state_[static_cast<std::size_t>(q) * storage_ + layout_.index(i, j, k)];
+  }
+
+  // The seeded delay model: a ring of the last L + 1 levels of every neighbour's halo data.
+  void setup_model() {
+    const std::size_t nn = plan_.neighbours.size();
+    ring_.assign(nn, {});
+    for (std::size_t n = 0; n < nn; ++n)
+      ring_[n].assign(static_cast<std::size_t>(opt_.max_delay) + 1,
+                      std::vector<double>(plan_.neighbours[n].recv.size(), 0.0));
+    rng_.seed(opt_.delay_seed * 1000003ULL + static_cast<std::uint64_t>(grid_.rank()));
+  }
+
+  void record(FaceStats& f, std::int64_t k) {
+    ++f.histogram[static_cast<std::size_t>(std::clamp<std::int64_t>(k, 0, delay_bins - 1))];
+    ++f.count;
+    f.sum += static_cast<double>(k);
+    f.sum_sq += static_cast<double>(k) * static_cast<double>(k);
+    f.max = std::max(f.max, k);
+  }
+
+  void approximate(std::int64_t n, bool model, PdeResult& r) {
+    const std::size_t nn = plan_.neighbours.size();
+    for (std::size_t b = 0; b < nn; ++b) {
+      const auto& nb = plan_.neighbours[b];
+      const std::int32_t* idx = nb.recv.data();
+      const std::size_t m = nb.recv.size();
+      if (m == 0) continue;
+      if (model) {
+        // Keep level n (just received synchronously), then use level n - k, k drawn from 0..L-1
+        // (and at most n - 1, so that level n - k - 1 exists when k > 0).
+        const auto slots = static_cast<std::int64_t>(ring_[b].size());
+        auto& cur = ring_[b][static_cast<std::size_t>(n % slots)];
+        for (std::size_t e = 0; e < m; ++e) cur[e] = state_[static_cast<std::size_t>(idx[e])];
+        std::int64_t k = 0;
+        if (opt_.max_delay > 1 && n > 0) {
+          const std::int64_t top = opt_.max_delay - 1;
+          k = opt_.delay_model == DelayModel::max ? top
+                                                  : std::uniform_int_distribution<std::int64_t>(0, top)(rng_);
+          k = std::min(k, n - 1);
+        }
+        record(r.faces[b], k);
+        const auto& a = ring_[b][static_cast<std::size_t>((n - k) % slots)];
+        if (k == 0 || opt_.scheme == PdeScheme::standard) {
+          for (std::size_t e = 0; e < m; ++e) state_[static_cast<std::size_t>(idx[e])] = a[e];
+        } else {
+          const auto& p = ring_[b][static_cast<std::size_t>((n - k - 1) % slots)];
+          for (std::size_t e = 0; e < m; ++e) state_[static_cast<std::size_t>(idx[e])] = at_halo_value(a[e], p[e], k);
+        }
+        continue;
+      }
+      const std::int64_t level = exchange_->time_level(b);
+      const std::int64_t k = n - level;
+      record(r.faces[b], k);
+      if (k <= 0 || opt_.scheme == PdeScheme::standard) continue;  // installed: level n - k as is
+      const double* a = exchange_->level_data(b, level);
+      const double* p = exchange_->level_data(b, level - 1);
+      if (!a || !p) {
+        ++fallbacks_;
+        continue;
+      }
+      const int threads = opt_.threads;
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1) schedule(static)
+      for (std::size_t e = 0; e < m; ++e) state_[static_cast<std::size_t>(idx[e])] = at_halo_value(a[e], p[e], k);
+    }
+  }
+
+  // Forward Euler with second-order central differences: q^{n+1} = q + dt (-u.grad q + D lap q)
+  // (1D: -c q_x + nu q_xx).
+  void update(double dt) {
+    const auto& n = grid_.local();
+    const double inv2dx = 1.0 / (2.0 * dx_), invdx2 = 1.0 / (dx_ * dx_);
+    if (opt_.problem == PdeProblem::advection_diffusion1d) {
+      const double c = opt_.velocity, nu = opt_.viscosity;
+      const double* u = state_.data() + layout_.index(0, 0, 0);
+      double* out = next_.data() + layout_.index(0, 0, 0);
+      for (int i = 0; i < n[0]; ++i)
+        out[i] = u[i] + dt * (-c * (u[i + 1] - u[i - 1]) * inv2dx + nu * (u[i + 1] - 2.0 * u[i] + u[i - 1]) * invdx2);
+      std::swap(state_, next_);
+      return;
+    }
+    const std::ptrdiff_t sy = static_cast<std::ptrdiff_t>(layout_.stride_y());
+    const std::ptrdiff_t sz = static_cast<std::ptrdiff_t>(layout_.stride_z());
+    const std::size_t S = storage_;
+    const double* u1 = state_.data();
+    const double* u2 = u1 + S;
+    const double* u3 = u2 + S;
+    const int V = vars_;
+    std::vector<double> D(static_cast<std::size_t>(V));
+    for (int q = 0; q < V; ++q) D[static_cast<std::size_t>(q)] = diffusivity(opt_, q);
+    const int threads = opt_.threads;
+#pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1) schedule(static) collapse(2)
+    for (int k = 0; k < n[2]; ++k)
+      for (int j = 0; j < n[1]; ++j) {
+        const std::size_t row = layout_.index(0, j, k);
+        for (int q = 0; q < V; ++q) {
+          const double* f = state_.data() + static_cast<std::size_t>(q) * S + row;
+          double* out = next_.data() + static_cast<std::size_t>(q) * S + row;
+          const double* a1 = u1 + row;
+          const double* a2 = u2 + row;
+          const double* a3 = u3 + row;
+          const double d = D[static_cast<std::size_t>(q)];
+          for (int i = 0; i < n[0]; ++i) {
+            const double fx = (f[i + 1] - f[i - 1]) * inv2dx;
+            const double fy = (f[i + sy] - f[i - sy]) * inv2dx;
+            const double fz = (f[i + sz] - f[i - sz]) * inv2dx;
+            const double lap = (f[i + 1] + f[i - 1] + f[i + sy] + f[i - sy] + f[i + sz] + f[i - sz] - 6.0 * f[i]) * invdx2;
+            out[i] = f[i] + dt * (-(a1[i] * fx + a2[i] * fy + a3[i] * fz) + d * lap);
+          }
+        }
+      }
+    std::swap(state_, next_);
+  }
+
+  Field first_variable() const {
+    Field f(grid_.local());
+    const auto& n = grid_.local();
+    for (int k = 0; k < n[2]; ++k)
+      for (int j = 0; j < n[1]; ++j)
+        for (int i = 0; i < n[0]; ++i) f(i, j, k) = state_[layout_.index(i, j, k)];
+    return f;
+  }
+
+  void save(std::int64_t step) {
+    if (opt_.on_save) opt_.on_save(step, first_variable());
+  }
+
+  // Errors against the exact solution (1D) and the second central moments of u1 and du1/dx1,
+  // with the final halos exchanged synchronously.
+  void finish_quantities(PdeResult& r) {
+    {
+      comm::PlanExchangeConfig c;
+      c.mode = comm::HaloMode::sync;
+      c.tag_base = 32;
+      comm::PlanExchange ex(grid_.comm(), plan_, c);
+      ex.start(state_.data(), 0);
+      ex.finish(state_.data(), 0);
+      ex.close();
+    }
+    const auto& n = grid_.local();
+    const auto& off = grid_.offset();
+    const double t = r.end_time;
+    double sums[5] = {0, 0, 0, 0, 0};  // u, u^2, dudx, dudx^2, |error|
+    double emax = 0;
+    for (int k = 0; k < n[2]; ++k)
+      for (int j = 0; j < n[1]; ++j)
+        for (int i = 0; i < n[0]; ++i) {
+          const double u = state_[layout_.index(i, j, k)];
+          const double dudx = (state_[layout_.index(i + 1, j, k)] - state_[layout_.index(i - 1, j, k)]) / (2.0 * dx_);
+          sums[0] += u;
+          sums[1] += u * u;
+          sums[2] += dudx;
+          sums[3] += dudx * dudx;
+          if (opt_.problem == PdeProblem::advection_diffusion1d) {
+            const double x = (off[0] + i) * dx_;
+            const double e = std::abs(u - std::exp(-opt_.viscosity * t) * std::sin(x - opt_.velocity * t));
+            sums[4] += e;
+            emax = std::max(emax, e);
+          }
+        }
+    MPI_Allreduce(MPI_IN_PLACE, sums, 5, MPI_DOUBLE, MPI_SUM, grid_.comm());
+    MPI_Allreduce(MPI_IN_PLACE, &emax, 1, MPI_DOUBLE, MPI_MAX, grid_.comm());
+    const auto& g = grid_.global();
+    const double points = static_cast<double>(g[0]) * g[1] * g[2];
+    const double mu = sums[0] / points, md = sums[2] / points;
+    r.moment_u = sums[1] / points - mu * mu;
+    r.moment_dudx = sums[3] / points - md * md;
+    r.error_mean = sums[4] / points;
+    r.error_max = emax;
+  }
+
+  const decomposition::CartGrid& grid_;
+  const PdeOptions& opt_;
+  int vars_;
+  Field layout_;
+  std::size_t storage_ = 0;
+  double dx_ = 0;
+  comm::HaloPlan plan_;
+  std::vector<double> state_, next_;
+  std::optional<comm::PlanExchange> exchange_;
+  std::vector<std::vector<std::vector<double>>> ring_;  // delay model: [neighbour][slot][entry]
+  std::mt19937_64 rng_;
+  long fallbacks_ = 0;
+};
+
+void check(const decomposition::CartGrid& grid, const PdeOptions& o) {
+  const auto& g = grid.global();
+  const auto& d = grid.dims();
+  const auto& p = grid.periodic();
+  if (o.problem == PdeProblem::advection_diffusion1d) {
+    if (g[1] != 1 || g[2] != 1 || !p[0])
+      throw InputError("advection-diffusion1d needs a 1D grid (N x 1 x 1), periodic along x");
+  } else {
+    if (!(p[0] && p[1] && p[2])) throw InputError("burgers3d needs a grid periodic along every axis");
+    if (g[0] != g[1] || g[1] != g[2]) throw InputError("burgers3d: the periodic cube needs N x N x N points");
+    if (o.scalars < 0) throw InputError(fmt::format("--scalars {}: must be >= 0", o.scalars));
+  }
+  for (int a = 0; a < 3; ++a)
+    if (g[a] > 1 && g[a] / d[a] < 2)
+      throw InputError(fmt::format("{} points along {} for {} ranks: each rank needs at least 2 (the stencil's "
+                                   "width on both sides)", g[a], "xyz"[a], d[a]));
+  if (o.max_delay < 0) throw InputError(fmt::format("--max-delay {}: L must be >= 0", o.max_delay));
+  if (o.mode == PdeMode::sync && o.delay_model != DelayModel::none)
+    throw InputError("--delay-model goes with --mode bounded");
+  if (o.steps < 0 || o.warmup < 0) throw InputError("--steps and --warmup must be >= 0");
+  if (!(o.end_time >= 0)) throw InputError("--end-time must be >= 0");
+  if (!(o.viscosity > 0)) throw InputError("--viscosity must be > 0");
+  for (double a : o.diffusivity)
+    if (!(a > 0)) throw InputError("--diffusivity: every scalar's diffusivity must be > 0");
+  if (!(o.safety > 0 && o.safety <= 1)) throw InputError("--safety must be in (0, 1]");
+  const double limit = pde_stable_dt(o, two_pi / g[0]);
+  if (o.dt < 0) throw InputError("--dt must be > 0");
+  if (o.dt > limit)
+    throw InputError(fmt::format("--dt {}: above the stability limit {:.6g} of forward Euler on this grid "
+                                 "(min(dx^2 / (2 d D_max), 2 D_min / U^2))", o.dt, limit));
+}
+
+}  // namespace
+
+PdeResult solve_pde(const decomposition::CartGrid& grid, const PdeOptions& options) {
+  check(grid, options);
+  PdeRun run(grid, options);
+  return run.run();
+}
+
+std::array<double, 2> pde_field_difference(const decomposition::CartGrid& grid, const Field& a, const Field& b) {
+  const auto& n = grid.local();
+  double sum = 0, mx = 0;
+  for (int k = 0; k < n[2]; ++k)
+    for (int j = 0; j < n[1]; ++j)
+      for (int i = 0; i < n[0]; ++i) {
+        const double d = std::abs(a(i, j, k) - b(i, j, k));
+        sum += d;
+        mx = std::max(mx, d);
+      }
+  MPI_Allreduce(MPI_IN_PLACE, &sum, 1, MPI_DOUBLE, MPI_SUM, grid.comm());
+  MPI_Allreduce(MPI_IN_PLACE, &mx, 1, MPI_DOUBLE, MPI_MAX, grid.comm());
+  const auto& g = grid.global();
+  return {sum / (static_cast<double>(g[0]) * g[1] * g[2]), mx};
+}
+
+}  // namespace desync::solvers

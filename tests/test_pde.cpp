@@ -1,0 +1,183 @@
+// desync pde (Aditya et al., 2019): the asynchrony-tolerant halo approximation, the bounded
+// algorithm against the synchronous one, the verification study with the seeded delay model, and
+// real asynchrony within the bound. Runs over the transport the test variant names.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <cmath>
+#include <vector>
+
+#include "channel_transport.hpp"
+#include "desync/core/error.hpp"
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/solvers/pde/pde.hpp"
+
+using namespace desync;
+using solvers::DelayModel;
+using solvers::PdeMode;
+using solvers::PdeOptions;
+using solvers::PdeProblem;
+using solvers::PdeScheme;
+
+namespace {
+
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+decomposition::CartGrid grid_1d(int n) {
+  return decomposition::CartGrid(MPI_COMM_WORLD, {n, 1, 1}, {world_size(), 1, 1}, {true, false, false});
+}
+
+decomposition::CartGrid grid_3d(int n) {
+  return decomposition::CartGrid(MPI_COMM_WORLD, {n, n, n}, decomposition::choose_dims(world_size(), {0, 0, 0}),
+                                 {true, true, true});
+}
+
+PdeOptions options(PdeProblem p) {
+  PdeOptions o;
+  o.problem = p;
+  desync_test::apply_transport(o);
+  return o;
+}
+
+bool bitwise_equal(const decomposition::Field& a, const decomposition::Field& b) {
+  const auto& n = a.extent();
+  int same = 1;
+  for (int k = 0; k < n[2]; ++k)
+    for (int j = 0; j < n[1]; ++j)
+      for (int i = 0; i < n[0]; ++i) same = same && a(i, j, k) == b(i, j, k);
+  MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
+  return same == 1;
+}
+
+// Least-squares slope of log(error) against log(points).
+double slope(const std::vector<double>& n, const std::vector<double>& e) {
+  double sx = 0, sy = 0, sxx = 0, sxy = 0;
+  const double m = static_cast<double>(n.size());
+  for (std::size_t i = 0; i < n.size(); ++i) {
+    const double x = std::log(n[i]), y = std::log(e[i]);
+    sx += x;
+    sy += y;
+    sxx += x * x;
+    sxy += x * y;
+  }
+  return (m * sxy - sx * sy) / (m * sxx - sx * sx);
+}
+
+}  // namespace
+
+// With k = 0 the AT halo value is the newest level itself, bitwise; for a function linear in time
+// the extrapolation to level n is exact for every k (integers: no rounding).
+TEST(AtHalo, ZeroDelayIsTheStandardValueAndLinearInTimeIsExact) {
+  for (double v : {0.1, -3.7, 1e300, 5e-324}) EXPECT_EQ(solvers::at_halo_value(v, 12345.678, 0), v);
+  // f(t) = 7 + 3 t at levels t = n - k and n - k - 1, extrapolated to t = n = 40.
+  for (std::int64_t k = 0; k <= 12; ++k) {
+    const double newest = 7 + 3.0 * static_cast<double>(40 - k), previous = 7 + 3.0 * static_cast<double>(39 - k);
+    EXPECT_EQ(solvers::at_halo_value(newest, previous, k), 7 + 3.0 * 40) << "k " << k;
+  }
+  // and the hand-checked case of Equation 1: k = 2, f^{n-2} = 5, f^{n-3} = 4: 3 * 5 - 2 * 4 = 7.
+  EXPECT_EQ(solvers::at_halo_value(5, 4, 2), 7);
+}
+
+// --mode bounded --max-delay 0 waits for level n every step: bitwise the synchronous run.
+TEST(Pde, BoundedWithZeroDelayIsSyncBitwise) {
+  for (auto p : {PdeProblem::advection_diffusion1d, PdeProblem::burgers3d}) {
+    const bool one_d = p == PdeProblem::advection_diffusion1d;
+    auto grid = one_d ? grid_1d(16 * world_size()) : grid_3d(8);
+    auto o = options(p);
+    o.steps = 20;
+    o.warmup = 5;
+    o.max_delay = 0;
+    o.scalars = 1;
+    const auto sync = solvers::solve_pde(grid, o);
+    o.mode = PdeMode::bounded;
+    const auto bounded = solvers::solve_pde(grid, o);
+    EXPECT_TRUE(bitwise_equal(sync.u, bounded.u)) << solvers::to_string(p);
+    EXPECT_EQ(sync.moment_u, bounded.moment_u);
+    for (const auto& f : bounded.faces) EXPECT_EQ(f.max, 0);
+  }
+}
+
+// The delay model with L = 1 draws k = 0 only: the synchronous run again, bitwise.
+TEST(Pde, DelayModelWithoutDelayIsSyncBitwise) {
+  auto grid = grid_1d(16 * world_size());
+  auto o = options(PdeProblem::advection_diffusion1d);
+  o.max_delay = 1;
+  o.steps = 30;
+  const auto sync = solvers::solve_pde(grid, o);
+  o.mode = PdeMode::bounded;
+  o.delay_model = DelayModel::uniform;
+  const auto model = solvers::solve_pde(grid, o);
+  EXPECT_TRUE(bitwise_equal(sync.u, model.u));
+}
+
+// The verification study of their section 3.2 (Figure 2) with the seeded delay model (delays drawn
+// from 0..9 every step at every process boundary): synchronous and AT errors fall with slope -2,
+// the standard scheme with the same delays loses an order.
+TEST(Pde, VerificationSlopesWithTheDelayModel) {
+  const std::vector<double> points = {32, 64, 128};
+  std::vector<double> e_sync, e_std, e_at;
+  for (double n : points) {
+    auto grid = grid_1d(static_cast<int>(n));
+    auto o = options(PdeProblem::advection_diffusion1d);
+    o.end_time = 0.25;
+    e_sync.push_back(solvers::solve_pde(grid, o).error_mean);
+    o.mode = PdeMode::bounded;
+    o.delay_model = DelayModel::uniform;
+    o.scheme = PdeScheme::standard;
+    e_std.push_back(solvers::solve_pde(grid, o).error_mean);
+    o.scheme = PdeScheme::at;
+    e_at.push_back(solvers::solve_pde(grid, o).error_mean);
+  }
+  const double s_sync = slope(points, e_sync), s_at = slope(points, e_at), s_std = slope(points, e_std);
+  EXPECT_NEAR(s_sync, -2.0, 0.2) << "sync errors " << e_sync[0] << " " << e_sync[1] << " " << e_sync[2];
+  EXPECT_NEAR(s_at, -2.0, 0.2) << "AT errors " << e_at[0] << " " << e_at[1] << " " << e_at[2];
+  EXPECT_GT(s_std, -1.3) << "standard errors " << e_std[0] << " " << e_std[1] << " " << e_std[2];
+  EXPECT_GT(e_std.back(), 5 * e_sync.back());
+  EXPECT_LT(e_at.back(), 1.5 * e_sync.back());
+}
+
+// Real asynchrony: no delay ever exceeds L, and Burgers' moments stay close to the synchronous
+// run's (their Figure 6: within 0.005 % at 240^3; here a few steps at 12^3).
+TEST(Pde, RealAsynchronyStaysWithinTheBound) {
+  auto grid = grid_3d(12);
+  auto o = options(PdeProblem::burgers3d);
+  o.steps = 60;
+  o.warmup = 30;
+  o.max_delay = 3;
+  const auto sync = solvers::solve_pde(grid, o);
+  o.mode = PdeMode::bounded;
+  const auto ws = solvers::solve_pde(grid, o);
+  long count = 0;
+  for (const auto& f : ws.faces) {
+    EXPECT_LE(f.max, o.max_delay);
+    EXPECT_GE(f.mean(), 0.0);
+    count += f.count;
+  }
+  EXPECT_EQ(count, static_cast<long>(ws.faces.size()) * ws.steps);  // one record per face and step
+  EXPECT_EQ(ws.pending_at_fallbacks, 0);
+  EXPECT_NEAR(ws.moment_u, sync.moment_u, 1e-4 * sync.moment_u);
+  EXPECT_NEAR(ws.moment_dudx, sync.moment_dudx, 1e-3 * sync.moment_dudx);
+  const auto d = solvers::pde_field_difference(grid, ws.u, sync.u);
+  EXPECT_LT(d[1], 1e-3);
+}
+
+TEST(Pde, BadInputIsRefusedOnEveryRank) {
+  auto grid = grid_1d(16 * world_size());
+  auto o = options(PdeProblem::advection_diffusion1d);
+  o.max_delay = -1;
+  EXPECT_THROW(solvers::solve_pde(grid, o), InputError);
+  o.max_delay = 2;
+  o.dt = 1.0;  // far above the limit
+  EXPECT_THROW(solvers::solve_pde(grid, o), InputError);
+  o.dt = 0;
+  o.delay_model = DelayModel::uniform;  // sync mode
+  EXPECT_THROW(solvers::solve_pde(grid, o), InputError);
+  if (world_size() > 1) {
+    auto small = grid_1d(world_size());  // one point per rank: the stencil needs two
+    EXPECT_THROW(solvers::solve_pde(small, options(PdeProblem::advection_diffusion1d)), InputError);
+  }
+}
