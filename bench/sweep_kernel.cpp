@@ -38,6 +38,7 @@
 
 #include "desync/decomposition/field.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
+#include "desync/solvers/pde/pde.hpp"
 
 namespace {
 
@@ -56,6 +57,7 @@ struct Options {
   int cache_local = 50;
   int reps = 40;
   double triad_mib = 64;
+  int pde_local = 0;
   std::string json;
 };
 
@@ -86,6 +88,8 @@ Options parse(int argc, char** argv, int rank) {
             "  --cache-local N  cache-resident sweep on N^3 cells per rank (default 50; 0 skips it)\n"
             "  --reps R         rounds; each runs every kernel once, interleaved; the best is reported (default 40)\n"
             "  --triad-mib M    size of each of the three triad arrays in MiB (default 64)\n"
+            "  --pde-local N    also the burgers3d update of desync pde (3 velocities, 2 scalars) on an N^3 block\n"
+            "                   per rank, memory-bound, in the same rounds (default 0: off)\n"
             "  --prefetch P     software prefetch in the sweeps: auto (default; the solvers' choice, on when the\n"
             "                   two fields exceed the rank's share of the last-level cache), on, off. With auto\n"
             "                   the memory-bound sweep is also run with the other setting, for comparison\n"
@@ -100,6 +104,7 @@ Options parse(int argc, char** argv, int rank) {
     else if (arg == "--cache-local") o.cache_local = static_cast<int>(std::strtol(v, &end, 10));
     else if (arg == "--reps") o.reps = static_cast<int>(std::strtol(v, &end, 10));
     else if (arg == "--triad-mib") o.triad_mib = std::strtod(v, &end);
+    else if (arg == "--pde-local") o.pde_local = static_cast<int>(std::strtol(v, &end, 10));
     else if (arg == "--json") { o.json = v; continue; }
     else if (arg == "--prefetch") {
       const std::string p = v;
@@ -115,6 +120,7 @@ Options parse(int argc, char** argv, int rank) {
   if (o.local < 1 || o.local > 1000) usage_error(rank, "--local must be in 1..1000");
   if (o.cache_local < 0 || o.cache_local > 1000) usage_error(rank, "--cache-local must be in 0..1000");
   if (o.reps < 1) usage_error(rank, "--reps must be >= 1");
+  if (o.pde_local < 0 || o.pde_local > 400) usage_error(rank, "--pde-local must be in 0..400");
   if (!(o.triad_mib >= 1)) usage_error(rank, "--triad-mib must be >= 1");
   return o;
 }
@@ -303,6 +309,44 @@ Kernel sweep_kernel(SweepFields& f, bool residual, bool memory_bound, int ranks_
           }};
 }
 
+// The burgers3d update of desync pde (solvers::pde_burgers_step) on an N^3 block of 5 variables
+// (3 velocities, 2 scalars), two state vectors swapped after every step: counted as
+// pde_bytes_per_update_per_variable (24 B: read, write, write-allocate) per variable and point,
+// the neighbours coming from cache. Smooth data and a small step keep the values tame.
+struct BurgersFields {
+  static constexpr int variables = 5;
+  int local;
+  Field layout;
+  std::vector<double> a, b;
+  double* cur;
+  double* next;
+  explicit BurgersFields(int n)
+      : local(n), layout({n, n, n}, {1, 1, 1}), a(variables * layout.storage_size()), b(a.size()) {
+    for (std::size_t i = 0; i < a.size(); ++i) a[i] = 0.5 + 1e-3 * static_cast<double>(i % 991);
+    b = a;
+    cur = a.data();
+    next = b.data();
+  }
+  ~BurgersFields() { sink = sink + cur[layout.index(local / 2, local / 2, local / 2)]; }
+};
+
+Kernel burgers_kernel(BurgersFields& f, Timing& t) {
+  const double points = static_cast<double>(f.local) * f.local * f.local;
+  t.name = "pde burgers3d";
+  t.work_per_rank = points;
+  t.bytes_per_unit = desync::solvers::pde_bytes_per_update_per_variable * BurgersFields::variables;
+  t.working_set_bytes = 2.0 * static_cast<double>(f.a.size()) * sizeof(double);
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "2 x 5 x %d^3 (%.1f MiB)", f.local, t.working_set_bytes / (1024.0 * 1024.0));
+  t.working_set = buf;
+  return {&t, [&f] {
+            static const double diffusivity[BurgersFields::variables] = {0.1, 0.1, 0.1, 0.1, 0.05};
+            desync::solvers::pde_burgers_step(f.layout, f.cur, f.next, BurgersFields::variables, diffusivity, 1e-5,
+                                              0.1, 0);
+            std::swap(f.cur, f.next);
+          }};
+}
+
 std::string json_escape(const std::string& s) {
   std::string r;
   for (char ch : s) {
@@ -331,6 +375,7 @@ int main(int argc, char** argv) {
   // the prefetch setting a solver would choose (or --prefetch); with auto the memory-bound sweep also
   // runs with the other setting, as big[4], for comparison.
   std::vector<Timing> big(o.prefetch == Prefetch::auto_ ? 5 : 4), small(o.cache_local > 0 ? 2 : 0);
+  big.reserve(big.size() + 1);  // the burgers kernel's Timing is added later: no reallocation
   {
     StreamArrays arrays(o.triad_mib);
     SweepFields fields(o.local);
@@ -339,6 +384,12 @@ int main(int argc, char** argv) {
                                 sweep_kernel(fields, true, true, ranks_on_node, o.prefetch, big[3])};
     if (o.prefetch == Prefetch::auto_)
       kernels.push_back(sweep_kernel(fields, false, true, ranks_on_node, big[2].prefetch ? Prefetch::off : Prefetch::on, big[4]));
+    std::unique_ptr<BurgersFields> burgers;
+    if (o.pde_local > 0) {
+      burgers = std::make_unique<BurgersFields>(o.pde_local);
+      big.emplace_back();
+      kernels.push_back(burgers_kernel(*burgers, big.back()));
+    }
     time_interleaved(o.reps, kernels);
   }
   if (o.cache_local > 0) {
@@ -405,9 +456,13 @@ int main(int argc, char** argv) {
     std::printf("), median of same-round sweep/triad %.3f", median_same_round_ratio(sweep, triad));
     std::printf(", sweep/scale %.3f, sweep+residual/triad %.3f", sweep.aggregate_gbs(size) / scale.aggregate_gbs(size),
                 sweep_res.aggregate_gbs(size) / triad.aggregate_gbs(size));
-    if (big.size() > 4)
+    if (o.prefetch == Prefetch::auto_)
       std::printf("; prefetch %s: sweep/triad %.3f", big[4].prefetch ? "on" : "off",
                   big[4].aggregate_gbs(size) / triad.aggregate_gbs(size));
+    if (o.pde_local > 0)
+      std::printf("; pde burgers3d/triad %.3f (median of same-round %.3f)",
+                  big.back().aggregate_gbs(size) / triad.aggregate_gbs(size),
+                  median_same_round_ratio(big.back(), triad));
     std::printf("\n");
 
     if (!o.json.empty()) {

@@ -299,7 +299,11 @@ TEST_F(SchwarzRuns, AsyncIallreduceTerminationAndRankHistories) {
   const auto t = solvers::solve_schwarz(grid, o, u);
   EXPECT_EQ(t.run.stop, solvers::StopReason::converged);
   ASSERT_FALSE(t.run.rank_history.empty());
-  EXPECT_LT(t.run.rank_history.back().residual, o.tol);  // the vote was this rank's local convergence
+  // The vote was this rank's local convergence by the minimum-residual rule (it may iterate on
+  // after voting, with residuals above the smallest).
+  double smallest = HUGE_VAL;
+  for (const auto& h : t.run.rank_history) smallest = std::min(smallest, h.residual);
+  EXPECT_LT(smallest, o.tol);
   EXPECT_GT(t.run.source_share, 0.0);
   EXPECT_LE(t.run.source_share, 1.0);
 }

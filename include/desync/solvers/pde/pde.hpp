@@ -139,6 +139,16 @@ struct PdeResult {
 /// Collective. Throws InputError for bad options (on every rank alike).
 PdeResult solve_pde(const decomposition::CartGrid& grid, const PdeOptions& options);
 
+/// The update kernels: one forward Euler step on a block stored as `layout` (halo width 1, the
+/// halos of `in` filled), variable q of `in` and `out` at q * layout.storage_size().
+void pde_advection_diffusion_step(const decomposition::Field& layout, const double* in, double* out, double c,
+                                  double nu, double dt, double dx);
+void pde_burgers_step(const decomposition::Field& layout, const double* in, double* out, int variables,
+                      const double* diffusivity, double dt, double dx, int threads);
+/// Memory traffic of one point update per variable, as the Jacobi sweep's: read the old value, write
+/// the new one plus its write-allocate read (neighbours come from cache).
+inline constexpr double pde_bytes_per_update_per_variable = 24.0;
+
 /// The difference of two runs' first variables over the whole grid: mean and max |a - b|
 /// (collective; blocks as given by two results on the same grid).
 std::array<double, 2> pde_field_difference(const decomposition::CartGrid& grid, const decomposition::Field& a,
