@@ -1,0 +1,238 @@
+#!/usr/bin/env python3
+"""desync pde benchmarks (Aditya et al., 2019): the verification study and sync against weakly sync.
+
+  verify   the 1D advection-diffusion verification of their section 3.2 (Figure 2): the mean error
+           against the exact solution for N points at a fixed end time, in three configurations
+           (synchronous + standard, weakly synchronous + standard, weakly synchronous + AT) with the
+           seeded delay model (delays drawn from 0..L-1 every step at every process boundary), and
+           the slope of each fitted in log-log. Not a timing: oversubscribed runs are fine (the paper
+           uses P = 8).
+
+             python3 bench/pde_bench.py verify --ranks 8 --points 32 64 128 256 512 --json v.json --figure v.png
+
+  compare  burgers3d at --ranks ranks (2), synchronous against weakly synchronous (--max-delay L,
+           default 10) over each --transports entry, with no noise and with each --noise setting
+           (extra desync options, e.g. "--noise jitter"), --reps interleaved repetitions. Reports
+           median total time, computation (compute), communication (send + consume) and
+           approximation as ratios to sync with the same noise and transport, the delays, and an
+           idealised model of the same noise with instant messages (see model_ratio below).
+
+             python3 bench/pde_bench.py compare --points 64 --steps 1000 --noise "--noise jitter" --json c.json
+
+Standard library only (the figure needs matplotlib, e.g. the build/venv of make python-tools).
+"""
+import argparse
+import json
+import math
+import os
+import random
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from bench_util import add_launch_options, child_env, interleaved, write_json  # noqa: E402
+
+
+def run_desync(args, ranks, desync_args):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = shlex.split(args.mpirun) + ["-np", str(ranks)]
+        if "--transport shmem" in " ".join(desync_args) or "shmem" in desync_args:
+            cmd += ["--mca", "osc", "ucx"]
+        cmd += [args.desync, "pde", *desync_args, "--quiet", "--json", out]
+        env = child_env()
+        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # verify runs more ranks than cores
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        if p.returncode != 0:
+            raise SystemExit(f"pde_bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+        with open(out) as f:
+            return json.load(f)
+
+
+def slope(xs, ys):
+    lx = [math.log(x) for x in xs]
+    ly = [math.log(y) for y in ys]
+    mx, my = statistics.fmean(lx), statistics.fmean(ly)
+    return sum((a - mx) * (b - my) for a, b in zip(lx, ly)) / sum((a - mx) ** 2 for a in lx)
+
+
+CONFIGS = {
+    "sync + standard": ["--mode", "sync"],
+    "weakly sync + standard": ["--mode", "bounded", "--delay-model", "uniform", "--scheme", "standard"],
+    "weakly sync + AT": ["--mode", "bounded", "--delay-model", "uniform", "--scheme", "at"],
+}
+
+
+def verify(args):
+    rows = {name: [] for name in CONFIGS}
+    for n in args.points:
+        for name, extra in CONFIGS.items():
+            rec = run_desync(args, args.ranks, ["--problem", "advection-diffusion1d", "--global", str(n),
+                                                "--end-time", str(args.end_time), "--max-delay", str(args.max_delay),
+                                                "--delay-seed", str(args.seed), *extra])
+            d = rec["details"]
+            rows[name].append({"points": n, "error_mean": d["error"]["mean"], "error_max": d["error"]["max"],
+                               "steps": d["steps"], "dt": d["dt"], "delay_mean": d["delay"]["mean"],
+                               "delay_mean_sq": d["delay"]["mean_sq"]})
+    print(f"verification: advection-diffusion1d, {args.ranks} ranks, end time {args.end_time}, "
+          f"delays uniform on 0..{args.max_delay - 1} (seed {args.seed})")
+    print(f"  {'N':>6} " + " ".join(f"{name:>24}" for name in CONFIGS))
+    for i, n in enumerate(args.points):
+        print(f"  {n:>6} " + " ".join(f"{rows[name][i]['error_mean']:>24.4e}" for name in CONFIGS))
+    slopes = {name: slope(args.points, [r["error_mean"] for r in rows[name]]) for name in CONFIGS}
+    print("  slope  " + " ".join(f"{slopes[name]:>24.3f}" for name in CONFIGS))
+    ok_sync = abs(slopes["sync + standard"] + 2) <= 0.2
+    ok_at = abs(slopes["weakly sync + AT"] + 2) <= 0.2
+    print(f"  sync slope within 0.2 of -2: {'ok' if ok_sync else 'MISS'}; AT slope within 0.2 of -2: "
+          f"{'ok' if ok_at else 'MISS'}; standard with delays: slope {slopes['weakly sync + standard']:.2f}")
+    doc = {"benchmark": "pde verify", "ranks": args.ranks, "end_time": args.end_time, "max_delay": args.max_delay,
+           "seed": args.seed, "rows": rows, "slopes": slopes}
+    if args.json:
+        write_json(args.json, doc)
+    if args.figure:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(6, 4.5))
+        for name, marker in zip(CONFIGS, "os^"):
+            ax.loglog(args.points, [r["error_mean"] for r in rows[name]], marker=marker,
+                      label=f"{name} (slope {slopes[name]:.2f})")
+        ref = rows["sync + standard"][0]["error_mean"]
+        ax.loglog(args.points, [ref * (args.points[0] / n) ** 2 for n in args.points], "k-", lw=0.8,
+                  label="slope -2")
+        ax.set_xlabel("grid points N")
+        ax.set_ylabel("mean |u - u_exact|")
+        ax.set_title(f"advection-diffusion, P = {args.ranks}, delays on 0..{args.max_delay - 1}")
+        ax.grid(True, which="both", alpha=0.3)
+        ax.legend(fontsize=8)
+        fig.tight_layout()
+        fig.savefig(args.figure, dpi=120)
+        print(f"pde_bench: wrote {args.figure}")
+
+
+def parse_noise(extra):
+    """Jitter probability and factor from a desync noise option string (defaults 0.1 and 2)."""
+    toks = shlex.split(extra)
+    p, f = 0.1, 2.0
+    if "jitter" not in toks:
+        return None
+    for i, t in enumerate(toks[:-1]):
+        if t == "--jitter-probability":
+            p = float(toks[i + 1])
+        if t == "--jitter-factor":
+            f = float(toks[i + 1])
+    return p, f
+
+
+def model_ratio(p, f, steps, L, ranks=2, trials=20, seed=7):
+    """Idealised jitter model, instant messages: each rank's step takes 1 (its compute) plus f with
+    probability p. Synchronous: step n ends on every rank at max over ranks (of the previous end,
+    here all neighbours on a ring) plus its own step time. Weakly synchronous with bound L: a rank may
+    start step n once its neighbours have finished step n - L. Returns mean T_ws / T_sync."""
+    rng = random.Random(seed)
+    ratios = []
+    for _ in range(trials):
+        draws = [[1 + (f if rng.random() < p else 0) for _ in range(steps)] for _ in range(ranks)]
+        nb = [[(r - 1) % ranks, (r + 1) % ranks] for r in range(ranks)]
+        sync = [0.0] * ranks
+        ws = [[0.0] * (steps + 1) for _ in range(ranks)]  # ws[r][n]: end of step n-1 on rank r
+        for n in range(steps):
+            start = max(sync)  # every rank waits for its neighbours' previous step (2 ranks: all)
+            if ranks > 2:
+                start_r = [max(sync[r], *(sync[q] for q in nb[r])) for r in range(ranks)]
+            else:
+                start_r = [start] * ranks
+            sync = [start_r[r] + draws[r][n] for r in range(ranks)]
+            for r in range(ranks):
+                ready = ws[r][n]
+                if n - L >= 0:
+                    ready = max(ready, *(ws[q][n - L] for q in nb[r]))
+                ws[r][n + 1] = ready + draws[r][n]
+        ratios.append(max(ws[r][steps] for r in range(ranks)) / max(sync))
+    return statistics.fmean(ratios)
+
+
+def compare(args):
+    noises = [("none", "")] + [(n, n) for n in args.noise]
+    configs = []
+    for t in args.transports:
+        for noise_name, noise in noises:
+            for mode in ("sync", "bounded"):
+                configs.append((t, noise_name, noise, mode))
+    results = {c: [] for c in configs}
+    for rep, c in interleaved(configs, args.reps):
+        t, noise_name, noise, mode = c
+        argv = ["--problem", "burgers3d", "--global", str(args.points), "--dims", args.dims, "--steps", str(args.steps),
+                "--max-delay", str(args.max_delay), "--mode", mode, "--transport", *shlex.split(t)]
+        argv += shlex.split(noise)
+        rec = run_desync(args, args.ranks, argv)
+        ts = rec["time_split"]
+        results[c].append({"total": rec["wall_time"], "compute": ts["compute"], "comm": ts["send"] + ts["consume"],
+                           "approximate": ts["approximate"], "noise": ts.get("noise", 0.0),
+                           "delay": rec["details"]["delay"], "forced_waits": rec["details"]["forced_waits"]})
+    out = {"benchmark": "pde compare", "ranks": args.ranks, "points": args.points, "steps": args.steps,
+           "max_delay": args.max_delay, "reps": args.reps, "rows": []}
+    print(f"burgers3d, {args.ranks} ranks, {args.points}^3 points ({args.dims}), {args.steps} timed steps, L = {args.max_delay}, "
+          f"{args.reps} interleaved repetitions (medians; ratios to sync with the same transport and noise)")
+    print(f"  {'transport':<22} {'noise':<22} {'mode':<8} {'total s':>9} {'ratio':>7} {'compute':>8} {'comm':>8} "
+          f"{'approx':>7} {'delay mean':>10} {'max':>4} {'model':>6}")
+    for t in args.transports:
+        for noise_name, noise in noises:
+            base = {k: statistics.median(r[k] for r in results[(t, noise_name, noise, "sync")])
+                    for k in ("total", "compute", "comm", "approximate")}
+            for mode in ("sync", "bounded"):
+                rs = results[(t, noise_name, noise, mode)]
+                med = {k: statistics.median(r[k] for r in rs) for k in ("total", "compute", "comm", "approximate")}
+                dmean = statistics.fmean(r["delay"]["mean"] for r in rs)
+                dmax = max(r["delay"]["max"] for r in rs)
+                hist = [sum(r["delay"]["histogram"][i] for r in rs) for i in range(len(rs[0]["delay"]["histogram"]))]
+                pf = parse_noise(noise)
+                model = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks) if (pf and mode == "bounded") \
+                    else (1.0 if mode == "bounded" else None)
+                row = {"transport": t, "noise": noise_name, "mode": mode, **{k: med[k] for k in med},
+                       "ratio_total": med["total"] / base["total"],
+                       "ratio_compute": med["compute"] / base["compute"] if base["compute"] else None,
+                       "ratio_comm": med["comm"] / base["comm"] if base["comm"] else None,
+                       "delay_mean": dmean, "delay_max": dmax, "delay_histogram": hist, "model_ratio": model}
+                out["rows"].append(row)
+                print(f"  {t:<22} {noise_name:<22} {mode:<8} {med['total']:>9.4f} {row['ratio_total']:>7.3f} "
+                      f"{med['compute']:>8.4f} {med['comm']:>8.4f} {med['approximate']:>7.4f} {dmean:>10.3f} "
+                      f"{dmax:>4.0f} {('%.3f' % model) if model else '-':>6}")
+    if args.json:
+        write_json(args.json, out)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = ap.add_subparsers(dest="cmd", required=True)
+    v = sub.add_parser("verify")
+    add_launch_options(v)
+    v.add_argument("--ranks", type=int, default=8)
+    v.add_argument("--points", type=int, nargs="+", default=[32, 64, 128, 256, 512])
+    v.add_argument("--end-time", type=float, default=1.0)
+    v.add_argument("--max-delay", type=int, default=10)
+    v.add_argument("--seed", type=int, default=1)
+    v.add_argument("--timeout", type=int, default=600)
+    v.add_argument("--json")
+    v.add_argument("--figure")
+    c = sub.add_parser("compare")
+    add_launch_options(c)
+    c.add_argument("--ranks", type=int, default=2)
+    c.add_argument("--points", type=int, default=64, help="N: an N^3 periodic cube (default 64)")
+    c.add_argument("--dims", default="2x1x1")
+    c.add_argument("--steps", type=int, default=1000)
+    c.add_argument("--max-delay", type=int, default=10)
+    c.add_argument("--transports", nargs="+", default=["rma", "p2p"])
+    c.add_argument("--noise", nargs="*", default=[], help='noise settings, each a string of desync options')
+    c.add_argument("--reps", type=int, default=5)
+    c.add_argument("--timeout", type=int, default=600)
+    c.add_argument("--json")
+    args = ap.parse_args()
+    (verify if args.cmd == "verify" else compare)(args)
+
+
+if __name__ == "__main__":
+    main()
