@@ -101,6 +101,19 @@ TEST(Pde, BoundedWithZeroDelayIsSyncBitwise) {
   }
 }
 
+// Threads split the pack, approximation and update loops, each value computed by one thread from the
+// same operands: bitwise the unthreaded run.
+TEST(Pde, ThreadsGiveTheSameFieldBitwise) {
+  auto grid = grid_3d(64);  // faces of 64^2 x 5 values: large enough for the threaded pack
+  auto o = options(PdeProblem::burgers3d);
+  o.steps = 4;
+  o.warmup = 1;
+  const auto plain = solvers::solve_pde(grid, o);
+  o.threads = 2;
+  const auto threaded = solvers::solve_pde(grid, o);
+  EXPECT_TRUE(bitwise_equal(plain.u, threaded.u));
+}
+
 // The delay model with L = 1 draws k = 0 only: the synchronous run again, bitwise.
 TEST(Pde, DelayModelWithoutDelayIsSyncBitwise) {
   auto grid = grid_1d(16 * world_size());

@@ -202,6 +202,8 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
       continue;
     }
     double* out = ch.send_buffer();
+    const int threads = config_.threads;  // the pack loop, threaded for large messages
+    #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1 && m >= 4096) schedule(static)
     for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
     ch.send(time_level);
     ++stats_.messages_sent;
@@ -347,6 +349,8 @@ void PlanExchange::install_neighbour(std::size_t n, double* dest) const {
   if (config_.mode != HaloMode::racy) {
     if (ch.time_level() < 0) return;  // nothing received yet: keep what dest holds
     const double* in = ch.recv_buffer();
+    const int threads = config_.threads;
+    #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1 && m >= 4096) schedule(static)
     for (std::size_t e = 0; e < m; ++e) dest[idx[e]] = in[e];
     return;
   }

@@ -94,6 +94,9 @@ struct PlanExchangeConfig {
   /// start() and finish() visit the neighbours from a different one each exchange (round robin),
   /// so that no direction is always served first (Aditya et al., 2019, section 5.2).
   bool round_robin = false;
+  /// OpenMP threads for the pack and unpack loops of messages of 4096 entries or more (0 or 1: none;
+  /// the hybrid runs of Aditya et al., 2019, thread them).
+  int threads = 0;
 };
 
 class PlanExchange {

@@ -99,7 +99,7 @@ void PdeCommand::add_options(CLI::App& app) {
   app.add_option("--diffusivity", s.diffusivity, "burgers3d: the scalars' diffusivities alpha_k (default nu / k)");
   channels.add(app, "Halo transport: p2p (MPI two-sided, receives pre-posted) | rma (MPI one-sided, notified puts) | "
                     "shmem (OpenSHMEM)");
-  app.add_option("--threads", s.threads, "OpenMP threads for the approximation and update loops (0: none)")
+  app.add_option("--threads", s.threads, "OpenMP threads for the pack, approximation and update loops (0: none)")
       ->capture_default_str();
   app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose steps are slowed (-1: none)")->capture_default_str();
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's steps take this many times as long")

@@ -189,6 +189,7 @@ class PdeRun {
     c.rma_sync = opt_.rma_sync;
     c.shmem_sync = opt_.shmem_sync;
     c.round_robin = true;  // section 5.2: no directional bias
+    c.threads = opt_.threads;  // section 5.1: pack loops threaded
     exchange_.emplace(grid_.comm(), plan_, c);
     const std::size_t nn = plan_.neighbours.size();
     r.faces.resize(nn);

@@ -77,7 +77,7 @@ struct PdeOptions {
   comm::RmaSync rma_sync = comm::RmaSync::flush;
   comm::ShmemSync shmem_sync = comm::ShmemSync::put;
   core::NoiseOptions noise;
-  int threads = 0;                          ///< OpenMP threads for the approximation and update loops
+  int threads = 0;                          ///< OpenMP threads for the pack, approximation and update loops
   /// Called on every rank at the end, and with save_every > 0 also at step 0 and every save_every
   /// steps, with the step and this rank's block of the first variable (u, or u1). Collective.
   std::function<void(std::int64_t, const decomposition::Field&)> on_save;
