@@ -17,6 +17,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/problems/poisson2d.hpp"
 #include "desync/core/history.hpp"
+#include "desync/solvers/driver/iteration_driver.hpp"
 #include "desync/solvers/schwarz/schwarz.hpp"
 
 using namespace desync;
@@ -301,9 +302,14 @@ TEST_F(SchwarzRuns, AsyncIallreduceTerminationAndRankHistories) {
   ASSERT_FALSE(t.run.rank_history.empty());
   // The vote was this rank's local convergence by the minimum-residual rule (it may iterate on
   // after voting, with residuals above the smallest).
+  // (Beyond rank_history_cap points the history is thinned and may have lost that point: more ranks
+  // than cores can iterate thousands of times while waiting for the decision.)
   double smallest = HUGE_VAL;
   for (const auto& h : t.run.rank_history) smallest = std::min(smallest, h.residual);
-  EXPECT_LT(smallest, o.tol);
+  if (static_cast<std::size_t>(t.run.stats.iterations) < solvers::rank_history_cap) {
+    EXPECT_LT(smallest, o.tol);
+    EXPECT_EQ(t.run.rank_history.size(), static_cast<std::size_t>(t.run.stats.iterations));  // every iteration
+  }
   EXPECT_GT(t.run.source_share, 0.0);
   EXPECT_LE(t.run.source_share, 1.0);
 }
