@@ -1,17 +1,74 @@
 #include "desync/core/noise.hpp"
 
 #include <chrono>
+#include <mutex>
+#include <random>
 
 namespace desync::core {
 
-double Noise::after_sweep(double sweep_seconds) const {
-  if (!slow()) return 0.0;
-  using clock = std::chrono::steady_clock;
-  const auto start = clock::now();
-  const auto until = start + std::chrono::duration<double>((options_.slow_factor - 1.0) * sweep_seconds);
-  while (clock::now() < until) {
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+double spin(double seconds) {
+  const auto start = clock_type::now();
+  const auto until = start + std::chrono::duration<double>(seconds);
+  while (clock_type::now() < until) {
   }
-  return std::chrono::duration<double>(clock::now() - start).count();
+  return std::chrono::duration<double>(clock_type::now() - start).count();
+}
+
+}  // namespace
+
+struct Noise::State {
+  std::mutex mutex;  // the generator, the interruption schedule, the count
+  std::mt19937_64 rng;
+  clock_type::time_point start = clock_type::now();
+  double next_interrupt = 0;
+  long pauses = 0;
+};
+
+double noise_pause(const NoiseOptions& o, double sweep_seconds, double now, double& next_interrupt, double uniform,
+                   long& pauses) {
+  double pause = 0;
+  if (o.jitter && uniform < o.jitter_probability) {
+    pause += o.jitter_factor * sweep_seconds;
+    ++pauses;
+  }
+  if (o.periodic && o.interrupt_period > 0) {
+    while (now >= next_interrupt) {  // one pause per elapsed period
+      pause += o.interrupt_duration;
+      next_interrupt += o.interrupt_period;
+      ++pauses;
+    }
+  }
+  return pause;
+}
+
+Noise::Noise(const NoiseOptions& options, int rank) : options_(options), rank_(rank), state_(std::make_unique<State>()) {
+  // One stream per rank: the seed and the rank mixed (splitmix64 constants), so neighbouring seeds
+  // and ranks give unrelated sequences.
+  state_->rng.seed(options.seed * 0x9E3779B97F4A7C15ULL + static_cast<std::uint64_t>(rank) * 0xBF58476D1CE4E5B9ULL + 1);
+  state_->next_interrupt = options.interrupt_period;
+}
+
+Noise::~Noise() = default;
+Noise::Noise(Noise&&) noexcept = default;
+
+double Noise::after_sweep(double sweep_seconds) const {
+  double pause = slow() ? (options_.slow_factor - 1.0) * sweep_seconds : 0.0;
+  if (options_.jitter || options_.periodic) {
+    std::lock_guard lock(state_->mutex);
+    const double now = std::chrono::duration<double>(clock_type::now() - state_->start).count();
+    const double uniform = static_cast<double>(state_->rng() >> 11) * 0x1.0p-53;  // [0, 1), portable
+    pause += noise_pause(options_, sweep_seconds, now, state_->next_interrupt, uniform, state_->pauses);
+  }
+  return pause > 0 ? spin(pause) : 0.0;
+}
+
+long Noise::pauses() const {
+  std::lock_guard lock(state_->mutex);
+  return state_->pauses;
 }
 
 }  // namespace desync::core

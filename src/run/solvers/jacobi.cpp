@@ -57,6 +57,7 @@ class JacobiCommand final : public SolverCommand {
   std::string mode = "sync";        // --mode
   std::string reduction = "iallreduce";
   detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync
+  detail::NoiseCli noise_cli;        // --noise and its parameters
   std::string prefetch = "auto";    // --prefetch: auto | on | off (sweep kernel software prefetch)
   problems::Laplace3D problem;
   solvers::JacobiOptions solver;
@@ -104,6 +105,7 @@ void JacobiCommand::add_options(CLI::App& app) {
   app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose sweeps are slowed (-1: none)")->capture_default_str();
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's sweeps take this many times as long")
       ->capture_default_str();
+  noise_cli.add(app, s.noise);
   app.add_option("--perturb-rank", s.noise.perturb_rank, "Rank that overwrites a cell (-1: none)")
       ->capture_default_str();
   app.add_option("--perturb-iter", s.noise.perturb_iteration, "Iteration at which it does")->capture_default_str();
@@ -148,6 +150,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
     s.prefetch.reset();
   else
     throw InputError("--prefetch '" + prefetch + "': expected auto, on or off");
+  noise_cli.apply(s.noise);
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   // Every mode tests every 100 iterations by default (Bethune et al., 2011, Figure 1); --check-every 1 is the
   // paper's cadence for the asynchronous tests (3.1.2, 3.3.2). docs/benchmarks.md has both.
@@ -182,7 +185,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
 std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() const {
   const auto& s = solver;
   auto g = fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2]);
-  return {{"mode", mode},
+  std::vector<std::pair<std::string, std::string>> out = {{"mode", mode},
           {"global", g},
           {"local", local.empty() && global.empty() ? "50" : local},
           {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
@@ -211,6 +214,8 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
           {"quiet", quiet ? "true" : "false"},
           {"json", json_path},
           {"save", save_path}};
+  noise_cli.effective(out, s.noise);
+  return out;
 }
 
 // ---- the run and its section of the record -----------------------------------------------------

@@ -58,6 +58,7 @@ class PdeCommand final : public SolverCommand {
   std::string problem = "burgers3d", mode = "sync", scheme = "at", delay_model = "none";
   std::string local, global, dims;
   detail::TransportOptions channels;
+  detail::NoiseCli noise_cli;        // --noise and its parameters
   solvers::PdeOptions solver;
   std::string json_path, save_path;
   bool quiet = false, monitor = false, paired = false;
@@ -104,6 +105,7 @@ void PdeCommand::add_options(CLI::App& app) {
   app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose steps are slowed (-1: none)")->capture_default_str();
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's steps take this many times as long")
       ->capture_default_str();
+  noise_cli.add(app, s.noise);
   app.add_flag("--paired", paired,
                "Also run the synchronous algorithm from the same start and report the difference of the fields");
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
@@ -147,6 +149,7 @@ void PdeCommand::finalise(MPI_Comm comm) {
   if (s.save_every < 0) throw InputError("--save-every must be >= 0");
   if (s.save_every > 0 && save_path.empty()) throw InputError("--save-every needs --save FILE");
   channels.apply(s);
+  noise_cli.apply(s.noise);
   detail::check_driven_options(1.0, 0, 0, s.noise, nranks);
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
@@ -193,7 +196,7 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
   const auto& s = solver;
   std::string diff;
   for (double a : s.diffusivity) diff += (diff.empty() ? "" : ",") + fmt::format("{}", a);
-  return {{"problem", problem},
+  std::vector<std::pair<std::string, std::string>> out = {{"problem", problem},
           {"mode", mode},
           {"max-delay", std::to_string(s.max_delay)},
           {"scheme", scheme},
@@ -223,6 +226,8 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
           {"json", json_path},
           {"save", save_path},
           {"save-every", std::to_string(s.save_every)}};
+  noise_cli.effective(out, s.noise);
+  return out;
 }
 
 RankFields rank_fields(const decomposition::CartGrid& grid, const solvers::PdeResult& r, int bins) {
@@ -232,6 +237,7 @@ RankFields rank_fields(const decomposition::CartGrid& grid, const solvers::PdeRe
       .integers("local_size", {grid.local()[0], grid.local()[1], grid.local()[2]})
       .integer("iterations", r.timed_steps)
       .integer("messages_sent", r.messages_sent)
+      .integer("noise_pauses", r.noise_pauses)
       .integer("at_fallbacks", r.pending_at_fallbacks);
   // Per neighbour (face): the delays used (the paper's Figure 9), waits forced by the bound,
   // notifications (levels) consumed.

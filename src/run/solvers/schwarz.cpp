@@ -54,6 +54,7 @@ class SchwarzCommand final : public SolverCommand {
   std::string termination;          // --termination: allreduce (sync) | tree (async default) | iallreduce
   std::string sync_wait = "one";    // --sync-wait: one | all (sync)
   detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync (async)
+  detail::NoiseCli noise_cli;        // --noise and its parameters
   solvers::SchwarzOptions solver;
   std::string json_path, save_path;
   bool quiet = false;
@@ -99,6 +100,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
   app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose iterations are slowed (-1: none)")->capture_default_str();
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's iterations take this many times as long")
       ->capture_default_str();
+  noise_cli.add(app, s.noise);
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
   app.add_option("--save", save_path, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti)");
   app.add_flag("--monitor", s.monitor, "Print each convergence vote on rank 0");
@@ -122,6 +124,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (sync_wait == "all" && s.asynchronous) throw InputError("--sync-wait all goes with --mode sync");
   s.wait_all = sync_wait == "all";
   channels.apply(s);
+  noise_cli.apply(s.noise);
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   if (s.check_every < 1) throw InputError("--check-every must be >= 1");
   if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));
@@ -193,7 +196,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
 std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() const {
   const auto& s = solver;
   const bool three = s.problem == solvers::SchwarzProblem::laplace3d;
-  return {{"problem", problem},
+  std::vector<std::pair<std::string, std::string>> out = {{"problem", problem},
           {"mode", mode},
           {"global", three ? fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2])
                            : fmt::format("{}x{}", global_points[0], global_points[1])},
@@ -219,6 +222,8 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
           {"quiet", quiet ? "true" : "false"},
           {"json", json_path},
           {"save", save_path}};
+  noise_cli.effective(out, s.noise);
+  return out;
 }
 
 RankFields rank_fields(const solvers::SchwarzResult& r) {

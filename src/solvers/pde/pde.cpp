@@ -232,6 +232,7 @@ class PdeRun {
       if (opt_.on_step) opt_.on_step(n + 1, total);
     }
     r.times.total = clock.seconds();
+    r.noise_pauses = noise.pauses();
     for (std::size_t n = 0; n < nn; ++n)
       if (const auto* cs = exchange_->channel_stats(n)) {
         r.faces[n].forced_waits = cs->forced_waits;

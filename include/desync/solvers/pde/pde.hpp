@@ -128,6 +128,7 @@ struct PdeResult {
   std::vector<FaceStats> faces;  ///< this rank's neighbours in plan order
   PdeTimes times;
   long messages_sent = 0;
+  long noise_pauses = 0;          ///< jitter pauses and periodic interruptions taken (warm-up included)
   long pending_at_fallbacks = 0;  ///< AT wanted a level no longer held: the standard value was used
   // Global quantities (the same on every rank):
   double error_mean = 0, error_max = 0;  ///< against the exact solution (advection_diffusion1d)
