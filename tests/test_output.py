@@ -244,9 +244,38 @@ def check_schwarz(r, work):
           f"schwarz async: last estimate {g.get('residual', [None])[-1]}, from the ranks {last}")
 
 
+def check_pde(r, work):
+    """desync pde: --save with --save-every writes FILE_<step>.npy at 0, every S steps and the end,
+    the record's pde section and per-face fields."""
+    base, j = os.path.join(work, "u.npy"), os.path.join(work, "pde.json")
+    run_desync(r.args, 2, ("pde",), "--global", "8", "--steps", "4", "--warmup", "0", "--mode", "bounded",
+               "--max-delay", "2", "--save", base, "--save-every", "2", "--quiet", "--json", j, expect_code=0)
+    for step in (0, 2, 4):
+        path = os.path.join(work, f"u_{step:06d}.npy")
+        check(os.path.exists(path), f"pde: {path} missing")
+        if os.path.exists(path):
+            _, shape, data = read_npy(path)
+            check(shape == (8, 8, 8), f"pde: shape {shape}")
+            check(all(math.isfinite(v) for v in values(data)), "pde: non-finite values saved")
+    with open(j) as f:
+        rec = json.load(f)
+    d = rec.get("details", {})
+    check(rec.get("solver") == "pde" and rec.get("method") == "bounded" and rec.get("converged") is True,
+          "pde: solver/method/converged")
+    check(d.get("steps") == 4 and d.get("timed_steps") == 4 and d.get("max_delay") == 2, f"pde: steps {d!r}")
+    check(rec.get("outstanding_requests") == 0, "pde: requests left pending")
+    for p in rec.get("per_rank", []):
+        for face in ("xm", "xp", "ym", "yp", "zm", "zp"):
+            h = p.get(f"delay_histogram_{face}")
+            check(isinstance(h, list) and len(h) == 4 and sum(h) == 4 and p.get(f"delay_max_{face}", 99) <= 2,
+                  f"pde: rank {p.get('rank')} face {face}: histogram {h}")
+    check(set(rec.get("time_split", {})) >= {"compute", "send", "consume", "approximate", "noise"},
+          f"pde: time split {rec.get('time_split')}")
+
+
 def main():
     p = arguments()
-    p.add_argument("checks", nargs="*", default=["json", "npy", "vti", "async", "schwarz"])
+    p.add_argument("checks", nargs="*", default=["json", "npy", "vti", "async", "schwarz", "pde"])
     args = p.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     r = Runner(args)
@@ -259,6 +288,8 @@ def main():
             check_async(r, work)
         if "schwarz" in args.checks:
             check_schwarz(r, work)
+        if "pde" in args.checks:
+            check_pde(r, work)
     return conclude("all output checks passed")
 
 
