@@ -2,8 +2,8 @@
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
 #   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites, then
 #               the Python companion's tests (python/, in a virtual environment build/venv)
-# Other targets: build, build-mpich, python-tools, bench, bench-figures, bench-petsc, sanitize, tsan,
-# install PREFIX=..., clean.
+# Other targets: build, build-mpich, python-tools, bench, bench-figures, bench-petsc,
+# bench-petsc-schwarz, sanitize, tsan, install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
 # CMake directly on (or for) the compute nodes.
 JOBS    ?= 2
@@ -18,7 +18,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all deps build build-mpich demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc sanitize tsan install clean
+.PHONY: all deps build build-mpich demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz sanitize tsan install clean
 
 all: build
 
@@ -87,6 +87,20 @@ bench-petsc:
 	python3 bench/cg_compare.py --desync build/bench/desync --petsc build/bench/petsc_poisson3d \
 	    --mpirun /usr/bin/mpirun.openmpi --json build/bench/bench-results/cg_compare.json $(CG_COMPARE_ARGS) \
 	    > build/bench/bench-results/cg_compare.txt; status=$$?; cat build/bench/bench-results/cg_compare.txt; exit $$status
+
+# Optional, as bench-petsc: desync schwarz side by side with PETSc's additive Schwarz (docs/benchmarks.md,
+# "Optimized Schwarz side by side with PETSc"). SCHWARZ_COMPARE_ARGS: further bench/schwarz_compare.py
+# arguments, e.g. --reps 9 or --global 128,256,512.
+SCHWARZ_COMPARE_ARGS ?=
+bench-petsc-schwarz:
+	@bash scripts/install-deps.sh --petsc
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	@test -x build/bench/petsc_poisson2d_asm || { echo "bench-petsc-schwarz: build/bench/petsc_poisson2d_asm was not built (see the cmake output)"; exit 1; }
+	mkdir -p build/bench/bench-results
+	python3 bench/schwarz_compare.py --desync build/bench/desync --petsc build/bench/petsc_poisson2d_asm \
+	    --mpirun /usr/bin/mpirun.openmpi --json build/bench/bench-results/schwarz_compare.json $(SCHWARZ_COMPARE_ARGS) \
+	    > build/bench/bench-results/schwarz_compare.txt; status=$$?; cat build/bench/bench-results/schwarz_compare.txt; exit $$status
 
 sanitize: deps
 	cmake -S . -B build/asan -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Debug -DDESYNC_SANITIZE="address;undefined"
