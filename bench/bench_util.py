@@ -5,7 +5,10 @@ sys.path), so they run as `python3 bench/<script>.py ...` from anywhere.
 """
 import json
 import os
+import platform
+import shlex
 import statistics
+import subprocess
 
 
 def add_desync_option(parser):
@@ -59,3 +62,52 @@ def write_json(path, doc):
 def median(xs):
     """The median, NaN for no values."""
     return statistics.median(xs) if xs else float("nan")
+
+def count(x):
+    """An iteration count as an int when it is one (desync's JSON writes 255.0 for 255)."""
+    return int(x) if float(x).is_integer() else float(x)
+
+
+def first_error_line(text):
+    """The first line of a failed run's output that says something (not one of mpirun's banner rules)."""
+    for line in (text or "").splitlines():
+        if line.strip() and not line.strip().startswith("---"):
+            return line.strip()
+    return "no output"
+
+
+def machine_info(args, script):
+    """Host, CPU, OS, MPI (`args.mpirun --version`), BLAS and the git revision of `script`'s tree."""
+    info = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
+            "python": platform.python_version()}
+    try:
+        with open("/proc/cpuinfo") as f:
+            for line in f:
+                if line.startswith("model name"):
+                    info["cpu"] = line.split(":", 1)[1].strip()
+                    break
+    except OSError:
+        pass
+    try:
+        with open("/etc/os-release") as f:
+            for line in f:
+                if line.startswith("PRETTY_NAME="):
+                    info["os"] = line.split("=", 1)[1].strip().strip('"')
+    except OSError:
+        pass
+    try:
+        v = subprocess.run(shlex.split(args.mpirun) + ["--version"], stdout=subprocess.PIPE,
+                           stderr=subprocess.STDOUT, text=True, timeout=30).stdout
+        info["mpi"] = v.strip().splitlines()[0] if v.strip() else ""
+    except (OSError, subprocess.SubprocessError):
+        info["mpi"] = "unknown"
+    blas = "/etc/alternatives/libblas.so.3-" + platform.machine() + "-linux-gnu"  # Debian's BLAS alternative
+    if os.path.exists(blas):
+        info["blas"] = os.path.realpath(blas)
+    try:
+        here = os.path.dirname(os.path.abspath(script))
+        info["git"] = subprocess.run(["git", "-C", here, "describe", "--always", "--dirty"], stdout=subprocess.PIPE,
+                                     stderr=subprocess.DEVNULL, text=True, timeout=30).stdout.strip() or "unknown"
+    except (OSError, subprocess.SubprocessError):
+        info["git"] = "unknown"
+    return info

@@ -44,7 +44,6 @@ Standard library only. Example:
 import argparse
 import json
 import os
-import platform
 import resource
 import shlex
 import subprocess
@@ -53,7 +52,8 @@ import tempfile
 import time
 
 import bench_util
-from bench_util import add_desync_option, add_mpirun_option, interleaved, median, write_json
+from bench_util import (add_desync_option, add_mpirun_option, count, first_error_line, interleaved, median,
+                        write_json)
 
 # desync configurations: name -> (mode, alpha)
 DESYNC_CONFIGS = {"sync-inf": ("sync", "inf"), "sync-auto": ("sync", "auto"), "async-auto": ("async", "auto")}
@@ -158,10 +158,6 @@ def command(args, cfg, json_path):
             + (["-stop", "local"] if name == "rasrich-localstop" else [])
             + (["-dims", dims] if dims else []) + shlex.split(args.petsc_extra))
 
-
-def count(x):
-    """An iteration count as an int when it is one (desync's JSON writes 154.0)."""
-    return int(x) if float(x).is_integer() else float(x)
 
 
 def parse_desync(j, tol):
@@ -284,13 +280,6 @@ def run_one(args, cfg, json_path):
     return rec
 
 
-def first_error_line(text):
-    """The first line of a failed run's output that says something (not one of mpirun's banner rules)."""
-    for line in (text or "").splitlines():
-        if line.strip() and not line.strip().startswith("---"):
-            return line.strip()
-    return "no output"
-
 
 def summarise(args, configs, runs):
     rows = []
@@ -383,41 +372,6 @@ def fmt_table(args, rows):
     return "\n".join(out)
 
 
-def machine_info(args):
-    info = {"host": platform.node(), "kernel": platform.release(), "cpus": os.cpu_count(),
-            "python": platform.python_version()}
-    try:
-        with open("/proc/cpuinfo") as f:
-            for line in f:
-                if line.startswith("model name"):
-                    info["cpu"] = line.split(":", 1)[1].strip()
-                    break
-    except OSError:
-        pass
-    try:
-        with open("/etc/os-release") as f:
-            for line in f:
-                if line.startswith("PRETTY_NAME="):
-                    info["os"] = line.split("=", 1)[1].strip().strip('"')
-    except OSError:
-        pass
-    try:
-        v = subprocess.run(shlex.split(args.mpirun) + ["--version"], stdout=subprocess.PIPE,
-                           stderr=subprocess.STDOUT, text=True, timeout=30).stdout
-        info["mpi"] = v.strip().splitlines()[0] if v.strip() else ""
-    except (OSError, subprocess.SubprocessError):
-        info["mpi"] = "unknown"
-    blas = "/etc/alternatives/libblas.so.3-" + platform.machine() + "-linux-gnu"  # Debian's BLAS alternative
-    if os.path.exists(blas):
-        info["blas"] = os.path.realpath(blas)
-    try:
-        here = os.path.dirname(os.path.abspath(__file__))
-        info["git"] = subprocess.run(["git", "-C", here, "describe", "--always", "--dirty"], stdout=subprocess.PIPE,
-                                     stderr=subprocess.DEVNULL, text=True, timeout=30).stdout.strip() or "unknown"
-    except (OSError, subprocess.SubprocessError):
-        info["git"] = "unknown"
-    return info
-
 
 def main(argv):
     args = parse_args(argv)
@@ -435,7 +389,7 @@ def main(argv):
     if args.configs and not (os.path.isfile(args.desync) and os.access(args.desync, os.X_OK)):
         sys.exit(f"schwarz_compare.py: no executable desync at {args.desync!r} (use --desync, or --configs '' "
                  "for PETSc alone)")
-    machine = machine_info(args)
+    machine = bench_util.machine_info(args, __file__)
     load_before = os.getloadavg()
     t_start = time.monotonic()
     runs = []

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "channel_transport.hpp"
+#include "test_util.hpp"
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/solvers/pde/pde.hpp"
@@ -21,18 +22,12 @@ using solvers::PdeScheme;
 
 namespace {
 
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
-
 decomposition::CartGrid grid_1d(int n) {
-  return decomposition::CartGrid(MPI_COMM_WORLD, {n, 1, 1}, {world_size(), 1, 1}, {true, false, false});
+  return decomposition::CartGrid(MPI_COMM_WORLD, {n, 1, 1}, {desync_test::world_size(), 1, 1}, {true, false, false});
 }
 
 decomposition::CartGrid grid_3d(int n) {
-  return decomposition::CartGrid(MPI_COMM_WORLD, {n, n, n}, decomposition::choose_dims(world_size(), {0, 0, 0}),
+  return decomposition::CartGrid(MPI_COMM_WORLD, {n, n, n}, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}),
                                  {true, true, true});
 }
 
@@ -86,7 +81,7 @@ TEST(AtHalo, ZeroDelayIsTheStandardValueAndLinearInTimeIsExact) {
 TEST(Pde, BoundedWithZeroDelayIsSyncBitwise) {
   for (auto p : {PdeProblem::advection_diffusion1d, PdeProblem::burgers3d}) {
     const bool one_d = p == PdeProblem::advection_diffusion1d;
-    auto grid = one_d ? grid_1d(16 * world_size()) : grid_3d(8);
+    auto grid = one_d ? grid_1d(16 * desync_test::world_size()) : grid_3d(8);
     auto o = options(p);
     o.steps = 20;
     o.warmup = 5;
@@ -116,7 +111,7 @@ TEST(Pde, ThreadsGiveTheSameFieldBitwise) {
 
 // The delay model with L = 1 draws k = 0 only: the synchronous run again, bitwise.
 TEST(Pde, DelayModelWithoutDelayIsSyncBitwise) {
-  auto grid = grid_1d(16 * world_size());
+  auto grid = grid_1d(16 * desync_test::world_size());
   auto o = options(PdeProblem::advection_diffusion1d);
   o.max_delay = 1;
   o.steps = 30;
@@ -179,7 +174,7 @@ TEST(Pde, RealAsynchronyStaysWithinTheBound) {
 }
 
 TEST(Pde, BadInputIsRefusedOnEveryRank) {
-  auto grid = grid_1d(16 * world_size());
+  auto grid = grid_1d(16 * desync_test::world_size());
   auto o = options(PdeProblem::advection_diffusion1d);
   o.max_delay = -1;
   EXPECT_THROW(solvers::solve_pde(grid, o), InputError);
@@ -189,8 +184,8 @@ TEST(Pde, BadInputIsRefusedOnEveryRank) {
   o.dt = 0;
   o.delay_model = DelayModel::uniform;  // sync mode
   EXPECT_THROW(solvers::solve_pde(grid, o), InputError);
-  if (world_size() > 1) {
-    auto small = grid_1d(world_size());  // one point per rank: the stencil needs two
+  if (desync_test::world_size() > 1) {
+    auto small = grid_1d(desync_test::world_size());  // one point per rank: the stencil needs two
     EXPECT_THROW(solvers::solve_pde(small, options(PdeProblem::advection_diffusion1d)), InputError);
   }
 }

@@ -71,6 +71,8 @@
 #include <petscdmda.h>
 #include <petscksp.h>
 
+#include "petsc_bench.h"
+
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,17 +203,6 @@ static PetscErrorCode box_subdomain(DM da, PetscInt gamma, IS* is, IS* is_local,
   PetscFunctionReturn(0);
 }
 
-static void json_string(char* out, size_t size, const char* s) {
-  size_t o = 0;
-  if (o + 1 < size) out[o++] = '"';
-  for (; *s && o + 3 < size; ++s) {
-    if (*s == '"' || *s == '\\') out[o++] = '\\';
-    out[o++] = *s;
-  }
-  if (o + 1 < size) out[o++] = '"';
-  out[o < size ? o : size - 1] = '\0';
-}
-
 static PetscErrorCode set_default_option(const char* name, const char* value) {
   PetscBool set;
   PetscFunctionBeginUser;
@@ -228,10 +219,8 @@ static double slowest(MPI_Comm comm, double t0) {
 }
 
 int main(int argc, char** argv) {
-  /* Accept --option as well as -option: PETSc's option database wants one dash. */
-  char** args = (char**)malloc((size_t)(argc + 1) * sizeof(char*));
-  for (int a = 0; a < argc; ++a) args[a] = (a > 0 && strncmp(argv[a], "--", 2) == 0 && argv[a][2]) ? argv[a] + 1 : argv[a];
-  args[argc] = NULL;
+  /* Accept --option as well as -option. */
+  char** args = petsc_bench_one_dash(argc, argv);
   char** pargs = args;
 
   PetscCall(PetscInitialize(&argc, &pargs, NULL,
@@ -476,17 +465,7 @@ int main(int argc, char** argv) {
              dims[1], q_mat, (double)rtol, stop_rule, (int)warmup, (double)stop.bnorm, (int)its, first_global,
              t_setup, t_factor, t_solve, its > 0 ? t_solve / (double)its : 0.0, (double)(last_norm / stop.bnorm),
              true_residual, (double)err, reason > 0 ? "true" : "false", q_reason, q_version);
-    printf("%s\n", line);
-    fflush(stdout);
-    if (has_json && json_path[0]) {
-      FILE* f = fopen(json_path, "w");
-      if (!f) {
-        fprintf(stderr, "petsc_poisson2d_asm: cannot write %s\n", json_path);
-      } else {
-        fprintf(f, "%s\n", line);
-        fclose(f);
-      }
-    }
+    petsc_bench_emit("petsc_poisson2d_asm", line, has_json, json_path);
   }
 
   const int exit_code = reason > 0 ? 0 : 1;
