@@ -15,6 +15,7 @@
 #include "bench_comm.hpp"
 #include "desync/communication/channel.hpp"
 #include "desync/core/error.hpp"
+#include "desync/core/simulation.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/registry.hpp"
 
@@ -96,6 +97,8 @@ int main(int argc, char** argv) {
   }
 
   try {
+    // A simulated cluster: the cost model is read and checked on every rank before any work.
+    if (core::simulated_build) (void)core::simulation_description();
     if (bench_comm_app->parsed()) {
       bench_comm.finalise(MPI_COMM_WORLD);
       return finish(run::bench_comm_main(bench_comm, MPI_COMM_WORLD));

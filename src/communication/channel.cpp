@@ -10,6 +10,7 @@
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/error.hpp"
+#include "desync/core/simulation.hpp"
 #include "transport_backend.hpp"
 
 namespace desync::comm {
@@ -230,6 +231,10 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
     c.delivered = 0;
   }
 
+  if (core::simulated_build && config.transport != Transport::p2p)
+    throw InputError(std::string("--transport ") + to_string(config.transport) +
+                     " is not available on a simulated cluster: SimGrid's SMPI 3.32 does not implement "
+                     "MPI_Win_sync and makes no passive-target progress (use --transport p2p)");
   switch (config.transport) {
     case Transport::p2p: backend_ = detail::make_p2p_backend(core_, comm_, send_tag_, recv_tag_); break;
     case Transport::rma: backend_ = detail::make_rma_backend(core_, comm_); break;

@@ -6,6 +6,7 @@
 
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
+#include "desync/core/simulation.hpp"
 
 namespace desync::comm {
 
@@ -59,6 +60,9 @@ GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine e
     displs.push_back(start);
     counts.push_back(static_cast<int>(total) - start);
   };
+  if (core::simulated_build && engine_ == ExchangeEngine::neighbor)
+    throw InputError("--engine neighbor is not available on a simulated cluster: SimGrid's SMPI 3.32 has no "
+                     "neighbourhood collectives or distributed-graph communicators (use --engine p2p)");
   if (engine_ == ExchangeEngine::neighbor) {
     // One edge per distinct peer; a peer's parts in ascending send tag (sending) and receive tag
     // (receiving) order, which pair up on the two ends since a send tag is the peer's receive tag.
@@ -129,6 +133,7 @@ void GhostExchange::copy_local(const double* x) {
     for (const auto& from : plan_.neighbours)  // the local entry whose send_tag is our recv_tag
       if (from.peer == plan_.rank && from.send_tag == nb.recv_tag)
         for (std::size_t e = 0; e < nb.recv.size(); ++e) ghost_[static_cast<std::size_t>(nb.recv[e])] = x[from.send[e]];
+    core::charge("halo.element", static_cast<double>(nb.recv.size()));  // simulated cluster: the copy's cost
   }
 }
 
@@ -145,6 +150,7 @@ void GhostExchange::start(const double* x) {
   const std::int32_t* idx = pack_.data();
   double* out = send_.data();
   for (std::size_t e = 0; e < send_.size(); ++e) out[e] = x[idx[e]];
+  core::charge("halo.element", static_cast<double>(send_.size()));  // simulated cluster: the pack's cost
   stats_.bytes_sent += static_cast<double>(send_.size() * sizeof(double));
   if (engine_ == ExchangeEngine::neighbor) {
     if (!any_traffic_) return;
@@ -198,6 +204,7 @@ void GhostExchange::wait_pending() {
   // Received: scatter into the ghost buffer.
   const std::int32_t* idx = unpack_.data();
   for (std::size_t e = 0; e < recv_.size(); ++e) ghost_[static_cast<std::size_t>(idx[e])] = recv_[e];
+  core::charge("halo.element", static_cast<double>(recv_.size()));
 }
 
 bool GhostExchange::poll() {

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "desync/core/error.hpp"
+#include "desync/core/simulation.hpp"
 
 namespace desync::comm {
 
@@ -189,6 +190,7 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
     if (plan_.is_local(n)) {
       double* out = loopback_[n].data();
       for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
+      core::charge("halo.element", static_cast<double>(m));
       loopback_level_[n] = time_level;
       continue;
     }
@@ -205,6 +207,7 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
     const int threads = config_.threads;  // the pack loop, threaded for large messages
     #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1 && m >= 4096) schedule(static)
     for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
+    core::charge("halo.element", static_cast<double>(m));  // simulated cluster: the pack's cost
     ch.send(time_level);
     ++stats_.messages_sent;
     stats_.bytes_sent += static_cast<double>(m * sizeof(double));
@@ -320,7 +323,7 @@ void PlanExchange::finish(double* dest, std::int64_t own_level) {
     } else {
       pull_neighbour(n, own_level);
     }
-    install_neighbour(n, dest);
+    if (dest) install_neighbour(n, dest);
   }
   started_ = false;
   long discarded = 0, arrived = 0;
@@ -343,6 +346,7 @@ void PlanExchange::install_neighbour(std::size_t n, double* dest) const {
     if (loopback_level_[src] < 0) return;
     const double* in = loopback_[src].data();
     for (std::size_t e = 0; e < m; ++e) dest[idx[e]] = in[e];
+    core::charge("halo.element", static_cast<double>(m));
     return;
   }
   const Channel& ch = *channels_[n];
@@ -352,6 +356,7 @@ void PlanExchange::install_neighbour(std::size_t n, double* dest) const {
     const int threads = config_.threads;
     #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1 && m >= 4096) schedule(static)
     for (std::size_t e = 0; e < m; ++e) dest[idx[e]] = in[e];
+    core::charge("halo.element", static_cast<double>(m));  // simulated cluster: the unpack's cost
     return;
   }
   int c = 0;

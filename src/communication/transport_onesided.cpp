@@ -40,7 +40,9 @@ void complete_all_deferred() {
 
 OneSidedBackend::OneSidedBackend(ChannelCore& core, Completion completion, bool local_flush_after_put)
     : TransportBackend(core), completion_(completion), local_flush_after_put_(local_flush_after_put) {
-  send_buffers_.assign(slots(), std::vector<double>(core.packed_size()));
+  // Two put sources, used in turn: a source is reused only after its put completed, so the
+  // sender's working set stays two messages (in cache) however many slots the receiver has.
+  send_buffers_.assign(std::min<std::size_t>(slots(), 2), std::vector<double>(core.packed_size()));
   stamp_out_.assign(slots(), none);
   control_.assign(control_words(), 0);
 }
@@ -158,7 +160,10 @@ void OneSidedBackend::send(std::int64_t time_level) {
   }
   if (completion_ == Completion::before_next_put) complete_pending();
   const std::size_t s = static_cast<std::size_t>(sent_) % slots();
-  double* buf = send_buffers_[s].data();
+  // The pending puts are the last pending_.size() sends; the one that used this source must be
+  // complete before the source is rewritten.
+  if (!local_flush_after_put_ && pending_.size() >= send_buffers_.size()) complete_pending();
+  double* buf = send_buffers_[static_cast<std::size_t>(sent_) % send_buffers_.size()].data();
   core_.pack(buf, time_level);
   put_notify(buf, slot_bytes(), s, time_level);
   ++sent_;

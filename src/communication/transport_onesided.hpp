@@ -127,7 +127,7 @@ class OneSidedBackend : public TransportBackend, public NotifiedPut {
 
   Completion completion_;
   bool local_flush_after_put_;
-  std::vector<std::vector<double>> send_buffers_;  // one per slot: the put's source
+  std::vector<std::vector<double>> send_buffers_;  // the puts' sources, in turn (at most 2)
   std::vector<std::int64_t> stamp_out_;            // per slot: source of its pending stamp store
   std::vector<std::size_t> pending_;               // slots put but not yet notified
   std::int64_t counter_out_[counters] = {0, 0};    // sources of the counter stores

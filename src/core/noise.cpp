@@ -1,29 +1,17 @@
 #include "desync/core/noise.hpp"
 
-#include <chrono>
 #include <mutex>
 #include <random>
 
+#include "desync/core/simulation.hpp"
+#include "desync/core/timer.hpp"
+
 namespace desync::core {
-
-namespace {
-
-using clock_type = std::chrono::steady_clock;
-
-double spin(double seconds) {
-  const auto start = clock_type::now();
-  const auto until = start + std::chrono::duration<double>(seconds);
-  while (clock_type::now() < until) {
-  }
-  return std::chrono::duration<double>(clock_type::now() - start).count();
-}
-
-}  // namespace
 
 struct Noise::State {
   std::mutex mutex;  // the generator, the interruption schedule, the count
   std::mt19937_64 rng;
-  clock_type::time_point start = clock_type::now();
+  double start = wall_time();
   double next_interrupt = 0;
   long pauses = 0;
 };
@@ -59,11 +47,11 @@ double Noise::after_sweep(double sweep_seconds) const {
   double pause = slow() ? (options_.slow_factor - 1.0) * sweep_seconds : 0.0;
   if (options_.jitter || options_.periodic) {
     std::lock_guard lock(state_->mutex);
-    const double now = std::chrono::duration<double>(clock_type::now() - state_->start).count();
+    const double now = wall_time() - state_->start;
     const double uniform = static_cast<double>(state_->rng() >> 11) * 0x1.0p-53;  // [0, 1), portable
     pause += noise_pause(options_, sweep_seconds, now, state_->next_interrupt, uniform, state_->pauses);
   }
-  return pause > 0 ? spin(pause) : 0.0;
+  return pause > 0 ? core::pause(pause) : 0.0;
 }
 
 long Noise::pauses() const {

@@ -1,6 +1,6 @@
 #include "desync/linalg/vector.hpp"
 
-#include <chrono>
+#include "desync/core/timer.hpp"
 #include <cstdint>
 
 #include "desync/communication/request_ledger.hpp"
@@ -12,9 +12,7 @@
 namespace desync::linalg {
 
 namespace {
-inline double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+inline double now() { return core::wall_time(); }
 inline std::int64_t len(CVec x) { return static_cast<std::int64_t>(x.size()); }
 }  // namespace
 

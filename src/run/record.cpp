@@ -10,6 +10,7 @@
 
 #include "desync/run/run_end.hpp"
 #include "desync/core/gather.hpp"
+#include "desync/core/simulation.hpp"
 #include "report_common.hpp"
 
 namespace desync::run {
@@ -284,6 +285,9 @@ void write_json(const RunRecord& r, const std::string& path) {
   }
   j["per_rank"] = std::move(ranks);
   j["details"] = json::parse(r.details);
+  // On a simulated cluster: the platform, the calibrated cost model and the ranks' speeds the run
+  // was simulated with (desync-sim's description; every time in this record is simulated).
+  if (core::simulated_build) j["simulation"] = json::parse(core::simulation_description());
   detail::write_json_file(j, path);
 }
 

@@ -130,11 +130,15 @@ class PlanExchange {
   /// consumes the levels that arrived in order and blocks only while a neighbour's newest level is
   /// more than max_delay behind own_level (during the first `history` exchanges, while it is behind
   /// at all), then installs the newest level held, at most own_level. Records
-  /// each installed neighbour's age own_level - level in the delay statistics.
+  /// each installed neighbour's age own_level - level in the delay statistics. With dest null it
+  /// takes the data without writing it anywhere: the caller installs per neighbour (install_neighbour)
+  /// or builds its own halo values from level_data (an asynchrony-tolerant stencil), in one pass.
   void finish(double* dest, std::int64_t own_level);
   /// Writes the data last taken per neighbour into dest (no communication); entries of a
   /// neighbour that never delivered anything are left alone.
   void install(double* dest) const;
+  /// The same for neighbour n alone.
+  void install_neighbour(std::size_t n, double* dest) const;
   /// Time level of the data held for neighbour n (-1: nothing yet); racy: its oldest piece.
   std::int64_t time_level(std::size_t n) const;
   /// async/bounded: neighbour n's data of a retained time level, in the order of its receive
@@ -160,7 +164,6 @@ class PlanExchange {
  private:
   bool progress_pass();         // one poll over the awaited channels; true when all arrived
   void pull_neighbour(std::size_t n, std::int64_t own_level);  // the pull path, per mode
-  void install_neighbour(std::size_t n, double* dest) const;
   void hand_back();             // stop the progress thread's run, take the channels back
   void thread_main();
 

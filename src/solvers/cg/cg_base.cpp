@@ -14,6 +14,7 @@ CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgOptions& o, CgResult&
       nonblocking_(o.nonblocking && (o.method == CgMethod::pipecg || o.method == CgMethod::groppcg)),
       sum_(A.comm(), nonblocking_) {
   MPI_Comm_rank(A.comm(), &rank_);
+  vector_cost_ = fmt::format("cg.{}.vector", to_string(o.method));
 }
 
 void CgBase::collect() {
@@ -40,6 +41,9 @@ bool CgBase::positive(double value, std::int64_t k, const char* what, const char
 }
 
 Verdict CgBase::check(std::int64_t k, double rr, double flag) {
+  // Simulated cluster: the iteration's vector updates and dot products, per local row, with each
+  // method's own count of them.
+  core::charge(vector_cost_.c_str(), static_cast<double>(x_.size()));
   const double rel = std::sqrt(std::fabs(rr)) / bnorm_;
   res_.recursive_residual = rel;
   res_.iterations = k;
@@ -114,6 +118,7 @@ bool CgBase::start() {
     Timed tm(times().setup);
     try {
       pc_ = make_preconditioner(o_.pc, A_);
+      pc_cost_ = fmt::format("pc.{}", to_string(pc_->kind()));
     } catch (const PcSetupError& e) {
       pc_error = e.what();
     }

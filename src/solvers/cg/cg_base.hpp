@@ -21,7 +21,7 @@
 //   - a denominator that is not > 0 (or not finite) stops the run as a breakdown (non_finite).
 #include <fmt/format.h>
 
-#include <chrono>
+#include "desync/core/timer.hpp"
 #include <cmath>
 #include <cstdint>
 #include <memory>
@@ -29,6 +29,7 @@
 #include <utility>
 #include <vector>
 
+#include "desync/core/simulation.hpp"
 #include "desync/solvers/cg/cg.hpp"
 
 namespace desync::solvers::detail {
@@ -36,9 +37,7 @@ namespace desync::solvers::detail {
 using linalg::CVec;
 using linalg::Vec;
 
-inline double now() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
+inline double now() { return core::wall_time(); }
 
 /// Adds the time of a scope to an accumulator.
 class Timed {
@@ -105,13 +104,16 @@ class CgBase {
   double precondition_dot(CVec r, Vec u) {
     Timed t(times().pc);
     ++res_.stats.pc_applications;
-    return pc_->apply_dot(r, u);
+    const double d = pc_->apply_dot(r, u);
+    core::charge(pc_cost_.c_str(), static_cast<double>(r.size()));  // simulated cluster
+    return d;
   }
   /// u = M^-1 r.
   void precondition(CVec r, Vec u) {
     Timed t(times().pc);
     ++res_.stats.pc_applications;
     pc_->apply(r, u);
+    core::charge(pc_cost_.c_str(), static_cast<double>(r.size()));  // simulated cluster
   }
   /// Counts one preconditioner application that a fused kernel performs (update_*_jacobi).
   void count_fused_pc() { ++res_.stats.pc_applications; }
@@ -166,6 +168,9 @@ class CgBase {
   linalg::Operator& A_;
   CVec b_;
   Vec x_;
+  // Simulated cluster: the cost model's entries for the vector work of an iteration of this
+  // method ("cg.<method>.vector") and for a preconditioner application ("pc.<kind>"), per row.
+  std::string vector_cost_, pc_cost_;
   const CgOptions& o_;
   CgResult& res_;
   std::size_t n_;

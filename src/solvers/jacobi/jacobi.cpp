@@ -8,6 +8,7 @@
 
 #include "desync/solvers/jacobi/omp_jacobi.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
+#include "desync/core/simulation.hpp"
 #include "jacobi_run_base.hpp"
 
 namespace desync::solvers {
@@ -47,8 +48,15 @@ class JacobiRun : public LocalIteration, private detail::JacobiRunBase {
 
   // next <- Jacobi update of cur, with the local part of ||b - A cur||^2 fused in when asked.
   double update(std::int64_t, bool want_residual) override {
-    if (want_residual) return jacobi_sweep_residual(*cur_, *next_, prefetch_);
+    const auto& n = cur_->extent();
+    const double points = static_cast<double>(n[0]) * n[1] * n[2];
+    if (want_residual) {
+      const double r2 = jacobi_sweep_residual(*cur_, *next_, prefetch_);
+      core::charge("jacobi.update_residual", points);  // simulated cluster: the sweep's cost
+      return r2;
+    }
     jacobi_sweep(*cur_, *next_, prefetch_);
+    core::charge("jacobi.update", points);
     return 0.0;
   }
   void advance() override { std::swap(cur_, next_); }

@@ -19,6 +19,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/problems/poisson2d.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
+#include "desync/core/simulation.hpp"
 
 namespace desync::solvers {
 
@@ -338,6 +339,7 @@ class SchwarzRun : public LocalIteration {
     if (want_residual) {
       core::Stopwatch t;
       r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost_.data());  // r_p = b_p - L u, interior points
+      core::charge("schwarz.residual", static_cast<double>(x_.size()));  // simulated cluster: its cost
       spmv_s_ += t.seconds();
     }
     core::Stopwatch t_update;
@@ -348,6 +350,7 @@ class SchwarzRun : public LocalIteration {
     update_s_ += t_update.seconds();
     core::Stopwatch t_solve;
     chol_->solve(rhs_.data(), next_.data());  // x_p <- A_p^{-1} rhs
+    core::charge("schwarz.solve", static_cast<double>(x_.size()));
     solve_s_ += t_solve.seconds();
     return r2;
   }

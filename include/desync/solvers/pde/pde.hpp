@@ -146,6 +146,10 @@ void pde_advection_diffusion_step(const decomposition::Field& layout, const doub
                                   double nu, double dt, double dx);
 void pde_burgers_step(const decomposition::Field& layout, const double* in, double* out, int variables,
                       const double* diffusivity, double dt, double dx, int threads);
+/// The same step written as Equation 4 reads, one point at a time: the reference the fused,
+/// tiled and prefetched pde_burgers_step is tested against (equal up to rounding).
+void pde_burgers_step_reference(const decomposition::Field& layout, const double* in, double* out, int variables,
+                                const double* diffusivity, double dt, double dx);
 /// Memory traffic of one point update per variable, as the Jacobi sweep's: read the old value, write
 /// the new one plus its write-allocate read (neighbours come from cache).
 inline constexpr double pde_bytes_per_update_per_variable = 24.0;

@@ -1,0 +1,36 @@
+#pragma once
+// Running desync's own code on a simulated cluster: a build for SimGrid's SMPI (cmake
+// -DDESYNC_MPI=smpi), launched by `desync-sim run` (docs/simulation.md).
+//
+// The ranks are simulated; the numerics run for real (iteration counts are real), but the host's
+// time spent computing is not what the modelled machine would spend: every compute phase instead
+// charges its work to the rank's simulated clock from a cost model calibrated on a real machine,
+//   simulated seconds = units x seconds_per_unit[kind] / rank_speed[rank],
+// read from the JSON file named by the environment variable DESYNC_SIM (written by desync-sim:
+// {"costs": {kind: seconds per unit}, "rank_speed": [...], "platform": {...}, ...}). The kinds
+// are named where the work is done ("jacobi.update", "halo.element", ...; docs/simulation.md lists
+// them). In an ordinary build every function here is free: charge() does nothing, pause() spins.
+#include <string>
+
+namespace desync::core {
+
+#ifdef DESYNC_SMPI
+inline constexpr bool simulated_build = true;
+/// Charges `units` units of work of `kind` to this rank's simulated clock. Throws InputError when
+/// DESYNC_SIM is missing or has no cost for `kind`.
+void charge(const char* kind, double units);
+#else
+inline constexpr bool simulated_build = false;
+inline void charge(const char*, double) {}
+#endif
+
+/// Pauses this rank for `seconds` of its clock as a busy core would (noise injection: a paused
+/// core services no communication): spins on the host, executes on the simulated host under
+/// SMPI. Returns the seconds the clock advanced.
+double pause(double seconds);
+
+/// The DESYNC_SIM file's text (the simulation's platform, costs and rank speeds) for the run
+/// record; empty in an ordinary build.
+std::string simulation_description();
+
+}  // namespace desync::core
