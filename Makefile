@@ -2,7 +2,7 @@
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
 #   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites, then
 #               the Python companion's tests (python/, in a virtual environment build/venv)
-# Other targets: build, build-mpich, python-tools, bench, bench-figures, bench-petsc,
+# Other targets: build, build-mpich, build-sim, python-tools, bench, bench-sim, bench-figures, bench-petsc,
 # bench-petsc-schwarz, sanitize, tsan, install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
 # CMake directly on (or for) the compute nodes.
@@ -10,6 +10,7 @@ JOBS    ?= 2
 PREFIX  ?= /usr/local
 OMPI    := build/openmpi
 MPICH   := build/mpich
+SMPI    := build/smpi
 VENV    := build/venv
 CMAKE_FLAGS ?=
 
@@ -18,7 +19,7 @@ export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
 
-.PHONY: all deps build build-mpich demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz sanitize tsan install clean
+.PHONY: all deps build build-mpich build-sim bench-sim demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz sanitize tsan install clean
 
 all: build
 
@@ -29,12 +30,19 @@ $(OMPI)/CMakeCache.txt:
 	cmake -S . -B $(OMPI) -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Release -DDESYNC_NATIVE=ON $(CMAKE_FLAGS)
 $(MPICH)/CMakeCache.txt:
 	cmake -S . -B $(MPICH) -DDESYNC_MPI=mpich -DCMAKE_BUILD_TYPE=Release -DDESYNC_NATIVE=ON $(CMAKE_FLAGS)
+$(SMPI)/CMakeCache.txt:
+	cmake -S . -B $(SMPI) -DDESYNC_MPI=smpi -DCMAKE_BUILD_TYPE=Release -DDESYNC_NATIVE=ON $(CMAKE_FLAGS)
 
 build: deps $(OMPI)/CMakeCache.txt
 	cmake --build $(OMPI) -j $(JOBS)
 
 build-mpich: deps $(MPICH)/CMakeCache.txt
 	cmake --build $(MPICH) -j $(JOBS)
+
+# desync for SimGrid's SMPI: the same code on a simulated cluster, launched by desync-sim
+# (docs/simulation.md).
+build-sim: deps $(SMPI)/CMakeCache.txt
+	cmake --build $(SMPI) -j $(JOBS) --target desync_cli
 
 # The demo builds only what it runs: the desync executable, no test suite.
 demo: deps $(OMPI)/CMakeCache.txt
@@ -57,16 +65,26 @@ python-tools: deps
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check ./python[test]
 
-# pytest on records made by the Open MPI build's desync in the test run.
-test-python: build python-tools
-	DESYNC=$(CURDIR)/$(OMPI)/desync MPIRUN=mpirun timeout 900 $(VENV)/bin/python -m pytest -q python/tests
+# pytest on records made by the Open MPI build's desync in the test run, and on simulated runs of
+# the SMPI build.
+test-python: build build-sim python-tools
+	DESYNC=$(CURDIR)/$(OMPI)/desync DESYNC_SMPI=$(CURDIR)/$(SMPI)/desync MPIRUN=mpirun timeout 900 \
+	    $(VENV)/bin/python -m pytest -q python/tests
 
 test: test-openmpi test-mpich test-python
 
-bench: deps
+bench: deps build-sim
 	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
 	cmake --build build/bench -j $(JOBS)
 	bash bench/run_all.sh build/bench
+	python3 bench/simgrid/calibrate.py --desync build/bench/desync -o build/sim/costs.json
+	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set quick --json build/sim/quick.json
+
+# The whole reproduction set at 64-1024 simulated ranks (docs/reproduction.md; about 2 hours here).
+bench-sim: deps build build-sim
+	python3 bench/simgrid/calibrate.py --desync $(OMPI)/desync -o build/sim/costs.json
+	python3 bench/simgrid/validate.py --desync $(OMPI)/desync --costs build/sim/costs.json --json build/sim/validate.json
+	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set full --json build/sim/full.json
 
 # The figures of docs/benchmarks.md: runs bench/experiments/*.toml with desync-run and draws them
 # with desync-plot into docs/figures/ (bench/figures.sh says which figure comes from which command).

@@ -1,0 +1,133 @@
+#!/usr/bin/env python3
+"""Calibrates the cost model of desync's simulated runs on this machine (docs/simulation.md).
+
+On a simulated cluster (a build with -DDESYNC_MPI=smpi, launched by desync-sim) every compute phase
+charges its work to the rank's simulated clock as units x seconds per unit. This script measures the
+seconds per unit of every kind with the ordinary build of desync on this machine, one rank (two for
+the Schwarz subdomain solves, so that they are the size of the simulated ones), from the time split
+of each run record:
+
+  jacobi.update, jacobi.update_residual   per lattice update (a sweep, with the residual fused)
+  halo.element                            per halo value packed or installed (pde, 1 rank: 6 faces)
+  pde.burgers3d.update                    per point and variable
+  pde.advection_diffusion1d.update        per point
+  poisson3d.row                           per row of the matrix-free operator (cg's spmv)
+  cg.<method>.vector                      per row and iteration: that method's vector updates
+  pc.none, pc.jacobi, pc.bjacobi-ic0      per row and application
+  schwarz.solve, schwarz.residual         per subdomain unknown (poisson2d, --schwarz-local)
+
+  csr.entry                               per stored scalar entry of an assembled operator (cg's
+                                          elasticity3d): estimated as poisson3d.row / 7, not measured
+
+The sweeps and the PDE update are measured with --ranks ranks at once (default 2, every core of
+this machine busy, as on a node of the simulated cluster), the rest on one rank. The sizes should
+be those of the simulated runs (caches matter): --local for the 3D solvers,
+--pde-local, --schwarz-local. Each figure is the median of --reps runs.
+
+    python3 bench/simgrid/calibrate.py --desync build/openmpi/desync -o build/sim/costs.json
+"""
+import argparse
+import datetime
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+from bench_util import add_launch_options, child_env, machine_info, write_json  # noqa: E402
+
+
+def run(args, ranks, argv):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        cmd = shlex.split(args.mpirun) + ["-np", str(ranks), args.desync, *argv, "--quiet", "--json", out]
+        p = subprocess.run(cmd, env=child_env(), capture_output=True, text=True, timeout=600)
+        if p.returncode not in (0, 1) or not os.path.exists(out):  # 1: not converged (fixed iterations)
+            raise SystemExit(f"calibrate: {shlex.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+        with open(out) as f:
+            return json.load(f), shlex.join(cmd)
+
+
+def measure(args, ranks, argv, per_unit):
+    values, cmd = [], None
+    for _ in range(args.reps):
+        rec, cmd = run(args, ranks, argv)
+        values.append(per_unit(rec))
+    return statistics.median(values), cmd
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    add_launch_options(ap)
+    ap.add_argument("--local", type=int, default=32, help="N^3 points per rank: jacobi, cg (default 32)")
+    ap.add_argument("--pde-local", type=int, default=32, help="N^3 points per rank: pde burgers3d (default 32)")
+    ap.add_argument("--schwarz-local", type=int, default=32, help="N^2 points per subdomain: schwarz (default 32)")
+    ap.add_argument("--iterations", type=int, default=300, help="fixed iterations or steps per run (default 300)")
+    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--ranks", type=int, default=2,
+                    help="ranks of the compute measurements (jacobi, pde), all busy at once as the cores of a "
+                         "simulated node are (default 2: this machine's cores)")
+    ap.add_argument("-o", "--output", required=True)
+    args = ap.parse_args()
+    n, it = args.local, args.iterations
+    costs, commands = {}, {}
+
+    def put(kind, value_cmd):
+        costs[kind], commands[kind] = value_cmd
+
+    pts = float(n) ** 3
+    R = args.ranks  # every core busy, as on a node of the simulated cluster: memory bandwidth shared
+    put("jacobi.update", measure(args, R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it),
+                                           "--check-every", str(10 * it)],
+                                 lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)))
+    put("jacobi.update_residual", measure(args, R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it),
+                                                    "--check-every", "1"],
+                                          lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)))
+    m = args.pde_local
+    burgers = ["pde", "--problem", "burgers3d", "--global", str(m), "--steps", str(it)]
+    burgers_r = ["pde", "--problem", "burgers3d", "--global", str(m), "--dims", f"{R}x1x1", "--steps", str(it)]
+    put("pde.burgers3d.update", measure(args, R, burgers_r,
+                                        lambda r: r["time_split"]["compute"] / (it * float(m) ** 3 / R * 5)))
+    # One rank, periodic along every axis: each step packs and installs 6 faces of m^2 values, 5 variables.
+    put("halo.element", measure(args, 1, burgers, lambda r: (r["time_split"]["send"] + r["time_split"]["consume"])
+                                / (it * 2 * 6 * float(m) ** 2 * 5)))
+    line = 4096
+    put("pde.advection_diffusion1d.update",
+        measure(args, 1, ["pde", "--problem", "advection-diffusion1d", "--global", str(line), "--steps", str(it)],
+                lambda r: r["time_split"]["compute"] / (it * line)))
+    cg = ["cg", "--local", str(n), "--rtol", "1e-10", "--max-iters", str(it)]
+    put("poisson3d.row", measure(args, 1, cg + ["--method", "cg"],
+                                 lambda r: r["time_split"]["spmv"] / ((r["iterations"]["max"] + 1) * pts)))
+    for method in ("cg", "cg-cg", "pipecg", "groppcg"):
+        put(f"cg.{method}.vector", measure(args, 1, cg + ["--method", method],
+                                           lambda r: r["time_split"]["vector"] / (r["iterations"]["max"] * pts)))
+    costs["pc.none"], commands["pc.none"] = 0.0, "(no work)"
+    put("pc.jacobi", measure(args, 1, cg + ["--method", "cg", "--pc", "jacobi"],
+                             lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)))
+    put("pc.bjacobi-ic0", measure(args, 1, cg + ["--method", "cg", "--pc", "bjacobi-ic0"],
+                                  lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)))
+    # Assembled operators (cg's elasticity3d): estimated from the matrix-free 7-point rows, per entry.
+    costs["csr.entry"] = costs["poisson3d.row"] / 7
+    commands["csr.entry"] = "poisson3d.row / 7 (estimate)"
+    s = args.schwarz_local
+    unknowns = float(s) ** 2
+    schwarz = ["schwarz", "--mode", "sync", "--local", str(s), "--tol", "1e-14", "--max-iters", str(it)]
+    put("schwarz.solve", measure(args, 2, schwarz,
+                                 lambda r: r["time_split"]["solve"] / (r["iterations"]["mean"] * unknowns)))
+    put("schwarz.residual", measure(args, 2, schwarz,
+                                    lambda r: r["time_split"]["spmv"] / (r["iterations"]["mean"] * unknowns)))
+    doc = {"costs": costs,
+           "calibration": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
+                           "sizes": {"local": n, "pde_local": m, "schwarz_local": s, "iterations": it,
+                                     "reps": args.reps, "ranks": R},
+                           "commands": commands, "machine": machine_info(args, "bench/simgrid/calibrate.py")}}
+    write_json(args.output, doc)
+    for k, v in costs.items():
+        print(f"  {k:<34} {v:.4e} s per unit")
+
+
+if __name__ == "__main__":
+    main()

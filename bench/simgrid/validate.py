@@ -1,0 +1,129 @@
+#!/usr/bin/env python3
+"""The simulated cluster against this machine: each solver at 2 and 4 ranks, run for real (Open MPI)
+and simulated (desync's SMPI build through desync-sim, the `host` platform: one node of this
+machine's 2 cores, with the calibrated cost model), sync and async (or bounded, or pipelined).
+
+Reports per case the iterations, the time (wall time of the run; simulated time for the simulated
+run) and the ratio of the relaxed variant to the synchronous one on both sides, and checks the
+issue's criteria: iterations within 10 %, time within 30 %, the ratio on the same side of 1.
+Real runs at 4 ranks are oversubscribed (two ranks per core); the simulated node then has a core per
+rank at half the speed.
+
+    python3 bench/simgrid/validate.py --costs build/sim/costs.json --json build/sim/validate.json
+"""
+import argparse
+import json
+import os
+import shlex
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, ".."))
+from bench_util import child_env, write_json  # noqa: E402
+
+# (solver, [(variant name, desync arguments)], problem arguments); the first variant is the reference.
+CASES = [
+    ("jacobi", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async", "--transport", "p2p"])],
+     ["--local", "32"]),
+    ("cg", [("cg", ["--method", "cg"]), ("pipecg", ["--method", "pipecg"])], ["--local", "32"]),
+    ("pde", [("sync", ["--mode", "sync"]), ("bounded", ["--mode", "bounded", "--transport", "p2p"])],
+     ["--problem", "burgers3d", "--global", "32", "--steps", "300"]),
+    ("schwarz", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async", "--transport", "p2p"])],
+     ["--local", "32"]),
+]
+
+
+def sim_command(args):
+    if args.desync_sim:
+        return shlex.split(args.desync_sim)
+    return [sys.executable, "-m", "desync_tools.sim"]
+
+
+def record_of(cmd, env, out, timeout):
+    t0 = time.monotonic()
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    wall = time.monotonic() - t0
+    if p.returncode not in (0, 1) or not os.path.exists(out):
+        raise SystemExit(f"validate: {shlex.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    with open(out) as f:
+        return json.load(f), wall
+
+
+def run_case(args, ranks, solver, extra, real):
+    with tempfile.TemporaryDirectory() as tmp:
+        out = os.path.join(tmp, "r.json")
+        env = child_env()
+        if real:
+            cmd = shlex.split(args.mpirun) + ["-np", str(ranks)]
+            if ranks > 2:
+                cmd.append("--oversubscribe")
+            cmd += [args.desync, solver, *extra, "--quiet", "--json", out]
+        else:
+            env["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python", "src") + os.pathsep + env.get("PYTHONPATH", "")
+            # This machine: one node of 2 cores. More ranks than cores share them: modelled as one
+            # node with a core per rank, each at 2/R of the speed (the real ranks poll while they
+            # wait, so the cores are always shared), the cost model's seconds still at full speed.
+            plat = ["--preset", "host"]
+            if ranks > 2:
+                plat += ["--nodes", "1", "--cores", str(ranks), "--speed", f"{2e9 / ranks:.6g}f",
+                         "--cfg", "smpi/host-speed:1000000000f"]
+            cmd = sim_command(args) + ["run", *plat, "--np", str(ranks), "--costs", args.costs,
+                                       "--out", os.path.join(tmp, "sim"), "--",
+                                       args.desync_smpi, solver, *extra, "--quiet", "--json", out]
+        rec, wall = record_of(cmd, env, out, args.timeout)
+        return {"iterations": rec["iterations"]["mean"], "time": rec["wall_time"], "host_wall": wall}
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--desync", default="build/openmpi/desync", help="the ordinary build (real runs)")
+    ap.add_argument("--desync-smpi", default="build/smpi/desync", help="the SMPI build (simulated runs)")
+    ap.add_argument("--desync-sim", help="the launcher command (default: python3 -m desync_tools.sim from python/src)")
+    ap.add_argument("--mpirun", default="mpirun.openmpi")
+    ap.add_argument("--costs", required=True, help="the cost model (bench/simgrid/calibrate.py)")
+    ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
+    ap.add_argument("--reps", type=int, default=3, help="real runs per case (median); a simulated run is deterministic")
+    ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--json")
+    args = ap.parse_args()
+    rows = []
+    print(f"{'solver':<8} {'variant':<8} {'ranks':>5} {'it real':>8} {'it sim':>8} {'it dev':>7} "
+          f"{'t real s':>9} {'t sim s':>9} {'t dev':>7} {'ratio real':>10} {'ratio sim':>9} {'ok':>3} {'host wall s':>11}")
+    for ranks in args.ranks:
+        for solver, variants, common in CASES:
+            base = {}
+            for name, extra in variants:
+                real = [run_case(args, ranks, solver, extra + common, True) for _ in range(args.reps)]
+                r = {k: statistics.median(x[k] for x in real) for k in ("iterations", "time")}
+                s = run_case(args, ranks, solver, extra + common, False)
+                it_dev = s["iterations"] / r["iterations"] - 1
+                t_dev = s["time"] / r["time"] - 1
+                row = {"solver": solver, "variant": name, "ranks": ranks, "iterations_real": r["iterations"],
+                       "iterations_sim": s["iterations"], "iterations_dev": it_dev, "time_real": r["time"],
+                       "time_sim": s["time"], "time_dev": t_dev, "host_wall_sim": s["host_wall"]}
+                if not base:
+                    base = row
+                    row["ratio_real"] = row["ratio_sim"] = None
+                    same_side = True
+                else:
+                    row["ratio_real"] = r["time"] / base["time_real"]
+                    row["ratio_sim"] = s["time"] / base["time_sim"]
+                    same_side = (row["ratio_real"] - 1) * (row["ratio_sim"] - 1) >= 0
+                row["ok"] = abs(it_dev) <= 0.10 and abs(t_dev) <= 0.30 and same_side
+                rows.append(row)
+                ratio = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
+                print(f"{solver:<8} {name:<8} {ranks:>5} {r['iterations']:>8.1f} {s['iterations']:>8.1f} "
+                      f"{100 * it_dev:>6.1f}% {r['time']:>9.4f} {s['time']:>9.4f} {100 * t_dev:>6.1f}% "
+                      f"{ratio(row['ratio_real']):>10} {ratio(row['ratio_sim']):>9} {'yes' if row['ok'] else 'NO':>3} "
+                      f"{s['host_wall']:>11.1f}", flush=True)
+    if args.json:
+        write_json(args.json, {"benchmark": "simgrid validate", "rows": rows})
+    return 0 if all(r["ok"] for r in rows) else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,358 @@
+"""desync-sim: the platform generator (XML, hostfile, presets, topologies), run's sim.json and
+command line (--dry-run, no SimGrid needed), bad input, and, where SimGrid's smpirun/smpicc are
+installed, a real simulated ping-pong whose time follows the platform's latency."""
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import xml.etree.ElementTree as ET
+
+import pytest
+
+from desync_tools import sim
+from desync_tools.sim import main
+
+
+def run_cli(args, capsys):
+    code = main(args)
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
+def platform(tmp_path, capsys, *options):
+    folder = tmp_path / "platform"
+    code, out, err = run_cli(["platform", *options, "-o", str(folder)], capsys)
+    assert code == 0, err
+    with open(folder / "platform.json", encoding="utf-8") as f:
+        description = json.load(f)
+    return folder, description
+
+
+def cluster(folder):
+    root = ET.parse(folder / "platform.xml").getroot()
+    assert root.tag == "platform" and root.get("version") == "4.1"
+    (element,) = root.findall("cluster")
+    return element
+
+
+def dry_run(tmp_path, capsys, *options, program=("./app", "jacobi", "--mode", "async")):
+    out_dir = tmp_path / "run"
+    code, out, err = run_cli(["run", *options, "--out", str(out_dir), "--dry-run", "--", *program], capsys)
+    assert code == 0, err
+    with open(out_dir / "sim.json", encoding="utf-8") as f:
+        return out_dir, json.load(f), out
+
+
+def test_platform_xml_has_n_times_c_core_slots(tmp_path, capsys):
+    folder, p = platform(tmp_path, capsys, "--nodes", "3", "--cores", "4")
+    c = cluster(folder)
+    first, last = (int(v) for v in c.get("radical").split("-"))
+    assert (last - first + 1) * int(c.get("core")) == 12 == p["slots"]
+    assert c.get("prefix") == "node-" and c.get("speed") == "1000000000f"
+    assert c.get("bb_sharing_policy") == "FATPIPE" and c.get("topology") is None  # crossbar: a flat cluster
+    assert c.get("loopback_bw") and c.get("loopback_lat")
+    assert (folder / "hostfile").read_text().splitlines() == ["node-0"] * 4 + ["node-1"] * 4 + ["node-2"] * 4
+    assert open(folder / "platform.xml").read().startswith("<?xml version='1.0'?>\n<!DOCTYPE platform SYSTEM "
+                                                           '"https://simgrid.org/simgrid.dtd">')
+
+
+def test_run_hostfile_has_one_line_per_rank_node_by_node(tmp_path, capsys):
+    out_dir, s, _ = dry_run(tmp_path, capsys, "--np", "5", "--cores", "2")
+    assert (out_dir / "hostfile").read_text().splitlines() == ["node-0", "node-0", "node-1", "node-1", "node-2"]
+    assert s["platform"]["nodes"] == 3 and s["platform"]["origin"]["nodes"] == "ranks"  # ceil(5 / 2)
+    assert s["ranks"] == 5 and s["rank_speed"] == [1.0] * 5 and s["costs"] == {} and s["config"] == {}
+
+
+def test_preset_fills_values_and_options_override(tmp_path, capsys):
+    _, p = platform(tmp_path, capsys, "--preset", "ib-edr", "--nodes", "4")
+    assert p["preset"] == "ib-edr" and "IBTA" in p["source"]
+    assert p["bandwidth_Bps"] == 12.5e9 and p["latency_s"] == pytest.approx(1e-6) and p["topology"] == "fat-tree"
+    assert p["origin"]["bandwidth"] == "preset" and p["origin"]["nodes"] == "option"
+    _, p = platform(tmp_path, capsys, "--preset", "ib-edr", "--nodes", "4", "--bandwidth", "100Gbps",
+                    "--latency", "2us", "--topology", "torus", "--loopback-latency", "0.5us")
+    assert p["bandwidth_Bps"] == 12.5e9 and p["latency_s"] == pytest.approx(2e-6) and p["topology"] == "torus"
+    assert p["loopback_latency_s"] == pytest.approx(5e-7)
+    assert p["origin"]["bandwidth"] == p["origin"]["latency"] == p["origin"]["topology"] == "option"
+
+
+def test_every_preset_has_its_figures_and_source():
+    for name, preset in sim.PRESETS.items():
+        assert preset["topology"] in sim.TOPOLOGIES, name
+        assert sim.parse_bandwidth(preset["bandwidth"]) > 0 and sim.parse_latency(preset["latency"]) > 0, name
+        assert "pprox" in preset["source"], name  # the figures are stated as approximate
+    host = sim.PRESETS["host"]
+    assert host["nodes"] == 1 and host["cores"] == 2 and "calibrate-host" in host["source"]
+
+
+def test_host_preset_with_calibration(tmp_path, capsys):
+    cal = tmp_path / "host.json"
+    cal.write_text(json.dumps({"latency_s": 2e-7, "bandwidth_Bps": 8e9}))
+    _, p = platform(tmp_path, capsys, "--preset", "host", "--calibration", str(cal))
+    assert p["nodes"] == 1 and p["cores"] == 2
+    assert p["loopback_latency_s"] == p["latency_s"] == 2e-7
+    assert p["loopback_bandwidth_Bps"] == p["bandwidth_Bps"] == 8e9
+    assert p["origin"]["loopback_latency"] == p["origin"]["latency"] == "calibration"
+    _, p = platform(tmp_path, capsys, "--preset", "host", "--calibration", str(cal), "--loopback-latency", "1us")
+    assert p["loopback_latency_s"] == pytest.approx(1e-6) and p["origin"]["loopback_latency"] == "option"
+    _, p = platform(tmp_path, capsys, "--preset", "ib-edr", "--nodes", "2", "--calibration", str(cal))
+    assert p["loopback_latency_s"] == 2e-7 and p["latency_s"] == pytest.approx(1e-6)  # links stay the preset's
+
+
+@pytest.mark.parametrize("nodes", [1, 2, 3, 4, 6, 7, 8, 12, 16, 30, 64, 97, 128, 256, 1000, 1024])
+def test_topology_parameters_multiply_to_n(nodes):
+    down = sim.parse_fat_tree(sim.fat_tree_parameters(nodes), nodes)
+    assert math.prod(down) == nodes and len(down) <= 2
+    dims = sim.torus_dimensions(nodes)
+    assert math.prod(dims) == nodes and len(dims) <= 3
+    assert nodes == 1 or 1 not in dims  # SimGrid 3.32 fails on dimensions of size 1
+
+
+def test_derived_topologies_are_near_cubic_and_two_level():
+    assert sim.torus_dimensions(64) == [4, 4, 4]
+    assert sim.torus_dimensions(12) == [3, 2, 2]
+    assert sim.torus_dimensions(7) == [7]
+    assert sim.fat_tree_parameters(64) == "2;8,8;1,8;1,1"
+    assert sim.fat_tree_parameters(6) == "2;3,2;1,3;1,1"
+    assert sim.fat_tree_parameters(7) == "1;7;1;1"
+
+
+@pytest.mark.parametrize("topology,parameters", [("crossbar", None), ("fat-tree", None), ("torus", None),
+                                                 ("fat-tree", "2;4,4;1,2;1,2"), ("torus", "8,2")])
+def test_topology_in_xml_and_mean_latency(tmp_path, capsys, topology, parameters):
+    options = ["--nodes", "16", "--latency", "3us", "--topology", topology]
+    if parameters:
+        options += ["--topo-parameters", parameters]
+    folder, p = platform(tmp_path, capsys, *options)
+    c = cluster(folder)
+    if topology == "crossbar":
+        assert c.get("topology") is None and c.get("bb_lat") == "0s"
+    else:
+        assert c.get("topology") == {"fat-tree": "FAT_TREE", "torus": "TORUS"}[topology]
+        assert c.get("topo_parameters") == p["topo_parameters"] == (parameters or p["topo_parameters"])
+    # every link gets the same latency, chosen so that the mean over pairs of distinct nodes is --latency
+    assert float(c.get("lat")[:-1]) * p["links_between_nodes"]["mean"] == pytest.approx(3e-6, rel=1e-9)
+    lat = p["latency_between_nodes_s"]
+    assert lat["least"] <= lat["mean"] <= lat["most"]
+
+
+def test_links_between_nodes_by_counting():
+    # a 4 x 4 torus: the mean ring distance of a 4-ring over distinct pairs, counted by hand
+    pairs = [(a, b) for a in range(16) for b in range(16) if a != b]
+    ring = lambda x, y: min(abs(x - y), 4 - abs(x - y))  # noqa: E731
+    hops = [ring(a % 4, b % 4) + ring(a // 4, b // 4) for a, b in pairs]
+    mean, fewest, most = sim.links_between_nodes("torus", 16, [4, 4])
+    assert mean == pytest.approx(sum(hops) / len(hops)) and (fewest, most) == (1, 4)
+    # a 2-level fat tree of 2 leaves x 3 nodes: 2 links under one leaf, 4 across
+    mean, fewest, most = sim.links_between_nodes("fat-tree", 6, [3, 2])
+    assert mean == pytest.approx((2 * 2 + 3 * 4) / 5) and (fewest, most) == (2, 4)
+
+
+def test_units():
+    assert sim.parse_bandwidth("12.5GBps") == 12.5e9
+    assert sim.parse_bandwidth("100Gbps") == 12.5e9
+    assert sim.parse_bandwidth("1KiBps") == 1024
+    assert sim.parse_latency("1us") == pytest.approx(1e-6)
+    assert sim.parse_latency("0.5ms") == pytest.approx(5e-4)
+    assert sim.parse_latency("1e-6") == pytest.approx(1e-6)
+    assert sim.parse_speed("2.5Gf") == 2.5e9 and sim.parse_speed("1e9") == 1e9
+
+
+def test_rank_speed_slow_rank():
+    assert sim.rank_speeds(4, 2, slow_rank=2, slow_factor=4.0) == [1.0, 1.0, 0.25, 1.0]
+
+
+def test_rank_speed_spread_one_factor_per_node_and_seeded():
+    a = sim.rank_speeds(10, 4, spread=0.2, seed=3)
+    assert a == sim.rank_speeds(10, 4, spread=0.2, seed=3)  # deterministic
+    assert a != sim.rank_speeds(10, 4, spread=0.2, seed=4)
+    nodes = [a[0:4], a[4:8], a[8:10]]
+    assert all(len(set(n)) == 1 for n in nodes) and len({n[0] for n in nodes}) == 3
+    b = sim.rank_speeds(10, 4, spread=0.2, seed=3, slow_rank=5, slow_factor=2.0)
+    assert b[5] == pytest.approx(a[5] / 2) and b[:5] == a[:5] and b[6:] == a[6:]
+
+
+def test_run_sim_json_and_command(tmp_path, capsys):
+    costs = tmp_path / "costs.json"
+    costs.write_text(json.dumps({"jacobi.update": 2e-9, "halo.element": 1e-9}))
+    out_dir, s, out = dry_run(tmp_path, capsys, "--preset", "ib-edr", "--cores", "16", "--np", "64", "--costs",
+                              str(costs), "--slow-rank", "3", "--slow-factor", "2", "--cfg", "smpi/test:1e-6")
+    assert set(s) >= {"platform", "ranks", "costs", "rank_speed", "smpirun", "config"}
+    assert s["platform"]["preset"] == "ib-edr" and s["platform"]["nodes"] == 4 and s["ranks"] == 64
+    assert s["costs"] == {"jacobi.update": 2e-9, "halo.element": 1e-9}
+    assert len(s["rank_speed"]) == 64 and s["rank_speed"][3] == 0.5 and s["rank_speed"].count(1.0) == 63
+    assert s["config"] == {"smpi/test": "1e-6"}
+    cmd = s["smpirun"]
+    assert cmd[1:7] == ["-np", "64", "-platform", str(out_dir / "platform.xml"), "-hostfile", str(out_dir / "hostfile")]
+    for item in ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/host-speed:1000000000f", "--cfg=smpi/iprobe:1e-8",
+                 "--cfg=smpi/privatization:dlopen", "--cfg=smpi/test:1e-6"):
+        assert item in cmd
+    assert "--cfg=smpi/test:1e-8" not in cmd  # the user's item replaces desync-sim's
+    assert not any(c.startswith("--cfg=smpi/allgather") for c in cmd)
+    assert cmd[-4:] == ["./app", "jacobi", "--mode", "async"]
+    assert out.startswith(f"DESYNC_SIM={out_dir / 'sim.json'} ")
+    with open(out_dir / "platform.json", encoding="utf-8") as f:
+        assert json.load(f) == s["platform"]
+
+
+def test_run_costs_file_with_a_costs_object(tmp_path, capsys):
+    costs = tmp_path / "costs.json"  # as bench/simgrid/calibrate.py writes it
+    costs.write_text(json.dumps({"costs": {"jacobi.update": 3e-10}, "calibration": {"date": "today"}}))
+    _, s, _ = dry_run(tmp_path, capsys, "--np", "2", "--costs", str(costs))
+    assert s["costs"] == {"jacobi.update": 3e-10}
+    assert s["costs_file"] == {"file": str(costs), "calibration": {"date": "today"}}
+    costs.write_text(json.dumps({"jacobi.update": "fast"}))
+    assert "not seconds per unit" in error_of(["run", "--np", "2", "--costs", str(costs), "--dry-run", "--", "./a"],
+                                              capsys)
+
+
+def test_run_large_uses_rdb_allgather(tmp_path, capsys):
+    _, s, _ = dry_run(tmp_path, capsys, "--np", str(sim.ALLGATHER_RDB_RANKS), "--cores", "16")
+    assert "--cfg=smpi/allgather:rdb" in s["smpirun"]
+
+
+def test_run_from_platform_dir(tmp_path, capsys):
+    folder, p = platform(tmp_path, capsys, "--preset", "eth-10g", "--nodes", "2", "--cores", "3")
+    out_dir, s, _ = dry_run(tmp_path, capsys, "--platform-dir", str(folder), "--np", "4")
+    assert s["platform"] == p and s["smpirun"][4] == str(folder / "platform.xml")
+    assert (out_dir / "hostfile").read_text().splitlines() == ["node-0"] * 3 + ["node-1"]
+
+
+def error_of(args, capsys):
+    code, out, err = run_cli(args, capsys)
+    assert code == 2 and out == ""
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("desync-sim: error: "), err
+    return lines[0]
+
+
+@pytest.mark.parametrize("args,words", [
+    (["platform", "--preset", "infiniband", "-o", "x"], "unknown preset 'infiniband'"),
+    (["platform", "--nodes", "0", "-o", "x"], "at least 1"),
+    (["platform", "--nodes", "-3", "-o", "x"], "at least 1"),
+    (["platform", "--nodes", "4", "--cores", "0", "-o", "x"], "at least 1"),
+    (["platform", "--nodes", "4", "--topology", "hypercube", "-o", "x"], "unknown topology 'hypercube'"),
+    (["platform", "--nodes", "4", "--topology", "torus", "--topo-parameters", "2,3", "-o", "x"], "multiply to 6"),
+    (["platform", "--nodes", "4", "--topology", "torus", "--topo-parameters", "4,1", "-o", "x"], "size 1"),
+    (["platform", "--nodes", "4", "--topology", "fat-tree", "--topo-parameters", "2;2,2;1,2", "-o", "x"], "LEVELS"),
+    (["platform", "--nodes", "4", "--topo-parameters", "2,2", "-o", "x"], "only for"),
+    (["platform", "--nodes", "4", "--bandwidth", "fast", "-o", "x"], "not a bandwidth"),
+    (["platform", "--nodes", "4", "--latency", "1 parsec", "-o", "x"], "not a latency"),
+    (["platform", "--preset", "ib-edr", "-o", "x"], "--nodes"),
+    (["run", "--np", "4", "--nodes", "1", "--cores", "2", "--dry-run", "--", "./app"], "rank slots"),
+    (["run", "--np", "4", "--slow-rank", "4", "--slow-factor", "2", "--dry-run", "--", "./app"], "not a rank"),
+    (["run", "--np", "4", "--slow-rank", "1", "--dry-run", "--", "./app"], "go together"),
+    (["run", "--np", "4", "--cfg", "smpi/test", "--dry-run", "--", "./app"], "KEY:VALUE"),
+    (["run", "--np", "4", "--dry-run", "--", "./app", "two words"], "white space"),
+    (["run", "--np", "4", "--out", "a b", "--dry-run", "--", "./app"], "white space"),
+    (["run", "--np", "4", "--dry-run"], "after --"),
+])
+def test_bad_input_one_message(tmp_path, capsys, monkeypatch, args, words):
+    monkeypatch.chdir(tmp_path)
+    assert words in error_of(args, capsys)
+
+
+def test_missing_smpirun_one_message(tmp_path, capsys):
+    exe = tmp_path / "app"
+    exe.write_text("")
+    message = error_of(["run", "--np", "2", "--smpirun", str(tmp_path / "no-smpirun"), "--", str(exe)], capsys)
+    assert "not found" in message and "smpirun" in message
+
+
+def test_bad_calibration_file(tmp_path, capsys):
+    cal = tmp_path / "cal.json"
+    cal.write_text(json.dumps({"latency_s": 1e-6}))
+    assert "bandwidth_Bps" in error_of(["platform", "--preset", "host", "--calibration", str(cal), "-o",
+                                        str(tmp_path / "p")], capsys)
+
+
+# ---------------------------------------------------------------------------------------------
+# With SimGrid installed: a real simulated run.
+# ---------------------------------------------------------------------------------------------
+
+PINGPONG = r"""
+#include <mpi.h>
+#include <stdio.h>
+#include <stdlib.h>
+int main(int argc, char** argv) {
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  char buf[8] = {0};
+  int peer = size - 1, reps = 100;
+  MPI_Barrier(MPI_COMM_WORLD);
+  double t0 = MPI_Wtime();
+  for (int i = 0; i < reps; i++) {
+    if (rank == 0) {
+      MPI_Send(buf, 8, MPI_CHAR, peer, 0, MPI_COMM_WORLD);
+      MPI_Recv(buf, 8, MPI_CHAR, peer, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    } else if (rank == peer) {
+      MPI_Recv(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      MPI_Send(buf, 8, MPI_CHAR, 0, 0, MPI_COMM_WORLD);
+    }
+  }
+  double t = (MPI_Wtime() - t0) / (2.0 * reps);
+  double x = rank, y = 0;
+  MPI_Allreduce(&x, &y, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  const char* sim = getenv("DESYNC_SIM");
+  if (rank == 0) printf("latency_s %.9e sum %g ranks %d sim %s\n", t, y, size, sim ? sim : "-");
+  MPI_Finalize();
+  return argc > 1 ? atoi(argv[1]) : 0;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def smpi_pingpong(tmp_path_factory):
+    if not (shutil.which("smpirun") and shutil.which("smpicc")):
+        pytest.skip("SimGrid's smpirun/smpicc not installed (Debian: libsimgrid-dev)")
+    d = tmp_path_factory.mktemp("smpi")
+    src, exe = d / "pingpong.c", d / "pingpong"
+    src.write_text(PINGPONG)
+    out = subprocess.run(["smpicc", "-O2", str(src), "-o", str(exe)], capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    return str(exe)
+
+
+def simulate(tmp_path, exe, *options, args=()):
+    out_dir = tmp_path / "run"
+    cmd = [sys.executable, "-m", "desync_tools.sim", "run", *options, "--out", str(out_dir), "--", exe, *args]
+    out = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    return out, str(out_dir / "sim.json")
+
+
+def test_simulated_pingpong_follows_latency(tmp_path, smpi_pingpong):
+    times = {}
+    for lat in ("1us", "10us"):
+        out, sim_json = simulate(tmp_path, smpi_pingpong, "--np", "4", "--latency", lat)
+        assert out.returncode == 0, out.stderr[-2000:]
+        fields = out.stdout.split()
+        i = fields.index("latency_s")
+        times[lat] = float(fields[i + 1])
+        assert fields[i + 3] == "6" and fields[i + 5] == "4"  # the allreduce's sum over 4 ranks
+        assert fields[i + 7] == os.path.abspath(sim_json)  # DESYNC_SIM reached the ranks
+        assert "desync-sim: wall time " in out.stderr
+    # one rank per node: rank 0 and rank 3 are on different nodes of a crossbar, latency as given
+    assert times["1us"] == pytest.approx(1e-6, rel=0.1)
+    assert times["10us"] == pytest.approx(1e-5, rel=0.1)
+    assert times["10us"] > 5 * times["1us"]
+
+
+def test_simulated_exit_code_is_the_programs(tmp_path, smpi_pingpong):
+    out, _ = simulate(tmp_path, smpi_pingpong, "--np", "2", args=("3",))
+    assert out.returncode == 3 and "desync-sim: wall time " in out.stderr
+
+
+def test_calibrate_host(tmp_path, capsys):
+    if not (shutil.which("mpicc") and shutil.which("mpirun")):
+        pytest.skip("mpicc/mpirun not installed")
+    path = tmp_path / "host.json"
+    code, out, err = run_cli(["calibrate-host", "-o", str(path), "--trials", "2"], capsys)
+    assert code == 0, err
+    with open(path, encoding="utf-8") as f:
+        data = json.load(f)
+    assert 0 < data["latency_s"] < 1e-3 and data["bandwidth_Bps"] > 1e7
+    _, p = platform(tmp_path, capsys, "--preset", "host", "--calibration", str(path))
+    assert p["loopback_latency_s"] == data["latency_s"]

@@ -1,0 +1,107 @@
+"""desync's own code on a simulated cluster: the SMPI build (DESYNC_SMPI, made by `make build-sim`)
+run through desync-sim against the ordinary build (DESYNC) on this machine. Checks that the real
+numerics run (the same iterations as the real run), that compute phases advance the simulated clock
+by exactly the cost model's charge, that a simulated run is deterministic, that a slowed rank slows
+a synchronous run, and that what SMPI cannot do is refused with one message."""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+from conftest import REPO, child_env, desync_path, mpirun
+
+KINDS = ["jacobi.update", "jacobi.update_residual", "halo.element", "pde.burgers3d.update",
+         "pde.advection_diffusion1d.update", "poisson3d.row", "csr.entry", "cg.cg.vector", "cg.cg-cg.vector",
+         "cg.pipecg.vector", "cg.groppcg.vector", "pc.none", "pc.jacobi", "pc.bjacobi-ic0", "schwarz.solve",
+         "schwarz.residual"]
+COST = 2e-9  # seconds per unit, every kind
+
+SMPI = os.environ.get("DESYNC_SMPI", os.path.join(REPO, "build", "smpi", "desync"))
+pytestmark = pytest.mark.skipif(not (os.path.exists(SMPI) and shutil.which("smpirun")),
+                                reason="no SMPI build of desync (make build-sim) or no smpirun")
+
+
+@pytest.fixture(scope="module")
+def costs(tmp_path_factory):
+    path = tmp_path_factory.mktemp("costs") / "costs.json"
+    path.write_text(json.dumps({"costs": {k: COST for k in KINDS}}))
+    return str(path)
+
+
+def simulate(tmp_path, costs, ranks, args, sim_args=(), name="r.json"):
+    out = tmp_path / name
+    env = child_env()
+    env["PYTHONPATH"] = os.path.join(REPO, "python", "src") + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = [sys.executable, "-m", "desync_tools.sim", "run", "--preset", "ib-edr", "--cores", "2", "--np", str(ranks),
+           "--costs", costs, *sim_args, "--", SMPI, *args, "--quiet", "--json", str(out)]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    record = json.loads(out.read_text()) if out.exists() else None
+    return p, record
+
+
+def real(tmp_path, ranks, args):
+    out = tmp_path / "real.json"
+    cmd = [mpirun(), "-np", str(ranks), desync_path(), *args, "--quiet", "--json", str(out)]
+    env = child_env()
+    env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # 4 ranks on this 2-core machine
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=300)
+    assert p.returncode == 0, p.stderr[-2000:]
+    return json.loads(out.read_text())
+
+
+def test_simulated_sync_jacobi_iterates_as_the_real_run_and_charges_its_sweeps(tmp_path, costs):
+    args = ["jacobi", "--mode", "sync", "--local", "10", "--check-every", "1"]
+    p, sim = simulate(tmp_path, costs, 4, args)
+    assert p.returncode == 0, p.stderr[-2000:]
+    if os.path.exists(desync_path()):
+        assert sim["iterations"] == real(tmp_path, 4, args)["iterations"]
+    assert sim["converged"] and sim["true_residual"] <= 1e-4
+    # Every sweep fuses the residual (--check-every 1): the compute time is the charge, exactly.
+    sweeps = sim["iterations"]["max"] + 1  # the candidate of the last test is computed too
+    expected = sweeps * 10 ** 3 * COST
+    for rank in sim["per_rank"]:
+        assert rank["time"]["compute"] == pytest.approx(expected, rel=0.02)
+    assert sim["simulation"]["platform"]["preset"] == "ib-edr"
+    assert sim["simulation"]["costs"]["jacobi.update_residual"] == COST
+    assert sim["mpi_library"].startswith("SMPI")
+
+
+def test_simulated_run_is_deterministic(tmp_path, costs):
+    args = ["jacobi", "--mode", "async", "--transport", "p2p", "--local", "8"]
+    _, a = simulate(tmp_path, costs, 4, args, name="a.json")
+    _, b = simulate(tmp_path, costs, 4, args, name="b.json")
+    assert a["wall_time"] == b["wall_time"]
+    assert [r["iterations"] for r in a["per_rank"]] == [r["iterations"] for r in b["per_rank"]]
+
+
+def test_slow_rank_slows_the_synchronous_run(tmp_path, costs):
+    args = ["jacobi", "--mode", "sync", "--local", "12", "--max-iters", "200", "--tol", "1e-30"]
+    _, fast = simulate(tmp_path, costs, 4, args, name="fast.json")
+    _, slow = simulate(tmp_path, costs, 4, args, ["--slow-rank", "1", "--slow-factor", "2"], name="slow.json")
+    compute = fast["per_rank"][1]["time"]["compute"]
+    assert slow["per_rank"][1]["time"]["compute"] == pytest.approx(2 * compute, rel=0.01)  # speed 1/2
+    assert slow["per_rank"][0]["time"]["compute"] == pytest.approx(compute, rel=0.01)
+    # Synchronous: every rank ends up at the slow rank's pace (less the waits it hid before).
+    assert slow["wall_time"] - fast["wall_time"] > 0.5 * compute
+    assert slow["simulation"]["rank_speed"][1] == 0.5
+
+
+@pytest.mark.parametrize("args, words", [
+    (["jacobi", "--mode", "async", "--transport", "rma", "--local", "8"], "not available on a simulated cluster"),
+    (["cg", "--engine", "neighbor", "--local", "8"], "neighbourhood collectives"),
+])
+def test_what_smpi_cannot_do_is_refused(tmp_path, costs, args, words):
+    p, record = simulate(tmp_path, costs, 2, args)
+    assert p.returncode == 2, p.stderr[-2000:]
+    assert words in p.stdout + p.stderr
+
+
+def test_missing_cost_is_refused_before_any_work(tmp_path):
+    path = tmp_path / "costs.json"
+    path.write_text(json.dumps({"costs": {"jacobi.update": COST}}))
+    p, record = simulate(tmp_path, str(path), 2, ["jacobi", "--local", "8"])
+    assert p.returncode == 2
+    assert "halo.element" in p.stdout + p.stderr and record is None
