@@ -92,6 +92,9 @@ def test_slow_rank_slows_the_synchronous_run(tmp_path, costs):
 @pytest.mark.parametrize("args, words", [
     (["jacobi", "--mode", "async", "--transport", "rma", "--local", "8"], "not available on a simulated cluster"),
     (["cg", "--engine", "neighbor", "--local", "8"], "neighbourhood collectives"),
+    (["cg", "--progress", "thread", "--local", "8"], "second thread of a rank cannot call MPI"),
+    (["jacobi", "--threads", "2", "--local", "8"], "--threads is not available on a simulated cluster"),
+    (["pde", "--threads", "2", "--global", "16"], "--threads is not available on a simulated cluster"),
 ])
 def test_what_smpi_cannot_do_is_refused(tmp_path, costs, args, words):
     p, record = simulate(tmp_path, costs, 2, args)

@@ -47,6 +47,9 @@ void DelayStats::record(std::int64_t age) {
 }
 
 void require_thread_multiple(const char* what) {
+  if (core::simulated_build)
+    throw InputError(std::string(what) + " is not available on a simulated cluster: SMPI's ranks are threads of "
+                     "one simulator, and a second thread of a rank cannot call MPI");
   int provided = MPI_THREAD_SINGLE;
   MPI_Query_thread(&provided);
   if (provided < MPI_THREAD_MULTIPLE)

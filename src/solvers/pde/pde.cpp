@@ -520,6 +520,8 @@ class PdeRun {
 };
 
 void check(const decomposition::CartGrid& grid, const PdeOptions& o) {
+  if (core::simulated_build && o.threads > 1)
+    throw InputError("--threads is not available on a simulated cluster (run one rank per simulated core)");
   const auto& g = grid.global();
   const auto& d = grid.dims();
   const auto& p = grid.periodic();
