@@ -514,7 +514,7 @@ class Plain {
   double bnorm_ = 1;
 };
 
-/// Every method with every preconditioner and both reduction modes follows its plain reference for
+/// Every method with every preconditioner and every reduction mode follows its plain reference for
 /// `iterations` iterations: the residual history and the iterate agree to `tol` (relative; the
 /// residuals also to 1e-14 ||b||).
 void check_against_plain(System& s, int iterations, double tol) {
@@ -522,12 +522,14 @@ void check_against_plain(System& s, int iterations, double tol) {
     Plain plain(*s.op, pc);
     for (auto m : all_methods) {
       const PlainRun ref = plain.run(m, s.b, iterations);
-      for (bool nonblocking : {true, false}) {
-        SCOPED_TRACE(label(m, pc, nonblocking));
+      for (int mode : {0, 1, 2}) {  // MPI_Iallreduce, MPI_Allreduce, recursive doubling
+        const bool nonblocking = mode != 1;
+        SCOPED_TRACE(label(m, pc, nonblocking) + (mode == 2 ? "/doubling" : ""));
         CgOptions o;
         o.method = m;
         o.pc = pc;
         o.nonblocking = nonblocking;
+        o.doubling = mode == 2;
         o.rtol = 1e-30;  // no convergence test fires: the run stops at max_iters
         o.max_iters = iterations;
         std::vector<double> x(s.b.size(), 0.0);

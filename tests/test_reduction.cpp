@@ -122,7 +122,8 @@ TEST_P(Reduction, StartCopiesItsInput) {
   EXPECT_EQ(RequestLedger::outstanding(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(Kinds, Reduction, ::testing::Values(ReductionKind::iallreduce, ReductionKind::tree),
+INSTANTIATE_TEST_SUITE_P(Kinds, Reduction, ::testing::Values(ReductionKind::iallreduce, ReductionKind::tree,
+                                                                      ReductionKind::doubling),
                          [](const ::testing::TestParamInfo<ReductionKind>& info) {
                            return std::string(desync::comm::to_string(info.param));
                          });
@@ -169,4 +170,15 @@ TEST(Reduction, ParseAndNames) {
   EXPECT_THROW(desync::comm::parse_reduction("Tree"), desync::InputError);
   EXPECT_STREQ(desync::comm::to_string(ReductionKind::tree), "tree");
   EXPECT_STREQ(desync::comm::to_string(ReductionKind::iallreduce), "iallreduce");
+  EXPECT_EQ(desync::comm::parse_reduction("doubling"), ReductionKind::doubling);
+  EXPECT_STREQ(desync::comm::to_string(ReductionKind::doubling), "doubling");
+}
+
+TEST(Reduction, ExclusivePrefixSum) {
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank();
+  // Rank r contributes 10 r + 3: the ranks below r sum to 10 r (r - 1) / 2 + 3 r; rank 0 gets 0.
+  const std::int64_t got = desync::comm::exclusive_prefix_sum(comm, 10 * rank + 3);
+  EXPECT_EQ(got, static_cast<std::int64_t>(10 * rank * (rank - 1) / 2 + 3 * rank));
+  EXPECT_EQ(desync::comm::exclusive_prefix_sum(comm, 0), 0);
 }

@@ -4,13 +4,17 @@
 Runs desync's SMPI build through desync-sim on a modelled InfiniBand EDR cluster (fat tree, 16 cores
 per node, 12.5 GB/s, 1 us) with the cost model calibrated on this machine, and prints one table per
 study: simulated time, iterations (min/mean/max over ranks), and the host's wall time per simulated
-run. `--set quick` is the subset of `make bench` (about 10 minutes here); `--set full` the whole
-reproduction set.
+run. `--set quick` is the subset of `make bench` (a few minutes here); `--set full` the whole
+reproduction set. Each simulation runs on one core; `--jobs` of them run side by side (default: one
+per core), the largest first. `--only` and `--ranks` pick studies and rank counts; `--markdown`
+prints the tables of an earlier `--json` file.
 
     python3 bench/simgrid/calibrate.py -o build/sim/costs.json
     python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set quick --json build/sim/quick.json
+    python3 bench/simgrid/reproduce.py --markdown build/sim/quick.json
 """
 import argparse
+import concurrent.futures
 import json
 import os
 import shlex
@@ -37,6 +41,15 @@ def studies(full):
             rows.append((f"jacobi {mode[1]} P={p}", p,
                          ["jacobi", *mode, "--local", "32", "--max-iters", "100", "--tol", "1e-30"], []))
     out.append(("jacobi-weak", "Bethune et al., 2011, Table 1", rows))
+    # Table 1's min/mean/max iterations to a tolerance: 8^3 points per rank (reduced from the paper's
+    # sizes: thousands of iterations per run), 64 and 256 ranks.
+    if full:
+        rows = []
+        for p in (64, 256):
+            for mode in (["--mode", "sync"], ["--mode", "async", "--transport", "p2p", "--reduction", "tree"]):
+                rows.append((f"jacobi {mode[1]} P={p} to 1e-4", p,
+                             ["jacobi", *mode, "--local", "8", "--tol", "1e-4", "--max-iters", "50000"], []))
+        out.append(("jacobi-converge", "Bethune et al., 2011, Table 1", rows))
     # Section 6.1: one core slowed 2x. The residual reached in the same simulated time (4 ms),
     # 32^3 points per rank: the time-to-solution finding without simulating thousands of iterations.
     # The slowed core is the middle of the process grid (a corner rank has half the halo work of an
@@ -50,27 +63,51 @@ def studies(full):
                 rows.append((label, p, ["jacobi", *mode, "--local", "32", "--tol", "1e-30", "--time-limit", "0.004",
                                         "--check-every", "10", *slow], []))
     out.append(("jacobi-slow-core", "Bethune et al., 2011, section 6.1", rows))
-    # Aditya et al., 2019, Figures 8 and 12: sync against weakly synchronous under jitter (strong scaling).
+    # Aditya et al., 2019, Figures 8 and 12: sync against weakly synchronous under jitter; weak
+    # scaling at 16^3 points per rank, strong scaling of a 96^3 grid.
+    pde_modes = (["--mode", "sync"], ["--mode", "bounded", "--transport", "p2p"])
     rows = []
-    for p, n in ([(64, 64), (216, 96), (512, 128)] if full else [(64, 64)]):
-        for mode in (["--mode", "sync"], ["--mode", "bounded", "--transport", "p2p"]):
+    for p in ([64, 216, 512] if full else [64]):
+        for mode in pde_modes:
             rows.append((f"pde {mode[1]} P={p} jitter", p,
-                         ["pde", "--problem", "burgers3d", "--global", str(n), "--steps", "100", *mode,
-                          "--noise", "jitter"], []))
-    out.append(("pde-jitter", "Aditya et al., 2019, Figures 8, 9 and 12", rows))
-    # Horikoshi et al., 2022, Table 3: time per iteration as ranks grow (MPI_Iallreduce: <= 128 ranks in SMPI).
+                         ["pde", "--problem", "burgers3d", "--local", "16", "--steps", "100", *mode, "--noise", "jitter"],
+                         []))
+    out.append(("pde-jitter", "Aditya et al., 2019, Figures 8, 9 and 12 (weak)", rows))
+    if full:
+        rows = []
+        for p in (64, 216, 512):
+            for mode in pde_modes:
+                rows.append((f"pde {mode[1]} P={p} 96^3 jitter", p,
+                             ["pde", "--problem", "burgers3d", "--global", "96", "--steps", "100", *mode,
+                              "--noise", "jitter"], []))
+        out.append(("pde-strong", "Aditya et al., 2019, Figure 8 (strong)", rows))
+    # Horikoshi et al., 2022, Table 3: time per iteration as ranks grow. The overlapped reductions use
+    # recursive doubling over point-to-point messages (--reduction doubling): SMPI's MPI_Iallreduce is
+    # all-to-all, unusable beyond about 128 ranks.
     rows = []
-    for p in ([16, 64, 128] if full else [16, 64]):
+    for p in ([16, 64, 128, 256, 512, 1024] if full else [16, 64]):
         for m in ("cg", "cg-cg", "pipecg", "groppcg"):
             rows.append((f"{m} P={p}", p, ["cg", "--method", m, "--local", "32", "--rtol", "1e-30",
-                                             "--max-iters", "50"], []))
+                                             "--max-iters", "50", "--reduction", "doubling"], []))
     out.append(("cg-family", "Horikoshi et al., 2022, Table 3", rows))
-    # Yamazaki et al., 2019, Table 3 (weak scaling, 32^2 points per subdomain).
+    # Yamazaki et al., 2019, Table 3a (weak scaling, 32^2 points per subdomain), 3b (strong scaling of
+    # a 256^2 grid) and Table 4 (every rank iterates for a fixed time, here 2 ms simulated).
+    schwarz_modes = (["--mode", "sync"], ["--mode", "async", "--transport", "p2p"])
     rows = []
-    for p in ([64, 256, 1024] if full else [64]):
-        for mode in (["--mode", "sync"], ["--mode", "async", "--transport", "p2p"]):
+    for p in ([64, 256] if full else [64]):
+        for mode in schwarz_modes:
             rows.append((f"schwarz {mode[1]} P={p}", p, ["schwarz", *mode, "--local", "32"], []))
     out.append(("schwarz-weak", "Yamazaki et al., 2019, Table 3", rows))
+    if full:
+        rows = []
+        for p in (64, 256):
+            for mode in schwarz_modes:
+                rows.append((f"schwarz {mode[1]} P={p} 256^2", p, ["schwarz", *mode, "--global", "256"], []))
+        out.append(("schwarz-strong", "Yamazaki et al., 2019, Table 3b", rows))
+        rows = [(f"schwarz {mode[1]} P=64 2 ms", 64,
+                 ["schwarz", *mode, "--local", "32", "--time-limit", "0.002", "--max-iters", "100000"], [])
+                for mode in schwarz_modes]
+        out.append(("schwarz-timer", "Yamazaki et al., 2019, Table 4", rows))
     return out
 
 
@@ -85,7 +122,10 @@ def run(args, ranks, argv, extra):
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
         wall = time.monotonic() - t0
         if p.returncode not in (0, 1) or not os.path.exists(out):
-            return {"error": (p.stderr.strip().splitlines() or ["?"])[-1], "host_wall": wall, "command": shlex.join(cmd)}
+            said = [ln for ln in (p.stdout + p.stderr).splitlines()
+                    if "desync: error" in ln or "Segmentation fault" in ln or "Execution failed" in ln]
+            return {"error": said[0].strip() if said else f"exit status {p.returncode}", "host_wall": wall,
+                    "command": shlex.join(cmd)}
         with open(out) as f:
             rec = json.load(f)
         row = {"time": rec["wall_time"], "iterations": rec["iterations"], "converged": rec["converged"],
@@ -96,38 +136,89 @@ def run(args, ranks, argv, extra):
         return row
 
 
+def markdown(doc):
+    """The tables of a --json file, in Markdown (docs/reproduction.md)."""
+    out, study = [], None
+    for r in doc["rows"]:
+        if r["study"] != study:
+            study = r["study"]
+            out += ["", f"**{study}**", "",
+                    "| run | ranks | simulated ms | iterations min / mean / max | true residual | delay mean / max "
+                    "| host s |", "|---|---|---|---|---|---|---|"]
+        if "error" in r:
+            out.append(f"| {r['label']} | {r['ranks']} | error: {r['error']} | | | | {r['host_wall']:.0f} |")
+            continue
+        it, d = r["iterations"], r.get("delay")
+        delay = f"{d['mean']:.2f} / {d['max']:g}" if d else ""
+        out.append(f"| {r['label']} | {r['ranks']} | {1e3 * r['time']:.3f} | {it['min']:.0f} / {it['mean']:.1f} / "
+                   f"{it['max']:.0f} | {r['true_residual']:.3g} | {delay} | {r['host_wall']:.0f} |")
+    return "\n".join(out)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--desync-smpi", default="build/smpi/desync")
-    ap.add_argument("--costs", required=True)
+    ap.add_argument("--costs")
     ap.add_argument("--set", choices=["quick", "full"], default="quick")
     ap.add_argument("--only", nargs="*", help="studies to run (default: all of the set)")
+    ap.add_argument("--ranks", nargs="*", type=int, help="rank counts to run (default: all of the set's)")
     ap.add_argument("--sim-args", default="--cfg smpi/test:1e-8", help="further desync-sim run arguments")
     ap.add_argument("--timeout", type=int, default=1800)
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
+                    help="simulations run side by side, one core each (default: this machine's cores)")
     ap.add_argument("--json")
+    ap.add_argument("--markdown", metavar="JSON", help="print the tables of an earlier --json file in Markdown; run nothing")
     args = ap.parse_args()
+    if args.markdown:
+        with open(args.markdown) as f:
+            print(markdown(json.load(f)))
+        return
+    if not args.costs:
+        ap.error("--costs is required (the cost model, bench/simgrid/calibrate.py)")
     args.sim_args = shlex.split(args.sim_args)
-    results = []
-    for name, paper, rows in studies(args.set == "full"):
-        if args.only and name not in args.only:
-            continue
+    selected = [(name, paper, [row for row in rows if not args.ranks or row[1] in args.ranks])
+                for name, paper, rows in studies(args.set == "full") if not args.only or name in args.only]
+    jobs = [(name, row) for name, _, rows in selected for row in rows]
+    # A run two studies share (e.g. the 216-rank PDE run: 16^3 per rank in the weak study, 96^3 over
+    # 216 ranks in the strong one) runs once.
+    key = lambda row: (row[1], tuple(row[2]), tuple(row[3]))  # noqa: E731
+    unique = {}
+    for name, row in jobs:
+        unique.setdefault(key(row), (name, row))
+    # Each simulation runs on one core (SimGrid's ranks are cooperative threads of one process), so
+    # --jobs simulations run side by side; the tables are printed in the set's order as they complete.
+    results = {}
+    t_start = time.monotonic()
+    with concurrent.futures.ThreadPoolExecutor(max_workers=max(1, args.jobs)) as pool:
+        # The largest first, so that the last to finish are short ones.
+        order = sorted(unique.items(), key=lambda kv: -kv[1][1][1])
+        futures = {pool.submit(run, args, row[1], row[2], row[3]): k for k, (name, row) in order}
+        for future in concurrent.futures.as_completed(futures):
+            k = futures[future]
+            r = future.result()
+            for name, row in jobs:
+                if key(row) == k:
+                    results[(name, row[0])] = dict(r, study=name, label=row[0], ranks=row[1])
+            label = unique[k][1][0]
+            if args.json:  # after every run: a long set interrupted keeps what it measured
+                rows = [results[(n, row[0])] for n, row in jobs if (n, row[0]) in results]
+                write_json(args.json, {"benchmark": "simgrid reproduce", "set": args.set, "platform": PLATFORM,
+                                       "costs": args.costs, "jobs": args.jobs, "rows": rows,
+                                       "host_wall_total": time.monotonic() - t_start})
+            print(f"  done: {label} ({r['host_wall']:.1f} s)", file=sys.stderr, flush=True)
+    for name, paper, rows in selected:
         print(f"\n{name} ({paper})", flush=True)
         print(f"  {'run':<36} {'simulated s':>12} {'iterations min/mean/max':>24} {'host wall s':>11}")
-        for label, ranks, argv, extra in rows:
-            r = run(args, ranks, argv, extra)
-            r.update({"study": name, "label": label, "ranks": ranks})
-            results.append(r)
-            if args.json:  # after every run: a long set interrupted keeps what it measured
-                write_json(args.json, {"benchmark": "simgrid reproduce", "set": args.set, "platform": PLATFORM,
-                                       "costs": args.costs, "rows": results})
+        for label, _, _, _ in rows:
+            r = results[(name, label)]
             if "error" in r:
                 print(f"  {label:<36} error: {r['error']}", flush=True)
                 continue
             it = r["iterations"]
+            delay = f"   delay mean {r['delay']['mean']:.2f} max {r['delay']['max']}" if "delay" in r else ""
             print(f"  {label:<36} {r['time']:>12.6f} {it['min']:>8.0f}/{it['mean']:>7.1f}/{it['max']:<7.0f} "
-                  f"{r['host_wall']:>11.1f}  residual {r['true_residual']:.3e}" + (f"   delay mean {r['delay']['mean']:.2f} max {r['delay']['max']}"
-                                                  if "delay" in r else ""), flush=True)
-
+                  f"{r['host_wall']:>11.1f}  residual {r['true_residual']:.3e}{delay}", flush=True)
+    print(f"\nhost wall time of the set: {time.monotonic() - t_start:.0f} s ({args.jobs} at a time)")
 
 if __name__ == "__main__":
     main()

@@ -65,6 +65,15 @@ def test_run_hostfile_has_one_line_per_rank_node_by_node(tmp_path, capsys):
     assert s["ranks"] == 5 and s["rank_speed"] == [1.0] * 5 and s["costs"] == {} and s["config"] == {}
 
 
+def test_host_speed_flops_follows_an_overridden_host_speed(tmp_path, capsys):
+    # The validation's oversubscribed host: cores at half speed, a cost-model second still 1 Gf.
+    _, s, _ = dry_run(tmp_path, capsys, "--np", "4", "--cores", "4", "--speed", "0.5Gf",
+                      "--cfg", "smpi/host-speed:1000000000f")
+    assert s["platform"]["speed_flops"] == 0.5e9 and s["host_speed_flops"] == 1e9
+    _, s, _ = dry_run(tmp_path, capsys, "--np", "2", "--speed", "3Gf")
+    assert s["host_speed_flops"] == 3e9
+
+
 def test_preset_fills_values_and_options_override(tmp_path, capsys):
     _, p = platform(tmp_path, capsys, "--preset", "ib-edr", "--nodes", "4")
     assert p["preset"] == "ib-edr" and "IBTA" in p["source"]
@@ -183,6 +192,7 @@ def test_run_sim_json_and_command(tmp_path, capsys):
     assert s["costs"] == {"jacobi.update": 2e-9, "halo.element": 1e-9}
     assert len(s["rank_speed"]) == 64 and s["rank_speed"][3] == 0.5 and s["rank_speed"].count(1.0) == 63
     assert s["config"] == {"smpi/test": "1e-6"}
+    assert s["host_speed_flops"] == 1e9  # a second of the cost model, in flops (smpi/host-speed)
     cmd = s["smpirun"]
     assert cmd[1:7] == ["-np", "64", "-platform", str(out_dir / "platform.xml"), "-hostfile", str(out_dir / "hostfile")]
     for item in ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/host-speed:1000000000f", "--cfg=smpi/iprobe:1e-8",

@@ -69,6 +69,17 @@ def test_simulated_sync_jacobi_iterates_as_the_real_run_and_charges_its_sweeps(t
     assert sim["mpi_library"].startswith("SMPI")
 
 
+def test_charges_below_a_microsecond_are_not_dropped(tmp_path, costs):
+    # 4^3 points per rank: a sweep costs 64 x 2e-9 s = 0.13 us, below SMPI's smpi/cpu-threshold (1 us),
+    # which smpi_execute would silently discard.
+    args = ["jacobi", "--mode", "sync", "--local", "4", "--check-every", "1", "--max-iters", "50", "--tol", "1e-30"]
+    p, sim = simulate(tmp_path, costs, 2, args)
+    assert p.returncode in (0, 1), p.stderr[-2000:]
+    sweeps = sim["iterations"]["max"] + 1
+    for rank in sim["per_rank"]:  # (+10 %: the initial and final residuals are a few sweeps more)
+        assert rank["time"]["compute"] == pytest.approx(sweeps * 4 ** 3 * COST, rel=0.1)
+
+
 def test_simulated_run_is_deterministic(tmp_path, costs):
     args = ["jacobi", "--mode", "async", "--transport", "p2p", "--local", "8"]
     _, a = simulate(tmp_path, costs, 4, args, name="a.json")
@@ -87,6 +98,19 @@ def test_slow_rank_slows_the_synchronous_run(tmp_path, costs):
     # Synchronous: every rank ends up at the slow rank's pace (less the waits it hid before).
     assert slow["wall_time"] - fast["wall_time"] > 0.5 * compute
     assert slow["simulation"]["rank_speed"][1] == 0.5
+
+
+def test_pipelined_cg_with_recursive_doubling_converges_as_the_real_run(tmp_path, costs):
+    # 5 simulated ranks: a rank outside the power of two folds in and gets the total back.
+    args = ["cg", "--method", "pipecg", "--local", "8", "--rtol", "1e-8"]
+    p, sim = simulate(tmp_path, costs, 5, [*args, "--reduction", "doubling"])
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert sim["converged"] and sim["true_residual"] <= 1e-8 * 1.01
+    assert sim["iterations"]["min"] == sim["iterations"]["max"]  # every rank got the same sums
+    assert sim["options"]["reduction"] == "doubling" and sim["outstanding_requests"] == 0
+    if os.path.exists(desync_path()):
+        # Other summation orders than MPI_Iallreduce's: the same iteration count to within one.
+        assert abs(sim["iterations"]["max"] - real(tmp_path, 5, args)["iterations"]["max"]) <= 1
 
 
 @pytest.mark.parametrize("args, words", [

@@ -4,6 +4,7 @@
 #include <numeric>
 #include <string>
 
+#include "desync/communication/reduction.hpp"
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
@@ -144,6 +145,7 @@ void GhostExchange::start(const double* x) {
     // Time level = the exchange's sequence number, the same on every rank.
     channels_->start(x, sequence_);
     started_ = true;
+    progress_reduction();  // a reduction in flight advances with the halo traffic
     return;
   }
   copy_local(x);
@@ -214,6 +216,7 @@ bool GhostExchange::poll() {
 }
 
 void GhostExchange::finish() {
+  progress_reduction();  // a reduction in flight advances with the halo traffic (a no-op when none)
   if (channels_) {
     if (started_) channels_->finish(ghost_.data(), sequence_++);
     started_ = false;

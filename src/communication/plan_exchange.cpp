@@ -127,7 +127,7 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
                : config_.mode == HaloMode::bounded ? ChannelMode::bounded
                                                    : ChannelMode::async;
       c.max_delay = config_.mode == HaloMode::bounded ? config_.max_delay : 0;
-      c.lockstep = config_.mode == HaloMode::sync;
+      c.sender_bounded = config_.mode == HaloMode::sync || config_.mode == HaloMode::bounded;
       c.history = config_.history;  // 0: the channel's default (2; bounded: 2 L + 2)
       c.racy_chunks = config_.racy_chunks;
       c.tag = config_.tag_base + nb.send_tag;

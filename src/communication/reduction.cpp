@@ -1,9 +1,11 @@
 #include "desync/communication/reduction.hpp"
 
 #include <algorithm>
+#include <array>
 
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
+#include "desync/core/simulation.hpp"
 
 namespace desync::comm {
 
@@ -11,13 +13,47 @@ void allreduce_sum(MPI_Comm comm, std::span<double> values) {
   MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, comm);
 }
 
+std::int64_t exclusive_prefix_sum(MPI_Comm comm, std::int64_t value) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  std::int64_t before = 0;
+  if constexpr (core::simulated_build) {
+    int size = 1;
+    MPI_Comm_size(comm, &size);
+    std::vector<std::int64_t> all(static_cast<std::size_t>(size));
+    MPI_Allgather(&value, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, comm);
+    for (int r = 0; r < rank; ++r) before += all[static_cast<std::size_t>(r)];
+  } else {
+    MPI_Exscan(&value, &before, 1, MPI_INT64_T, MPI_SUM, comm);
+    if (rank == 0) before = 0;  // MPI leaves rank 0's result undefined
+  }
+  return before;
+}
+
+namespace {
+thread_local NonblockingReduction* progressed = nullptr;
+}  // namespace
+
+void set_progressed_reduction(NonblockingReduction* reduction) { progressed = reduction; }
+
+void progress_reduction() {
+  if (progressed != nullptr && progressed->active()) progressed->test();
+}
+
 ReductionKind parse_reduction(const std::string& name) {
   if (name == "iallreduce") return ReductionKind::iallreduce;
   if (name == "tree") return ReductionKind::tree;
-  throw InputError("unknown reduction '" + name + "' (expected iallreduce or tree)");
+  if (name == "doubling") return ReductionKind::doubling;
+  throw InputError("unknown reduction '" + name + "' (expected iallreduce, tree or doubling)");
 }
 
-const char* to_string(ReductionKind kind) { return kind == ReductionKind::tree ? "tree" : "iallreduce"; }
+const char* to_string(ReductionKind kind) {
+  switch (kind) {
+    case ReductionKind::tree: return "tree";
+    case ReductionKind::doubling: return "doubling";
+    default: return "iallreduce";
+  }
+}
 
 namespace {
 
@@ -167,10 +203,133 @@ class TreeReduction final : public NonblockingReduction {
   Phase phase_ = Phase::gathering;
 };
 
+/// Recursive doubling over point-to-point messages: with p2 the largest power of two <= p, ranks
+/// r >= p2 first hand their values to r - p2 (and get the total back at the end); then in round
+/// j = 0..log2(p2)-1 rank r < p2 swaps its partial sum with r XOR 2^j and adds. Partners add the
+/// same two numbers (a + b = b + a in IEEE arithmetic), so every rank ends with bitwise the same
+/// sum. A round advances whenever the rank calls test(), as a non-blocking collective does in an
+/// MPI without asynchronous progress: log2(p) message latencies instead of MPI_Iallreduce's
+/// implementation's, and 2 log2(p) messages per rank (a simulated cluster's MPI_Iallreduce may
+/// be all-to-all; see docs/simulation.md).
+class DoublingReduction final : public NonblockingReduction {
+ public:
+  DoublingReduction(MPI_Comm comm, int count) : comm_(comm), n_(static_cast<std::size_t>(count)) {
+    MPI_Comm_rank(comm_.get(), &rank_);
+    MPI_Comm_size(comm_.get(), &size_);
+    p2_ = 1;
+    while (2 * p2_ <= size_) p2_ *= 2;
+    for (int m = 1; m < p2_; m *= 2) ++rounds_;
+    x_.resize(n_);
+    y_.resize(n_);
+    result_.resize(n_);
+    // Two sets of send buffers, used by consecutive reductions in turn: a send of reduction j is
+    // matched before this rank completes reduction j + 1 (every partner of j + 1 has finished j).
+    for (auto& set : send_buffers_) set.assign(static_cast<std::size_t>(rounds_ + 1), std::vector<double>(n_));
+    for (auto& set : send_requests_) set.assign(static_cast<std::size_t>(rounds_ + 1), MPI_REQUEST_NULL);
+  }
+  ~DoublingReduction() override { finish(); }
+
+  void start(std::span<const double> values) override {
+    std::copy(values.begin(), values.end(), x_.begin());
+    parity_ ^= 1;
+    for (auto& r : send_requests_[static_cast<std::size_t>(parity_)]) wait_request(r);  // matched long ago
+    active_ = true;
+    if (rank_ >= p2_) {  // hand the values to r - p2, then wait for the total
+      send(0, rank_ - p2_, fold_tag);
+      post_receive(rank_ - p2_, result_tag);
+      step_ = Step::waiting_for_total;
+    } else if (rank_ + p2_ < size_) {
+      post_receive(rank_ + p2_, fold_tag);
+      step_ = Step::folding;
+    } else {
+      begin_round(0);
+    }
+  }
+
+  bool test() override {
+    if (!active_) return false;
+    for (;;) {
+      if (step_ == Step::done) return complete();
+      if (!test_request(receive_)) return false;
+      switch (step_) {
+        case Step::waiting_for_total:
+          x_ = y_;
+          step_ = Step::done;
+          break;
+        case Step::folding:
+          for (std::size_t i = 0; i < n_; ++i) x_[i] += y_[i];
+          begin_round(0);
+          break;
+        case Step::exchanging:
+          // x <- x + y: the partner computes y + x, the same sum bitwise.
+          for (std::size_t i = 0; i < n_; ++i) x_[i] += y_[i];
+          begin_round(round_ + 1);
+          break;
+        case Step::done: break;
+      }
+    }
+  }
+
+  void finish() override {
+    if (active_) {  // only reached on error paths: complete the round so nothing stays pending
+      while (!test()) {
+      }
+    }
+    for (auto& set : send_requests_)
+      for (auto& r : set) wait_request(r);
+  }
+  const char* name() const override { return "doubling"; }
+
+ private:
+  static constexpr int fold_tag = 1, result_tag = 2, round_tag = 8;
+  enum class Step { folding, exchanging, waiting_for_total, done };
+
+  void begin_round(int j) {
+    round_ = j;
+    if (j == rounds_) {
+      if (rank_ + p2_ < size_) send(static_cast<std::size_t>(rounds_), rank_ + p2_, result_tag);
+      step_ = Step::done;
+      return;
+    }
+    const int partner = rank_ ^ (1 << j);
+    post_receive(partner, round_tag + j);
+    send(static_cast<std::size_t>(j), partner, round_tag + j);
+    step_ = Step::exchanging;
+  }
+  void send(std::size_t slot, int to, int tag) {
+    auto& buffer = send_buffers_[static_cast<std::size_t>(parity_)][slot];
+    auto& request = send_requests_[static_cast<std::size_t>(parity_)][slot];
+    wait_request(request);
+    buffer = x_;
+    MPI_Isend(buffer.data(), static_cast<int>(n_), MPI_DOUBLE, to, tag, comm_.get(), &request);
+    RequestLedger::posted();
+  }
+  void post_receive(int from, int tag) {
+    MPI_Irecv(y_.data(), static_cast<int>(n_), MPI_DOUBLE, from, tag, comm_.get(), &receive_);
+    RequestLedger::posted();
+  }
+  bool complete() {
+    result_ = x_;
+    active_ = false;
+    ++completed_;
+    return true;
+  }
+
+  DupComm comm_;
+  std::size_t n_;
+  int rank_ = 0, size_ = 1, p2_ = 1, rounds_ = 0, round_ = 0, parity_ = 0;
+  std::vector<double> x_, y_;
+  std::array<std::vector<std::vector<double>>, 2> send_buffers_;
+  std::array<std::vector<MPI_Request>, 2> send_requests_;
+  MPI_Request receive_ = MPI_REQUEST_NULL;
+  Step step_ = Step::done;
+};
+
 }  // namespace
 
 std::unique_ptr<NonblockingReduction> make_reduction(ReductionKind kind, MPI_Comm comm, int count) {
   if (kind == ReductionKind::tree) return std::make_unique<TreeReduction>(comm, count);
+  if (kind == ReductionKind::doubling) return std::make_unique<DoublingReduction>(comm, count);
   return std::make_unique<IallreduceReduction>(comm, count);
 }
 

@@ -35,6 +35,9 @@ struct Model {
   std::string text;
   std::map<std::string, double, std::less<>> costs;
   double speed = 1.0;
+  /// Flops per second of the cost model (smpi/host-speed, which desync-sim writes into sim.json):
+  /// a charge of s seconds executes s x host_flops flops on the rank's host, at that host's speed.
+  double host_flops = 1e9;
 };
 
 const Model& model() {
@@ -63,6 +66,10 @@ const Model& model() {
       for (const auto& [k, v] : c.items())
         if (v.is_number()) m.costs[k] = v.get<double>();
     }
+    if (j.contains("host_speed_flops"))  // smpi/host-speed, as smpi_execute would convert seconds
+      m.host_flops = j.at("host_speed_flops").get<double>();
+    else if (j.contains("platform") && j.at("platform").contains("speed_flops"))
+      m.host_flops = j.at("platform").at("speed_flops").get<double>();
     if (j.contains("rank_speed")) {
       const auto& s = j.at("rank_speed");
       if (rank < static_cast<int>(s.size())) m.speed = s.at(static_cast<std::size_t>(rank)).get<double>();
@@ -71,6 +78,8 @@ const Model& model() {
     throw InputError(fmt::format("DESYNC_SIM {}: {}", path, e.what()));
   }
   if (!(m.speed > 0)) throw InputError(fmt::format("DESYNC_SIM {}: rank {} has speed {}", path, rank, m.speed));
+  if (!(m.host_flops > 0))
+    throw InputError(fmt::format("DESYNC_SIM {}: host_speed_flops {} must be > 0", path, m.host_flops));
   // Every kind a run may charge, checked now (a rank failing later, mid-exchange, would leave its
   // neighbours waiting).
   std::string missing;
@@ -85,6 +94,15 @@ const Model& model() {
 
 }  // namespace
 
+namespace {
+/// Advances this rank's simulated clock by `seconds` of work on its host. smpi_execute(seconds)
+/// would drop any duration below smpi/cpu-threshold (1 us by default: a 32x32 face's pack, most
+/// of a small subdomain's work); the flops of the same duration are executed whatever their size.
+void execute(const Model& m, double seconds) {
+  if (seconds > 0) smpi_execute_flops(seconds * m.host_flops);
+}
+}  // namespace
+
 void charge(const char* kind, double units) {
   const Model& m = model();
   const auto it = m.costs.find(kind);
@@ -92,13 +110,12 @@ void charge(const char* kind, double units) {
     throw InputError(fmt::format("DESYNC_SIM: the cost model has no entry \"{}\" (seconds per unit); calibrate it "
                                  "with bench/simgrid/calibrate.py",
                                  kind));
-  const double seconds = units * it->second / m.speed;
-  if (seconds > 0) smpi_execute(seconds);
+  execute(m, units * it->second / m.speed);
 }
 
 double pause(double seconds) {
   const double t0 = wall_time();
-  if (seconds > 0) smpi_execute(seconds);
+  execute(model(), seconds);
   return wall_time() - t0;
 }
 

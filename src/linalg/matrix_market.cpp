@@ -17,6 +17,7 @@
 #include <utility>
 #include <vector>
 
+#include "desync/communication/reduction.hpp"
 #include "desync/core/error.hpp"
 
 namespace desync::linalg {
@@ -287,8 +288,7 @@ Lines read_lines(MPI_Comm comm, const std::string& path, const Header& h) {
   agree_or_throw(comm, error.empty(), error);
 
   std::int64_t before = 0, total_lines = 0;
-  MPI_Exscan(&owned_lines, &before, 1, MPI_INT64_T, MPI_SUM, comm);
-  if (rank == 0) before = 0;
+  before = comm::exclusive_prefix_sum(comm, owned_lines);
   MPI_Allreduce(&owned_lines, &total_lines, 1, MPI_INT64_T, MPI_SUM, comm);
   out.last_line = total_lines > 0 ? h.data_line + total_lines - 1 : h.data_line - 1;
 
@@ -300,8 +300,7 @@ Lines read_lines(MPI_Comm comm, const std::string& path, const Header& h) {
     out.lines.push_back({b, e, h.data_line + before + static_cast<std::int64_t>(q)});
   }
   std::int64_t entries = static_cast<std::int64_t>(out.lines.size());
-  MPI_Exscan(&entries, &out.first_entry, 1, MPI_INT64_T, MPI_SUM, comm);
-  if (rank == 0) out.first_entry = 0;
+  out.first_entry = comm::exclusive_prefix_sum(comm, entries);
   MPI_Allreduce(&entries, &out.total_entries, 1, MPI_INT64_T, MPI_SUM, comm);
   return out;
 }
@@ -431,9 +430,8 @@ void write_parts(MPI_Comm comm, const std::string& path, const std::string& mine
   }
   agree_or_throw(comm, error.empty(), error);
 
-  std::int64_t bytes = static_cast<std::int64_t>(mine.size()), offset = 0;
-  MPI_Exscan(&bytes, &offset, 1, MPI_INT64_T, MPI_SUM, comm);
-  if (rank == 0) offset = 0;
+  const std::int64_t bytes = static_cast<std::int64_t>(mine.size());
+  const std::int64_t offset = comm::exclusive_prefix_sum(comm, bytes);
   MPI_File fh;
   int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
   if (rc != MPI_SUCCESS) {

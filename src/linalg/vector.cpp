@@ -3,6 +3,7 @@
 #include "desync/core/timer.hpp"
 #include <cstdint>
 
+#include "desync/communication/reduction.hpp"
 #include "desync/communication/request_ledger.hpp"
 
 // Every loop is element-wise (entry i of the outputs depends only on entry i of the inputs), so
@@ -318,12 +319,15 @@ Sums dots_ru_wu_rr(CVec r, CVec u, CVec w) {
 
 // ---- GlobalSum --------------------------------------------------------------------------------
 
-GlobalSum::GlobalSum(MPI_Comm comm, bool nonblocking) : nonblocking_(nonblocking) {
+GlobalSum::GlobalSum(MPI_Comm comm, bool nonblocking, bool doubling) : nonblocking_(nonblocking) {
   MPI_Comm_dup(comm, &comm_);
+  if (nonblocking && doubling) doubling_ = comm::make_reduction(comm::ReductionKind::doubling, comm_, max_values);
 }
 
 GlobalSum::~GlobalSum() {
-  if (active_ && nonblocking_) comm::wait_request(request_);
+  if (active_ && nonblocking_ && !doubling_) comm::wait_request(request_);
+  if (doubling_) comm::set_progressed_reduction(nullptr);
+  doubling_.reset();  // completes its traffic
   if (comm_ != MPI_COMM_NULL) MPI_Comm_free(&comm_);
 }
 
@@ -332,7 +336,13 @@ void GlobalSum::start(const double* values, int n) {
   n_ = n < 0 ? 0 : (n > max_values ? max_values : n);
   for (int i = 0; i < n_; ++i) send_[static_cast<std::size_t>(i)] = values[i];
   const double t0 = now();
-  if (nonblocking_) {
+  if (doubling_) {
+    std::array<double, max_values> padded{};  // fixed size: unused entries sum zeros
+    for (int i = 0; i < n_; ++i) padded[static_cast<std::size_t>(i)] = send_[static_cast<std::size_t>(i)];
+    doubling_->start(padded);
+    doubling_->test();  // the first round's messages leave now
+    comm::set_progressed_reduction(doubling_.get());  // later rounds also advance in the halo exchanges
+  } else if (nonblocking_) {
     MPI_Iallreduce(send_.data(), recv_.data(), n_, MPI_DOUBLE, MPI_SUM, comm_, &request_);
     comm::RequestLedger::posted();
   } else {
@@ -346,7 +356,14 @@ const double* GlobalSum::wait() {
   if (active_) {
     if (nonblocking_) {
       const double t0 = now();
-      comm::wait_request(request_);
+      if (doubling_) {
+        while (doubling_->active() && !doubling_->test()) {  // may have completed earlier
+        }
+        comm::set_progressed_reduction(nullptr);
+        for (int i = 0; i < n_; ++i) recv_[static_cast<std::size_t>(i)] = doubling_->result()[static_cast<std::size_t>(i)];
+      } else {
+        comm::wait_request(request_);
+      }
       const double dt = now() - t0;
       stats_.seconds += dt;
       stats_.wait_seconds += dt;

@@ -110,10 +110,10 @@ struct ChannelConfig {
   /// least 2 L + 1, the most messages a peer can have sent beyond what this end has taken in while
   /// both keep the bound, so sending every level never blocks unless the bound requires it.
   int max_delay = 0;
-  /// The reader waits for every message in turn (a synchronous exchange): the sender never runs
-  /// ahead of it by more than the slots. Lets a transport use cheaper sends where that matters
-  /// (p2p on a simulated cluster).
-  bool lockstep = false;
+  /// The reader takes in every message in order and the exchange itself keeps the sender within a
+  /// few messages of it: a synchronous exchange (one level ahead at most) or a bounded one (2 L + 1).
+  /// Lets a transport use cheaper sends where that matters (p2p on a simulated cluster).
+  bool sender_bounded = false;
 };
 
 struct ChannelStats {

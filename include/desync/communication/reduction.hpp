@@ -1,8 +1,10 @@
 #pragma once
-// Global sums for convergence tests: blocking, non-blocking with MPI_Iallreduce, and the paper's
-// asynchronous binary-tree reduction over point-to-point messages (paper 000, section 3.1.2).
+// Global sums for convergence tests: blocking, non-blocking with MPI_Iallreduce, the paper's
+// asynchronous binary-tree reduction over point-to-point messages (paper 000, section 3.1.2), and
+// recursive doubling over point-to-point messages.
 #include <mpi.h>
 
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -12,6 +14,11 @@ namespace desync::comm {
 
 /// Blocking global sum in place (MPI_Allreduce). Collective.
 void allreduce_sum(MPI_Comm comm, std::span<double> values);
+
+/// The sum of `value` over the ranks below this one (0 on rank 0). Collective. MPI_Exscan; on a
+/// simulated cluster an MPI_Allgather and a local sum, since SMPI 3.32's MPI_Exscan sends from every
+/// rank to every higher one (256 ranks: 50 s of host time for one call).
+std::int64_t exclusive_prefix_sum(MPI_Comm comm, std::int64_t value);
 
 /// A non-blocking global sum of a short vector, restarted as soon as it completes.
 ///
@@ -37,9 +44,20 @@ class NonblockingReduction {
   std::vector<double> result_;
 };
 
-enum class ReductionKind { iallreduce, tree };
+/// iallreduce: MPI_Iallreduce; tree: the asynchronous binary tree (paper 000); doubling: recursive
+/// doubling over point-to-point messages, a round per test() (log2 p rounds; for simulated
+/// clusters whose MPI_Iallreduce is all-to-all).
+enum class ReductionKind { iallreduce, tree, doubling };
 ReductionKind parse_reduction(const std::string& name);  // throws InputError
 const char* to_string(ReductionKind kind);
+
+/// A reduction that advances only when tested (tree, doubling) can be advanced by the halo traffic
+/// too, as an MPI library progresses its non-blocking collectives inside any MPI call: while one is
+/// set here, every ghost exchange's start() and finish() tests it once. One per thread; the caller
+/// sets it after start() and clears it (nullptr) once the reduction has completed.
+void set_progressed_reduction(NonblockingReduction* reduction);
+/// Tests the reduction set by set_progressed_reduction, if any and still active.
+void progress_reduction();
 
 /// Creates a reduction of `count` doubles over a duplicate of `comm` (collective).
 std::unique_ptr<NonblockingReduction> make_reduction(ReductionKind kind, MPI_Comm comm, int count);

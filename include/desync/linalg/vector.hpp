@@ -10,7 +10,10 @@
 
 #include <array>
 #include <cstddef>
+#include <memory>
 #include <span>
+
+#include "desync/communication/reduction.hpp"
 
 namespace desync::linalg {
 
@@ -66,12 +69,16 @@ struct ReductionStats {
 
 /// Global sums of a few doubles over a private duplicate of a communicator: start() then wait().
 /// Blocking: start() performs MPI_Allreduce. Non-blocking: start() posts MPI_Iallreduce (counted in
-/// comm::RequestLedger) and the caller computes until wait(). Every rank must start the same
-/// sequence of sums. The destructor completes a sum still in flight.
+/// comm::RequestLedger) and the caller computes until wait(); with `doubling`, a recursive doubling
+/// over point-to-point messages instead (comm::ReductionKind::doubling: its first round leaves in
+/// start(), later ones advance in the ghost exchanges' start and finish, see
+/// comm::set_progressed_reduction, and the rest in wait()), for simulated clusters whose
+/// MPI_Iallreduce is all-to-all. Every rank must start the same sequence of sums. The destructor completes a sum
+/// still in flight.
 class GlobalSum {
  public:
   static constexpr int max_values = 4;
-  GlobalSum(MPI_Comm comm, bool nonblocking);  ///< collective (duplicates comm)
+  GlobalSum(MPI_Comm comm, bool nonblocking, bool doubling = false);  ///< collective (duplicates comm)
   ~GlobalSum();
   GlobalSum(const GlobalSum&) = delete;
   GlobalSum& operator=(const GlobalSum&) = delete;
@@ -83,6 +90,7 @@ class GlobalSum {
   /// Blocking sum in place, regardless of the mode.
   void sum_now(double* values, int n);
   bool nonblocking() const { return nonblocking_; }
+  bool doubling() const { return doubling_ != nullptr; }
   const ReductionStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
@@ -90,6 +98,7 @@ class GlobalSum {
   MPI_Comm comm_ = MPI_COMM_NULL;
   MPI_Request request_ = MPI_REQUEST_NULL;
   bool nonblocking_ = true;
+  std::unique_ptr<comm::NonblockingReduction> doubling_;  ///< set: the non-blocking sums go through it
   bool active_ = false;
   int n_ = 0;
   std::array<double, max_values> send_{}, recv_{};

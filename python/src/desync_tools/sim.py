@@ -619,7 +619,10 @@ def command_run(args, program):
                                          args.slow_factor),
                "rank_speed_model": {"speed_spread": args.speed_spread, "seed": args.seed,
                                     "slow_rank": args.slow_rank, "slow_factor": args.slow_factor},
-               "smpirun": cmd, "config": user_cfg}
+               "smpirun": cmd, "config": user_cfg,
+               # what a second of the cost model is in flops (smpi/host-speed): desync executes
+               # charge x this many flops, on a host of the platform's speed
+               "host_speed_flops": parse_speed(cfg["smpi/host-speed"], "smpi/host-speed")}
         with open(sim_path, "w", encoding="utf-8") as f:
             json.dump(sim, f, indent=2)
             f.write("\n")

@@ -94,7 +94,8 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--pc", pc, "Preconditioner: none | jacobi | bjacobi-ic0")->capture_default_str();
   app.add_option("--reduction", reduction,
                  "pipecg, groppcg: dot products by MPI_Iallreduce overlapped with the preconditioner and the "
-                 "matrix-vector product (nonblocking) or by MPI_Allreduce (blocking)")
+                 "matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive "
+                 "doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges)")
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
   app.add_option("--matrix", matrix_path, "Solve with this Matrix Market matrix (symmetric positive definite)");
@@ -138,12 +139,10 @@ void CgCommand::finalise(MPI_Comm comm) {
   auto& s = solver;
   s.method = solvers::parse_cg_method(method);
   s.pc = solvers::parse_pc(pc);
-  if (reduction == "nonblocking")
-    s.nonblocking = true;
-  else if (reduction == "blocking")
-    s.nonblocking = false;
-  else
-    throw InputError("--reduction '" + reduction + "': unknown reduction (expected blocking or nonblocking)");
+  s.nonblocking = reduction == "nonblocking" || reduction == "doubling";
+  s.doubling = reduction == "doubling";
+  if (!s.nonblocking && reduction != "blocking")
+    throw InputError("--reduction '" + reduction + "': unknown reduction (expected blocking, nonblocking or doubling)");
   if (!(rtol > 0) || !std::isfinite(rtol)) throw InputError(fmt::format("--rtol {}: must be > 0", rtol));
   if (!(rtol < 1)) throw InputError(fmt::format("--rtol {}: must be < 1", rtol));
   s.rtol = rtol;
@@ -327,7 +326,8 @@ int CgCommand::run(MPI_Comm comm) {
   if (rank == 0) {
     const bool overlapping =
         solver.method == solvers::CgMethod::pipecg || solver.method == solvers::CgMethod::groppcg;
-    const std::string red = overlapping && solver.nonblocking ? "iallreduce" : "allreduce";
+    const std::string red =
+        overlapping && solver.nonblocking ? (solver.doubling ? "recursive doubling" : "iallreduce") : "allreduce";
     const std::string pc_name = solvers::to_string(solver.pc);
     double sent = 0, received = 0;
     std::int64_t replacements = 0;

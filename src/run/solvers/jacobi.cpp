@@ -90,7 +90,7 @@ void JacobiCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--racy-chunks", s.racy_chunks, "racy: pieces each halo message travels in")
       ->capture_default_str();
-  app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree")
+  app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree | doubling")
       ->capture_default_str();
   channels.add(app, "Halo channel transport: p2p (MPI two-sided) | rma (MPI one-sided) | "
                "shmem (OpenSHMEM; see docs/channel.md)");

@@ -12,7 +12,7 @@ namespace desync::solvers::detail {
 CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgOptions& o, CgResult& res)
     : A_(A), b_(b), x_(x), o_(o), res_(res), n_(static_cast<std::size_t>(A.local_size())),
       nonblocking_(o.nonblocking && (o.method == CgMethod::pipecg || o.method == CgMethod::groppcg)),
-      sum_(A.comm(), nonblocking_) {
+      sum_(A.comm(), nonblocking_, o.doubling) {
   MPI_Comm_rank(A.comm(), &rank_);
   vector_cost_ = fmt::format("cg.{}.vector", to_string(o.method));
 }

@@ -175,9 +175,7 @@ std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::O
   int rank = 0;
   MPI_Comm_rank(A.comm(), &rank);
   // First global row of this rank: the exclusive prefix sum of the local sizes.
-  std::int64_t local = A.local_size(), first = 0;
-  MPI_Exscan(&local, &first, 1, MPI_INT64_T, MPI_SUM, A.comm());
-  if (rank == 0) first = 0;
+  const std::int64_t first = comm::exclusive_prefix_sum(A.comm(), A.local_size());
   switch (kind) {
     case PcKind::none: return std::make_unique<IdentityPc>();
     case PcKind::jacobi: {

@@ -70,6 +70,9 @@ struct CgOptions {
   /// pipecg and groppcg: MPI_Iallreduce overlapped with work (true) or MPI_Allreduce (false).
   /// cg and cg-cg have nothing to overlap their reductions with and always block.
   bool nonblocking = true;
+  /// With nonblocking: the sums by recursive doubling over point-to-point messages instead of
+  /// MPI_Iallreduce (for simulated clusters, whose MPI_Iallreduce is all-to-all).
+  bool doubling = false;
   double rtol = 1e-6;                 ///< on ||r|| / ||b||
   std::int64_t max_iters = 10000;
   double time_limit = 0;              ///< seconds, 0 = none (agreed on through the reductions)
