@@ -80,11 +80,12 @@ bench: deps build-sim
 	python3 bench/simgrid/calibrate.py --desync build/bench/desync -o build/sim/costs.json
 	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set quick --json build/sim/quick.json
 
-# The whole reproduction set at 64-1024 simulated ranks (docs/reproduction.md; about 2 hours here).
+# The whole reproduction set at 16-1024 simulated ranks (docs/reproduction.md; about 1 hour here, two
+# simulations at a time).
 bench-sim: deps build build-sim
 	python3 bench/simgrid/calibrate.py --desync $(OMPI)/desync -o build/sim/costs.json
 	python3 bench/simgrid/validate.py --desync $(OMPI)/desync --costs build/sim/costs.json --json build/sim/validate.json
-	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set full --json build/sim/full.json
+	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set full --jobs $(JOBS) --json build/sim/full.json
 
 # The figures of docs/benchmarks.md: runs bench/experiments/*.toml with desync-run and draws them
 # with desync-plot into docs/figures/ (bench/figures.sh says which figure comes from which command).
