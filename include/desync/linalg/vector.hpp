@@ -73,8 +73,8 @@ struct ReductionStats {
 /// over point-to-point messages instead (comm::ReductionKind::doubling: its first round leaves in
 /// start(), later ones advance in the ghost exchanges' start and finish, see
 /// comm::set_progressed_reduction, and the rest in wait()), for simulated clusters whose
-/// MPI_Iallreduce is all-to-all. Every rank must start the same sequence of sums. The destructor completes a sum
-/// still in flight.
+/// MPI_Iallreduce is all-to-all. Every rank must start the same sequence of sums. The destructor
+/// completes a sum still in flight.
 class GlobalSum {
  public:
   static constexpr int max_values = 4;
@@ -90,7 +90,6 @@ class GlobalSum {
   /// Blocking sum in place, regardless of the mode.
   void sum_now(double* values, int n);
   bool nonblocking() const { return nonblocking_; }
-  bool doubling() const { return doubling_ != nullptr; }
   const ReductionStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
