@@ -42,13 +42,14 @@ def studies(full):
                          ["jacobi", *mode, "--local", "32", "--max-iters", "100", "--tol", "1e-30"], []))
     out.append(("jacobi-weak", "Bethune et al., 2011, Table 1", rows))
     # Table 1's min/mean/max iterations to a tolerance: 8^3 points per rank (reduced from the paper's
-    # sizes: thousands of iterations per run), 64 and 256 ranks.
+    # sizes), 64 ranks, residual 1e-3. The asynchronous run's host time grows with the square of its
+    # iterations (SimGrid 3.32 keeps every request completed by MPI_Test in the rank's activity list,
+    # docs/simulation.md): about 3 minutes here; to 1e-4, or at 256 ranks, it is hours.
     if full:
         rows = []
-        for p in (64, 256):
-            for mode in (["--mode", "sync"], ["--mode", "async", "--transport", "p2p", "--reduction", "tree"]):
-                rows.append((f"jacobi {mode[1]} P={p} to 1e-4", p,
-                             ["jacobi", *mode, "--local", "8", "--tol", "1e-4", "--max-iters", "50000"], []))
+        for mode in (["--mode", "sync"], ["--mode", "async", "--transport", "p2p", "--reduction", "tree"]):
+            rows.append((f"jacobi {mode[1]} P=64 to 1e-3", 64,
+                         ["jacobi", *mode, "--local", "8", "--tol", "1e-3", "--max-iters", "50000"], []))
         out.append(("jacobi-converge", "Bethune et al., 2011, Table 1", rows))
     # Section 6.1: one core slowed 2x. The residual reached in the same simulated time (4 ms),
     # 32^3 points per rank: the time-to-solution finding without simulating thousands of iterations.

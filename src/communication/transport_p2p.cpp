@@ -62,12 +62,16 @@ class P2PBackend final : public TransportBackend {
       const std::size_t len = core_.piece_size(c) + ChannelCore::header_doubles;
       // Synchronous sends: a send completes once matched, so the slots bound what is unreceived. On a
       // simulated cluster the synchronous and bounded modes (whose exchange keeps the sender within
-      // a few levels of its receiver) use standard sends: SMPI 3.32's MPI_Issend makes the
-      // simulator's host time grow with the number of messages sent (64 ranks of sync Jacobi: 4x
-      // the iterations took 6x the time, with MPI_Isend 3x; bounded burgers3d: host time -10 to
-      // -25 %, simulated time unchanged to 0.4 %). The asynchronous modes keep MPI_Issend: with
-      // standard sends, which SMPI completes at once, they would never skip a send and flood the
-      // receivers (64 ranks, 400 iterations: 359 s of host time instead of 2.6).
+      // a few levels of its receiver) use standard sends. SimGrid 3.32 keeps every request that
+      // MPI_Test completes in the rank's list of activities and scans that list at each later
+      // computation and wait, so host time grows with the square of the tested messages; a
+      // standard send below smpi/send-is-detached-thresh (64 KiB) is detached and leaves nothing
+      // there (64 ranks of sync Jacobi: 4x the iterations took 6x the time, with MPI_Isend 3x;
+      // bounded burgers3d: host time -10 to -25 %, simulated time unchanged to 0.4 %). The
+      // asynchronous modes keep MPI_Issend: with standard sends, which SMPI completes at once,
+      // they would never skip a send and flood the receivers (64 ranks, 400 iterations: 359 s of
+      // host time instead of 2.6). Their receives, completed by MPI_Test, still fill the list
+      // (docs/simulation.md, "Limits").
       if (core::simulated_build && core_.config.sender_bounded)
         MPI_Isend(out, static_cast<int>(len), MPI_DOUBLE, core_.config.peer, data_tag(send_tag_), comm_,
                   &send_requests_[slot * pieces_ + c]);
