@@ -71,7 +71,7 @@ class P2PBackend final : public TransportBackend {
       // asynchronous modes keep MPI_Issend: with standard sends, which SMPI completes at once,
       // they would never skip a send and flood the receivers (64 ranks, 400 iterations: 359 s of
       // host time instead of 2.6). Their receives, completed by MPI_Test, still fill the list
-      // (docs/simulation.md, "Limits").
+      // (docs/simulation.md, "Behaviour of SMPI 3.32").
       if (core::simulated_build && core_.config.sender_bounded)
         MPI_Isend(out, static_cast<int>(len), MPI_DOUBLE, core_.config.peer, data_tag(send_tag_), comm_,
                   &send_requests_[slot * pieces_ + c]);
