@@ -22,11 +22,13 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <span>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "desync/communication/ghost_exchange.hpp"
+#include "desync/communication/reduction.hpp"
 #include "desync/communication/request_ledger.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr.hpp"
@@ -575,6 +577,32 @@ TEST(GhostExchange, RingDeliversAndNothingStaysPending) {
     }
     EXPECT_EQ(desync::comm::RequestLedger::outstanding(), before) << describe(cfg);
   }
+}
+
+// --progress test: a reduction set as progressed (recursive doubling, which advances only when
+// tested) completes at the exchange's polls alone, with no test() of its own: the pipelined CG
+// methods' reductions advance inside the matrix-vector product.
+TEST(GhostExchange, PollsAdvanceAProgressedReduction) {
+  TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  const double x[3] = {1.0, 2.0, 3.0};
+  for (auto engine : {ExchangeEngine::p2p, ExchangeEngine::neighbor}) {
+    GhostExchange ex(comm, ring_spec(rank, size), engine, Progress::test);
+    auto red = desync::comm::make_reduction(desync::comm::ReductionKind::doubling, comm, 1);
+    ex.start(x);
+    const double v = rank + 1.0;
+    red->start(std::span<const double>(&v, 1));
+    desync::comm::set_progressed_reduction(red.get());
+    EXPECT_TRUE(desync_test::poll_until([&] {
+      ex.poll();
+      return !red->active();
+    }));
+    desync::comm::set_progressed_reduction(nullptr);
+    EXPECT_EQ(red->result()[0], size * (size + 1) / 2.0);
+    ex.finish();
+    red->finish();
+  }
+  EXPECT_EQ(desync::comm::RequestLedger::outstanding(), 0);
 }
 
 TEST(GhostExchange, InconsistentSpecIsAnInputError) {

@@ -211,6 +211,7 @@ void GhostExchange::wait_pending() {
 
 bool GhostExchange::poll() {
   if (progress_ == Progress::thread) return false;  // the thread owns the requests
+  progress_reduction();  // --progress test: a reduction in flight advances at every poll too
   if (channels_) return !started_ || channels_->poll();
   return test_pending();
 }

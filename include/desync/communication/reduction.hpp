@@ -53,8 +53,9 @@ const char* to_string(ReductionKind kind);
 
 /// A reduction that advances only when tested (tree, doubling) can be advanced by the halo traffic
 /// too, as an MPI library progresses its non-blocking collectives inside any MPI call: while one is
-/// set here, every ghost exchange's start() and finish() tests it once. One per thread; the caller
-/// sets it after start() and clears it (nullptr) once the reduction has completed.
+/// set here, every ghost exchange's start(), finish() and poll() (--progress test) tests it once.
+/// One per thread; the caller sets it after start() and clears it (nullptr) once the reduction has
+/// completed.
 void set_progressed_reduction(NonblockingReduction* reduction);
 /// Tests the reduction set by set_progressed_reduction, if any and still active.
 void progress_reduction();

@@ -55,7 +55,8 @@ class Poisson3dOperator final : public linalg::Operator {
   const linalg::OperatorLayout& layout() const { return layout_; }
 
  private:
-  void interior(const double* x, double* y);
+  /// The interior rows; returns how many of them it charged to a simulated clock at its polls.
+  double interior(const double* x, double* y);
   void boundary(const double* x, double* y) const;
   double boundary_row(const double* x, int i, int j, int k) const;
 

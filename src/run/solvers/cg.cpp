@@ -95,7 +95,7 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--reduction", reduction,
                  "pipecg, groppcg: dot products by MPI_Iallreduce overlapped with the preconditioner and the "
                  "matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive "
-                 "doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges)")
+                 "doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls)")
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
   app.add_option("--matrix", matrix_path, "Solve with this Matrix Market matrix (symmetric positive definite)");
@@ -109,7 +109,8 @@ void CgCommand::add_options(CLI::App& app) {
   operator_opt_ = app.add_option("--operator", operator_kind,
                                  "poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)");
   app.add_option("--engine", engine, "Ghost exchange: p2p | neighbor | blocking")->capture_default_str();
-  app.add_option("--progress", progress, "Exchange progress during the interior rows: none | test | thread")
+  app.add_option("--progress", progress, "Exchange progress during the interior rows: none | test (also advances a --reduction "
+                 "doubling in flight) | thread")
       ->capture_default_str();
   app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
       ->capture_default_str();
