@@ -287,6 +287,69 @@ TEST(CgIc0, TridiagonalFactorIsExactCholesky) {
   EXPECT_NEAR(dot, ref, 1e-12 * std::fabs(ref));
 }
 
+// Progress control inside the preconditioner: the polls change no arithmetic (IC(0) and Jacobi's
+// apply bitwise; Jacobi's apply_dot sums (r, u) chunk by chunk) and account for every row once.
+TEST(CgPc, PollsEveryIntervalRowsAndChangeNoResult) {
+  System s = poisson({9, 8, 7}, true);
+  const auto n = static_cast<std::size_t>(s.op->local_size());
+  std::vector<double> r(n);
+  for (std::size_t i = 0; i < n; ++i) r[i] = std::sin(0.7 * static_cast<double>(i)) + 1.5;
+  for (auto kind : {PcKind::jacobi, PcKind::bjacobi_ic0}) {
+    SCOPED_TRACE(solvers::to_string(kind));
+    auto pc = solvers::make_preconditioner(kind, *s.op);
+    std::vector<double> u0(n), u1(n), u2(n), u3(n);
+    pc->apply(r, u0);
+    const double d0 = pc->apply_dot(r, u1);
+    const std::int64_t interval = 5;
+    double rows = 0;
+    long calls = 0;
+    pc->set_polls({interval, [&](double k) {
+                     rows += k;
+                     ++calls;
+                   }});
+    pc->apply(r, u2);
+    const double passes = kind == PcKind::bjacobi_ic0 ? 2 : 1;  // IC(0): a forward and a backward pass
+    const long chunks = static_cast<long>((static_cast<std::int64_t>(n) + interval - 1) / interval);
+    EXPECT_EQ(rows, static_cast<double>(n));
+    EXPECT_EQ(calls, static_cast<long>(passes) * chunks);
+    const double d1 = pc->apply_dot(r, u3);
+    EXPECT_EQ(rows, 2.0 * static_cast<double>(n));
+    EXPECT_EQ(u2, u0);
+    EXPECT_EQ(u3, u1);
+    if (kind == PcKind::bjacobi_ic0)
+      EXPECT_EQ(d1, d0);
+    else
+      EXPECT_NEAR(d1, d0, 1e-13 * std::fabs(d0));
+  }
+}
+
+// With --progress test and --reduction doubling the pipelined methods' reductions advance at the
+// preconditioner's polls: the same iterates as without polls, bitwise (IC(0)).
+TEST(CgPc, PollsInThePreconditionerGiveTheSameIterates) {
+  System s = poisson({8, 7, 6}, false);
+  for (auto m : {CgMethod::pipecg, CgMethod::groppcg}) {
+    std::vector<std::vector<double>> xs;
+    std::vector<std::int64_t> its;
+    for (std::int64_t interval : {0, 1, 7}) {
+      CgOptions o;
+      o.method = m;
+      o.pc = PcKind::bjacobi_ic0;
+      o.doubling = true;
+      o.pc_poll_interval = interval;
+      o.rtol = 1e-8;
+      std::vector<double> x(s.b.size(), 0.0);
+      const CgResult r = solvers::solve_cg(*s.op, s.b, x, o);
+      EXPECT_TRUE(r.converged) << r.message;
+      xs.push_back(x);
+      its.push_back(r.iterations);
+    }
+    EXPECT_EQ(its[1], its[0]) << solvers::to_string(m);
+    EXPECT_EQ(its[2], its[0]) << solvers::to_string(m);
+    EXPECT_EQ(xs[1], xs[0]) << solvers::to_string(m);
+    EXPECT_EQ(xs[2], xs[0]) << solvers::to_string(m);
+  }
+}
+
 TEST(CgIc0, NonPositivePivotIsNamed) {
   linalg::LocalCsr a;  // [[1, 2], [2, 1]]: symmetric, indefinite; pivot 2 is 1 - 4 = -3
   a.rows = 2;

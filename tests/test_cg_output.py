@@ -89,6 +89,26 @@ def main():
     check(rec.get("stop_reason") == "max_iters" and rec["iterations"]["max"] == 7, "max_iters stop at 7")
     check(rec["details"].get("operator") == "csr", f"operator {rec['details'].get('operator')!r}")
 
+    # Progress control in the preconditioner: with --progress test and --reduction doubling each IC(0)
+    # application polls once per --test-interval rows in each of its two passes; the iterates are
+    # those of a run without polls, bitwise.
+    recs = {}
+    for name, progress in (("none", ("--progress", "none")), ("test", ("--progress", "test", "--test-interval", "64"))):
+        path = os.path.join(args.workdir, f"cg_pc_polls_{name}.json")
+        run(args, 2, "--method", "groppcg", "--pc", "bjacobi-ic0", "--reduction", "doubling", "--global", "12x10x9",
+            "--rtol", "1e-8", *progress, "--quiet", "--json", path, expect_code=0)
+        with open(path) as f:
+            recs[name] = json.load(f)
+    check_record(recs["test"], "groppcg", True)
+    hist = {k: (r["residual_history"].get("iteration"), r["residual_history"].get("residual")) for k, r in recs.items()}
+    check(hist["test"] == hist["none"], "--progress test: residual history differs from --progress none")
+    for p in recs["none"]["per_rank"]:
+        check(p.get("pc_polls") == 0, f"--progress none: rank {p.get('rank')} pc_polls {p.get('pc_polls')!r}, expected 0")
+    for p in recs["test"]["per_rank"]:
+        want = p.get("pc_applications", 0) * 2 * -(-p.get("local_rows", 0) // 64)
+        check(p.get("pc_applications", 0) > 0 and p.get("pc_polls") == want,
+              f"--progress test: rank {p.get('rank')} pc_polls {p.get('pc_polls')!r}, expected {want}")
+
     return conclude("all cg output checks passed")
 
 

@@ -95,7 +95,8 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--reduction", reduction,
                  "pipecg, groppcg: dot products by MPI_Iallreduce overlapped with the preconditioner and the "
                  "matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive "
-                 "doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls)")
+                 "doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by "
+                 "--progress test's polls)")
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
   app.add_option("--matrix", matrix_path, "Solve with this Matrix Market matrix (symmetric positive definite)");
@@ -109,8 +110,8 @@ void CgCommand::add_options(CLI::App& app) {
   operator_opt_ = app.add_option("--operator", operator_kind,
                                  "poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)");
   app.add_option("--engine", engine, "Ghost exchange: p2p | neighbor | blocking")->capture_default_str();
-  app.add_option("--progress", progress, "Exchange progress during the interior rows: none | test (also advances a --reduction "
-                 "doubling in flight) | thread")
+  app.add_option("--progress", progress, "Exchange progress during the interior rows: none | test (its polls also advance a --reduction "
+                 "doubling in flight, there and in the preconditioner) | thread")
       ->capture_default_str();
   app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
       ->capture_default_str();
@@ -161,6 +162,8 @@ void CgCommand::finalise(MPI_Comm comm) {
   spmv.progress = linalg::parse_progress(progress);
   if (test_interval < 1) throw InputError("--test-interval must be >= 1");
   spmv.test_interval = test_interval;
+  // The preconditioner polls too where a poll can advance something: the recursive doubling.
+  s.pc_poll_interval = spmv.progress == linalg::Progress::test && s.doubling ? test_interval : 0;
   channels.apply(spmv);
 
   from_matrix = !matrix_path.empty();
@@ -243,6 +246,7 @@ RankFields rank_fields(const solvers::CgRankStats& s) {
       .integer("reductions", s.reductions)
       .integer("spmvs", s.spmvs)
       .integer("pc_applications", s.pc_applications)
+      .integer("pc_polls", s.pc_polls)
       .integer("replacements", s.replacements)
       .integer("messages_sent", s.spmv.messages_sent)
       .integer("messages_received", s.spmv.messages_received)

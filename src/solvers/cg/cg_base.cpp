@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "desync/communication/reduction.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/monitor.hpp"
 
@@ -119,6 +120,15 @@ bool CgBase::start() {
     try {
       pc_ = make_preconditioner(o_.pc, A_);
       pc_cost_ = fmt::format("pc.{}", to_string(pc_->kind()));
+      // Progress control: each poll inside an application charges its rows (simulated cluster)
+      // and advances the reduction in flight (a no-op when none is).
+      if (o_.pc_poll_interval > 0)
+        pc_->set_polls({o_.pc_poll_interval, [this](double rows) {
+                          core::charge(pc_cost_.c_str(), rows);
+                          pc_polled_rows_ += rows;
+                          ++res_.stats.pc_polls;
+                          comm::progress_reduction();
+                        }});
     } catch (const PcSetupError& e) {
       pc_error = e.what();
     }

@@ -105,7 +105,7 @@ class CgBase {
     Timed t(times().pc);
     ++res_.stats.pc_applications;
     const double d = pc_->apply_dot(r, u);
-    core::charge(pc_cost_.c_str(), static_cast<double>(r.size()));  // simulated cluster
+    charge_pc(r.size());
     return d;
   }
   /// u = M^-1 r.
@@ -113,7 +113,12 @@ class CgBase {
     Timed t(times().pc);
     ++res_.stats.pc_applications;
     pc_->apply(r, u);
-    core::charge(pc_cost_.c_str(), static_cast<double>(r.size()));  // simulated cluster
+    charge_pc(r.size());
+  }
+  /// Simulated cluster: an application's rows, less those its polls charged.
+  void charge_pc(std::size_t rows) {
+    core::charge(pc_cost_.c_str(), static_cast<double>(rows) - pc_polled_rows_);
+    pc_polled_rows_ = 0;
   }
   /// Counts one preconditioner application that a fused kernel performs (update_*_jacobi).
   void count_fused_pc() { ++res_.stats.pc_applications; }
@@ -171,6 +176,7 @@ class CgBase {
   // Simulated cluster: the cost model's entries for the vector work of an iteration of this
   // method ("cg.<method>.vector") and for a preconditioner application ("pc.<kind>"), per row.
   std::string vector_cost_, pc_cost_;
+  double pc_polled_rows_ = 0;  ///< rows of the current preconditioner application charged at its polls
   const CgOptions& o_;
   CgResult& res_;
   std::size_t n_;

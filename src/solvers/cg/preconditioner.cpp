@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
 
 #include "desync/linalg/vector.hpp"
@@ -88,26 +89,37 @@ Ic0Factor::Ic0Factor(const linalg::LocalCsr& a, int rank, std::int64_t first_glo
   }
 }
 
-double Ic0Factor::solve(std::span<const double> r, std::span<double> u) const {
+double Ic0Factor::solve(std::span<const double> r, std::span<double> u, const PcPolls* polls) const {
   const double* rp = r.data();
   double* up = u.data();
   const std::int64_t* ptr = ptr_.data();
   const std::int32_t* col = col_.data();
   const double* val = val_.data();
   const double* id = inv_diag_.data();
+  // Rows per chunk: a poll after each (progress control), or the whole pass in one.
+  const bool polling = polls != nullptr && polls->active();
+  const std::int64_t step = polling ? polls->interval : std::max<std::int64_t>(n_, 1);
   // Forward: L y = r (row-oriented).
-  for (std::int64_t i = 0; i < n_; ++i) {
-    double v = rp[i];
-    for (std::int64_t t = ptr[i]; t < ptr[i + 1]; ++t) v -= val[t] * up[col[t]];
-    up[i] = v * id[i];
+  for (std::int64_t b = 0; b < n_; b += step) {
+    const std::int64_t e = std::min(n_, b + step);
+    for (std::int64_t i = b; i < e; ++i) {
+      double v = rp[i];
+      for (std::int64_t t = ptr[i]; t < ptr[i + 1]; ++t) v -= val[t] * up[col[t]];
+      up[i] = v * id[i];
+    }
+    if (polling) polls->poll(0.5 * static_cast<double>(e - b));
   }
   // Backward: L^T u = y, column-oriented over L's rows, in place; (r, u) accumulated as u_i is final.
   double ru = 0;
-  for (std::int64_t i = n_ - 1; i >= 0; --i) {
-    const double ui = up[i] * id[i];
-    up[i] = ui;
-    ru += rp[i] * ui;
-    for (std::int64_t t = ptr[i]; t < ptr[i + 1]; ++t) up[col[t]] -= val[t] * ui;
+  for (std::int64_t b = n_; b > 0; b -= step) {
+    const std::int64_t e = std::max<std::int64_t>(0, b - step);
+    for (std::int64_t i = b - 1; i >= e; --i) {
+      const double ui = up[i] * id[i];
+      up[i] = ui;
+      ru += rp[i] * ui;
+      for (std::int64_t t = ptr[i]; t < ptr[i + 1]; ++t) up[col[t]] -= val[t] * ui;
+    }
+    if (polling) polls->poll(0.5 * static_cast<double>(b - e));
   }
   return ru;
 }
@@ -135,20 +147,34 @@ class JacobiPc final : public Preconditioner {
     const double* d = inv_.data();
     double* up = u.data();
     const auto n = static_cast<std::int64_t>(r.size());
+    if (!polls_.active()) {
 #pragma omp simd
-    for (std::int64_t i = 0; i < n; ++i) up[i] = d[i] * rp[i];
+      for (std::int64_t i = 0; i < n; ++i) up[i] = d[i] * rp[i];
+      return;
+    }
+    for (std::int64_t b = 0; b < n; b += polls_.interval) {  // the same products, a poll per chunk
+      const std::int64_t e = std::min(n, b + polls_.interval);
+#pragma omp simd
+      for (std::int64_t i = b; i < e; ++i) up[i] = d[i] * rp[i];
+      polls_.poll(static_cast<double>(e - b));
+    }
   }
   double apply_dot(std::span<const double> r, std::span<double> u) const override {
     const double* rp = r.data();
     const double* d = inv_.data();
     double* up = u.data();
     const auto n = static_cast<std::int64_t>(r.size());
+    const std::int64_t step = polls_.active() ? polls_.interval : std::max<std::int64_t>(n, 1);
     double s = 0;
+    for (std::int64_t b = 0; b < n; b += step) {  // with polls, (r, u) is summed chunk by chunk
+      const std::int64_t e = std::min(n, b + step);
 #pragma omp simd reduction(+ : s)
-    for (std::int64_t i = 0; i < n; ++i) {
-      const double z = d[i] * rp[i];
-      up[i] = z;
-      s += rp[i] * z;
+      for (std::int64_t i = b; i < e; ++i) {
+        const double z = d[i] * rp[i];
+        up[i] = z;
+        s += rp[i] * z;
+      }
+      if (polls_.active()) polls_.poll(static_cast<double>(e - b));
     }
     return s;
   }
@@ -162,8 +188,10 @@ class BlockIc0Pc final : public Preconditioner {
  public:
   explicit BlockIc0Pc(Ic0Factor f) : f_(std::move(f)) {}
   PcKind kind() const override { return PcKind::bjacobi_ic0; }
-  void apply(std::span<const double> r, std::span<double> u) const override { f_.solve(r, u); }
-  double apply_dot(std::span<const double> r, std::span<double> u) const override { return f_.solve(r, u); }
+  void apply(std::span<const double> r, std::span<double> u) const override { f_.solve(r, u, &polls_); }
+  double apply_dot(std::span<const double> r, std::span<double> u) const override {
+    return f_.solve(r, u, &polls_);
+  }
 
  private:
   Ic0Factor f_;

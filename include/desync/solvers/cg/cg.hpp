@@ -73,6 +73,9 @@ struct CgOptions {
   /// With nonblocking: the sums by recursive doubling over point-to-point messages instead of
   /// MPI_Iallreduce (for simulated clusters, whose MPI_Iallreduce is all-to-all).
   bool doubling = false;
+  /// Progress control in the preconditioner (--progress test): a poll of the reduction in flight
+  /// every this many rows of an application; 0: none.
+  std::int64_t pc_poll_interval = 0;
   double rtol = 1e-6;                 ///< on ||r|| / ||b||
   std::int64_t max_iters = 10000;
   double time_limit = 0;              ///< seconds, 0 = none (agreed on through the reductions)
@@ -108,6 +111,7 @@ struct CgRankStats {
   long reductions = 0;
   long spmvs = 0;
   long pc_applications = 0;
+  long pc_polls = 0;  ///< progress polls inside preconditioner applications (--progress test)
   long replacements = 0;
   CgTimes time;
   linalg::SpmvStats spmv;

@@ -9,6 +9,7 @@
 //                 is a forward and a backward triangular solve (paper 004, section 2: IC(0) with
 //                 block-Jacobi localisation).
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
@@ -31,6 +32,16 @@ class PcSetupError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+/// Progress control inside an application (--progress test): every `interval` rows (0: never) an
+/// application calls `poll(rows)` with the rows done since its previous call (a triangular solve's
+/// forward and backward passes count half a row each), so that a reduction in flight advances while
+/// the preconditioner works. The arithmetic is the same as without polls.
+struct PcPolls {
+  std::int64_t interval = 0;
+  std::function<void(double rows)> poll;
+  bool active() const { return interval > 0 && poll; }
+};
+
 class Preconditioner {
  public:
   virtual ~Preconditioner() = default;
@@ -41,6 +52,11 @@ class Preconditioner {
   virtual double apply_dot(std::span<const double> r, std::span<double> u) const = 0;
   /// jacobi only: 1 / diag(A); empty otherwise.
   virtual std::span<const double> inverse_diagonal() const { return {}; }
+  /// Polls during every later application (none does not poll: it is a copy).
+  void set_polls(PcPolls polls) { polls_ = std::move(polls); }
+
+ protected:
+  PcPolls polls_;
 };
 
 /// Builds the preconditioner of `kind` for `A` (local work only). Throws PcSetupError on this rank
@@ -54,7 +70,8 @@ class Ic0Factor {
  public:
   Ic0Factor(const linalg::LocalCsr& a, int rank = 0, std::int64_t first_global_row = 0);
   /// u = (L L^T)^-1 r; returns (r, u) of the entries (accumulated during the backward solve).
-  double solve(std::span<const double> r, std::span<double> u) const;
+  /// With active `polls`, polls every polls->interval rows of each pass (half a row each).
+  double solve(std::span<const double> r, std::span<double> u, const PcPolls* polls = nullptr) const;
   std::int64_t rows() const { return n_; }
 
  private:
