@@ -147,16 +147,12 @@ class JacobiPc final : public Preconditioner {
     const double* d = inv_.data();
     double* up = u.data();
     const auto n = static_cast<std::int64_t>(r.size());
-    if (!polls_.active()) {
-#pragma omp simd
-      for (std::int64_t i = 0; i < n; ++i) up[i] = d[i] * rp[i];
-      return;
-    }
-    for (std::int64_t b = 0; b < n; b += polls_.interval) {  // the same products, a poll per chunk
-      const std::int64_t e = std::min(n, b + polls_.interval);
+    const std::int64_t step = polls_.active() ? polls_.interval : std::max<std::int64_t>(n, 1);
+    for (std::int64_t b = 0; b < n; b += step) {  // with polls, the same products, a poll per chunk
+      const std::int64_t e = std::min(n, b + step);
 #pragma omp simd
       for (std::int64_t i = b; i < e; ++i) up[i] = d[i] * rp[i];
-      polls_.poll(static_cast<double>(e - b));
+      if (polls_.active()) polls_.poll(static_cast<double>(e - b));
     }
   }
   double apply_dot(std::span<const double> r, std::span<double> u) const override {
