@@ -136,7 +136,7 @@ TEST_P(AsyncFlowControl, SendsBlockAtRAndNewestMessageWins) {
             max_in_flight = std::max(max_in_flight, ch.in_flight());
             min_in_flight = std::min(min_in_flight, ch.in_flight());
           },
-          0.3);
+          0.1);
       EXPECT_FALSE(could_send) << "can_send() with R messages that nothing can have matched";
       EXPECT_EQ(max_in_flight, R);
       EXPECT_EQ(min_in_flight, R);
@@ -416,7 +416,7 @@ TEST_P(CloseInFlight, NoHangAndNothingPending) {
             ch.send(++sent);
           }
         },
-        0.2);
+        0.05);
     EXPECT_GT(ch.in_flight(), 0) << "nothing in flight: the test does not test close()";
     EXPECT_LE(ch.in_flight(), R);
     if (!desync_test::one_sided()) {
@@ -520,7 +520,7 @@ TEST(ChannelAll, RacyElementsDecodeToSentValues) {
   const int rank = desync_test::world_rank(), size = desync_test::world_size();
   if (size < 2) GTEST_SKIP() << "needs 2 ranks";
   const std::size_t n = 50;
-  const std::int64_t N = 120;
+  const std::int64_t N = 40;
   auto encode = [](int sender, std::int64_t level, std::size_t m) {
     return (static_cast<double>(sender + 1) * 100000.0 + static_cast<double>(level)) * 1000.0 + static_cast<double>(m);
   };
@@ -540,7 +540,10 @@ TEST(ChannelAll, RacyElementsDecodeToSentValues) {
     std::vector<std::int64_t> sent(ch.size(), 0);
     std::string problem;
     long checked = 0;
-    keep_calling(
+    // Until every rank has sent every level on every channel (flow control: R = 2 in flight per
+    // channel, so a rank done sending keeps receiving until the non-blocking barrier completes).
+    MPI_Request everyone_sent = MPI_REQUEST_NULL;
+    const bool all_sent = poll_until(
         [&] {
           for (std::size_t k = 0; k < ch.size(); ++k) {
             if (sent[k] < N && ch[k]->can_send()) {
@@ -562,8 +565,16 @@ TEST(ChannelAll, RacyElementsDecodeToSentValues) {
               ++checked;
             }
           }
+          if (everyone_sent == MPI_REQUEST_NULL) {
+            if (!std::all_of(sent.begin(), sent.end(), [&](std::int64_t k) { return k == N; })) return false;
+            MPI_Ibarrier(comm, &everyone_sent);
+          }
+          int done = 0;
+          MPI_Test(&everyone_sent, &done, MPI_STATUS_IGNORE);
+          return done != 0;
         },
-        1.0);
+        60.0);
+    EXPECT_TRUE(all_sent);
     EXPECT_EQ(problem, "");
     EXPECT_GT(checked, 0);
     std::vector<Channel*> all;

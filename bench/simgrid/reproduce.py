@@ -6,8 +6,8 @@ per node, 12.5 GB/s, 1 us) with the cost model calibrated on this machine, and p
 study: simulated time, iterations (min/mean/max over ranks), and the host's wall time per simulated
 run. `--set quick` is the subset of `make bench` (a few minutes here); `--set full` the whole
 reproduction set. Each simulation runs on one core; `--jobs` of them run side by side (default: one
-per core), the largest first. `--only` and `--ranks` pick studies and rank counts; `--markdown`
-prints the tables of an earlier `--json` file.
+per core), the largest first. `--only`, `--ranks` and `--match` pick studies, rank counts and runs
+(by label); `--markdown` prints the tables of an earlier `--json` file.
 
     python3 bench/simgrid/calibrate.py -o build/sim/costs.json
     python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set quick --json build/sim/quick.json
@@ -51,18 +51,29 @@ def studies(full):
             rows.append((f"jacobi {mode[1]} P=64 to 1e-3", 64,
                          ["jacobi", *mode, "--local", "8", "--tol", "1e-3", "--max-iters", "50000"], []))
         out.append(("jacobi-converge", "Bethune et al., 2011, Table 1", rows))
-    # Section 6.1: one core slowed 2x. The residual reached in the same simulated time (4 ms),
-    # 32^3 points per rank: the time-to-solution finding without simulating thousands of iterations.
-    # The slowed core is the middle of the process grid (a corner rank has half the halo work of an
-    # interior one, so its slack would absorb the slowdown).
+    # Section 6.1: one core slowed 2x. The residual reached in the same simulated time: the
+    # time-to-solution finding without simulating thousands of iterations. 32^3 points per rank at
+    # 64 ranks (4 ms). The full set adds the paper's 50^3 per rank at the largest count, 1024 ranks:
+    # with this host's cores (6 ms), and with cores 25 times slower ("paper's cores", 60 ms;
+    # smpi/host-speed 25 times the platform's: the calibrated seconds are a 25 times faster core's),
+    # so that an iteration costs what the paper's did (3.1-3.6 ms in its Table 1, against 0.25 ms
+    # here): the finding depends on how much of an iteration is computation. The slowed core is the
+    # middle of the process grid (a corner rank has half the halo work of an interior one, so its
+    # slack would absorb the slowdown); ranks are numbered row-major over the grid (MPI_Cart_create
+    # without reordering).
     rows = []
-    for p, d in ([(64, 4), (512, 8)] if full else [(64, 4)]):
-        middle = d // 2 + (d // 2) * d + (d // 2) * d * d
+    cases = [(64, (4, 4, 4), 32, "0.004", "10", "", [])]
+    if full:
+        cases += [(1024, (16, 8, 8), 50, "0.006", "5", "", []),
+                  (1024, (16, 8, 8), 50, "0.06", "2", " paper's cores", ["--cfg", "smpi/host-speed:25Gf"])]
+    for p, dims, n, limit, every, tag, sim in cases:
+        middle = ((dims[0] // 2) * dims[1] + dims[1] // 2) * dims[2] + dims[2] // 2
+        size = "" if n == 32 else f" {n}^3"
         for mode in (["--mode", "sync"], ["--mode", "async", "--transport", "p2p", "--reduction", "tree"]):
             for slow in ([], ["--slow-rank", str(middle), "--slow-factor", "2"]):
-                label = f"jacobi {mode[1]} P={p}" + (f" rank {middle} slowed 2x" if slow else "")
-                rows.append((label, p, ["jacobi", *mode, "--local", "32", "--tol", "1e-30", "--time-limit", "0.004",
-                                        "--check-every", "10", *slow], []))
+                label = f"jacobi {mode[1]} P={p}{size}{tag}" + (f" rank {middle} slowed 2x" if slow else "")
+                rows.append((label, p, ["jacobi", *mode, "--local", str(n), "--dims", "x".join(map(str, dims)),
+                                        "--tol", "1e-30", "--time-limit", limit, "--check-every", every, *slow], sim))
     out.append(("jacobi-slow-core", "Bethune et al., 2011, section 6.1", rows))
     # Aditya et al., 2019, Figures 8 and 12: sync against weakly synchronous under jitter; weak
     # scaling at 16^3 points per rank, strong scaling of a 96^3 grid.
@@ -188,6 +199,7 @@ def main():
     ap.add_argument("--set", choices=["quick", "full"], default="quick")
     ap.add_argument("--only", nargs="*", help="studies to run (default: all of the set)")
     ap.add_argument("--ranks", nargs="*", type=int, help="rank counts to run (default: all of the set's)")
+    ap.add_argument("--match", help="only the runs whose label contains this text")
     ap.add_argument("--sim-args", default="--cfg smpi/test:1e-8", help="further desync-sim run arguments")
     ap.add_argument("--timeout", type=int, default=3600, help="seconds of host time per simulation")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1,
@@ -202,7 +214,8 @@ def main():
     if not args.costs:
         ap.error("--costs is required (the cost model, bench/simgrid/calibrate.py)")
     args.sim_args = shlex.split(args.sim_args)
-    selected = [(name, paper, [row for row in rows if not args.ranks or row[1] in args.ranks])
+    selected = [(name, paper, [row for row in rows if (not args.ranks or row[1] in args.ranks)
+                               and (not args.match or args.match in row[0])])
                 for name, paper, rows in studies(args.set == "full") if not args.only or name in args.only]
     jobs = [(name, row) for name, _, rows in selected for row in rows]
     # A run two studies share (e.g. the 216-rank PDE run: 16^3 per rank in the weak study, 96^3 over

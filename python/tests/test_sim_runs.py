@@ -100,6 +100,22 @@ def test_slow_rank_slows_the_synchronous_run(tmp_path, costs):
     assert slow["simulation"]["rank_speed"][1] == 0.5
 
 
+def test_slower_cores_scale_the_work_not_the_pauses(tmp_path, costs):
+    # smpi/host-speed 4x the platform's: the calibrated seconds are a 4x faster core's, so the work
+    # takes 4x longer; desync's own --slow-rank pauses (f - 1) x the work it measured, and a pause
+    # is simulated time, so it stays equal to the (longer) work, not 4x that.
+    args = ["jacobi", "--mode", "sync", "--local", "12", "--max-iters", "50", "--tol", "1e-30",
+            "--slow-rank", "1", "--slow-factor", "2"]
+    _, base = simulate(tmp_path, costs, 2, args, name="base.json")
+    _, slow = simulate(tmp_path, costs, 2, args, ["--cfg", "smpi/host-speed:4Gf"], name="slow.json")
+    for r in (base, slow):
+        t = r["per_rank"][1]["time"]
+        assert t["noise"] == pytest.approx(t["compute"], rel=0.05)
+    assert slow["per_rank"][0]["time"]["compute"] == pytest.approx(4 * base["per_rank"][0]["time"]["compute"],
+                                                                   rel=0.01)
+    assert slow["simulation"]["host_speed_flops"] == 4e9
+
+
 def test_pipelined_cg_with_recursive_doubling_converges_as_the_real_run(tmp_path, costs):
     # 5 simulated ranks: a rank outside the power of two folds in and gets the total back.
     args = ["cg", "--method", "pipecg", "--local", "8", "--rtol", "1e-8"]

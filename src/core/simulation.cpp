@@ -38,6 +38,9 @@ struct Model {
   /// Flops per second of the cost model (smpi/host-speed, which desync-sim writes into sim.json):
   /// a charge of s seconds executes s x host_flops flops on the rank's host, at that host's speed.
   double host_flops = 1e9;
+  /// Flops per second of the platform's cores: a pause of s seconds executes s x platform_flops
+  /// flops, so it lasts s seconds whatever smpi/host-speed says of the calibrated seconds.
+  double platform_flops = 1e9;
 };
 
 const Model& model() {
@@ -70,6 +73,9 @@ const Model& model() {
       m.host_flops = j.at("host_speed_flops").get<double>();
     else if (j.contains("platform") && j.at("platform").contains("speed_flops"))
       m.host_flops = j.at("platform").at("speed_flops").get<double>();
+    m.platform_flops = j.contains("platform") && j.at("platform").contains("speed_flops")
+                           ? j.at("platform").at("speed_flops").get<double>()
+                           : m.host_flops;
     if (j.contains("rank_speed")) {
       const auto& s = j.at("rank_speed");
       if (rank < static_cast<int>(s.size())) m.speed = s.at(static_cast<std::size_t>(rank)).get<double>();
@@ -80,6 +86,8 @@ const Model& model() {
   if (!(m.speed > 0)) throw InputError(fmt::format("DESYNC_SIM {}: rank {} has speed {}", path, rank, m.speed));
   if (!(m.host_flops > 0))
     throw InputError(fmt::format("DESYNC_SIM {}: host_speed_flops {} must be > 0", path, m.host_flops));
+  if (!(m.platform_flops > 0))
+    throw InputError(fmt::format("DESYNC_SIM {}: platform speed_flops {} must be > 0", path, m.platform_flops));
   // Every kind a run may charge, checked now (a rank failing later, mid-exchange, would leave its
   // neighbours waiting).
   std::string missing;
@@ -95,12 +103,13 @@ const Model& model() {
 }  // namespace
 
 namespace {
-/// Advances this rank's simulated clock by `seconds` of work on its host. smpi_execute(seconds)
+/// Advances this rank's simulated clock by executing `flops` on its host. smpi_execute(seconds)
 /// would drop any duration below smpi/cpu-threshold (1 us by default: a 32x32 face's pack, most
-/// of a small subdomain's work); the flops of the same duration are executed whatever their size.
-void execute(const Model& m, double seconds) {
-  if (seconds > 0) smpi_execute_flops(seconds * m.host_flops);
+/// of a small subdomain's work); flops are executed whatever their number.
+void execute_flops(double flops) {
+  if (flops > 0) smpi_execute_flops(flops);
 }
+
 }  // namespace
 
 void charge(const char* kind, double units) {
@@ -110,12 +119,14 @@ void charge(const char* kind, double units) {
     throw InputError(fmt::format("DESYNC_SIM: the cost model has no entry \"{}\" (seconds per unit); calibrate it "
                                  "with bench/simgrid/calibrate.py",
                                  kind));
-  execute(m, units * it->second / m.speed);
+  // Calibrated seconds of this rank's work, at the cost model's flops per second.
+  execute_flops(units * it->second / m.speed * m.host_flops);
 }
 
 double pause(double seconds) {
+  // Seconds of the modelled machine's time, not calibrated work: at the platform core's speed.
   const double t0 = wall_time();
-  execute(model(), seconds);
+  execute_flops(seconds * model().platform_flops);
   return wall_time() - t0;
 }
 
