@@ -59,8 +59,8 @@ def studies(full):
     # so that an iteration costs what the paper's did (3.1-3.6 ms in its Table 1, against 0.25 ms
     # here): the finding depends on how much of an iteration is computation. The slowed core is the
     # middle of the process grid (a corner rank has half the halo work of an interior one, so its
-    # slack would absorb the slowdown); ranks are numbered row-major over the grid (MPI_Cart_create
-    # without reordering). With this host's cores at 1024 ranks only the synchronous pair runs: the
+    # slack would absorb the slowdown); desync numbers ranks x fastest over the --dims PXxPYxPZ grid
+    # (CartGrid). With this host's cores at 1024 ranks only the synchronous pair runs: the
     # asynchronous pair costs 1100 s of host time, beyond the set's budget.
     rows = []
     sync_async = (["--mode", "sync"], ["--mode", "async", "--transport", "p2p", "--reduction", "tree"])
@@ -69,7 +69,7 @@ def studies(full):
         cases += [(1024, (16, 8, 8), 50, "0.006", "5", "", [], sync_async[:1]),
                   (1024, (16, 8, 8), 50, "0.06", "2", " paper's cores", ["--cfg", "smpi/host-speed:25Gf"], sync_async)]
     for p, dims, n, limit, every, tag, sim, modes in cases:
-        middle = ((dims[0] // 2) * dims[1] + dims[1] // 2) * dims[2] + dims[2] // 2
+        middle = dims[0] // 2 + dims[0] * (dims[1] // 2 + dims[1] * (dims[2] // 2))
         size = "" if n == 32 else f" {n}^3"
         for mode in modes:
             for slow in ([], ["--slow-rank", str(middle), "--slow-factor", "2"]):

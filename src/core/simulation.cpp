@@ -69,13 +69,10 @@ const Model& model() {
       for (const auto& [k, v] : c.items())
         if (v.is_number()) m.costs[k] = v.get<double>();
     }
-    if (j.contains("host_speed_flops"))  // smpi/host-speed, as smpi_execute would convert seconds
-      m.host_flops = j.at("host_speed_flops").get<double>();
-    else if (j.contains("platform") && j.at("platform").contains("speed_flops"))
-      m.host_flops = j.at("platform").at("speed_flops").get<double>();
-    m.platform_flops = j.contains("platform") && j.at("platform").contains("speed_flops")
-                           ? j.at("platform").at("speed_flops").get<double>()
-                           : m.host_flops;
+    if (j.contains("platform") && j.at("platform").contains("speed_flops"))
+      m.platform_flops = j.at("platform").at("speed_flops").get<double>();
+    // smpi/host-speed, as smpi_execute would convert seconds; without it, the platform's speed.
+    m.host_flops = j.contains("host_speed_flops") ? j.at("host_speed_flops").get<double>() : m.platform_flops;
     if (j.contains("rank_speed")) {
       const auto& s = j.at("rank_speed");
       if (rank < static_cast<int>(s.size())) m.speed = s.at(static_cast<std::size_t>(rank)).get<double>();
@@ -109,7 +106,6 @@ namespace {
 void execute_flops(double flops) {
   if (flops > 0) smpi_execute_flops(flops);
 }
-
 }  // namespace
 
 void charge(const char* kind, double units) {
