@@ -18,6 +18,9 @@ CMAKE_FLAGS ?=
 export OMPI_ALLOW_RUN_AS_ROOT := 1
 export OMPI_ALLOW_RUN_AS_ROOT_CONFIRM := 1
 export OMPI_MCA_rmaps_base_oversubscribe := 1
+# When a rank exits non-zero (bad input), mpirun kills the job at once instead of waiting 1 s
+# between SIGTERM and SIGKILL (about 2 s a run; the tests check many bad inputs).
+export OMPI_MCA_odls_base_sigkill_timeout := 0
 
 .PHONY: all deps build build-mpich build-sim bench-sim demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz sanitize tsan install clean
 

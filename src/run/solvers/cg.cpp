@@ -31,6 +31,8 @@
 
 namespace desync::run {
 
+// A named namespace around the file-local one: the run layer builds as one unity translation unit.
+namespace cg_command {
 namespace {
 
 /// The methods, from the one list of the CG family (solvers::cg_methods).
@@ -383,10 +385,11 @@ int CgCommand::run(MPI_Comm comm) {
 std::unique_ptr<SolverCommand> create() { return std::make_unique<CgCommand>(); }
 
 }  // namespace
+}  // namespace cg_command
 
 SolverInfo cg_solver() {
   return {"cg", "Conjugate gradients (cg, cg-cg, pipecg, groppcg) on poisson3d, elasticity3d or a matrix", "--method",
-          methods(), &create};
+          cg_command::methods(), &cg_command::create};
 }
 
 }  // namespace desync::run

@@ -31,6 +31,8 @@
 
 namespace desync::run {
 
+// A named namespace around the file-local one: the run layer builds as one unity translation unit.
+namespace jacobi_command {
 namespace {
 
 /// The modes of `desync jacobi` (--mode, the JSON "method").
@@ -384,10 +386,11 @@ int JacobiCommand::run(MPI_Comm comm) {
 std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>(); }
 
 }  // namespace
+}  // namespace jacobi_command
 
 SolverInfo jacobi_solver() {
   return {"jacobi", "Jacobi's method on the 3D Laplace problem, sync, async or racy (Bethune et al.)", "--mode",
-          jacobi_modes, &create};
+          jacobi_command::jacobi_modes, &jacobi_command::create};
 }
 
 }  // namespace desync::run

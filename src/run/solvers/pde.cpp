@@ -28,6 +28,8 @@
 
 namespace desync::run {
 
+// A named namespace around the file-local one: the run layer builds as one unity translation unit.
+namespace pde_command {
 namespace {
 
 const std::vector<MethodInfo> pde_modes = {
@@ -409,10 +411,11 @@ int PdeCommand::run(MPI_Comm comm) {
 std::unique_ptr<SolverCommand> create() { return std::make_unique<PdeCommand>(); }
 
 }  // namespace
+}  // namespace pde_command
 
 SolverInfo pde_solver() {
   return {"pde", "Explicit PDE time stepping, sync or weakly synchronous with asynchrony-tolerant stencils (Aditya et al.)",
-          "--mode", pde_modes, &create};
+          "--mode", pde_command::pde_modes, &pde_command::create};
 }
 
 }  // namespace desync::run

@@ -30,6 +30,8 @@
 
 namespace desync::run {
 
+// A named namespace around the file-local one: the run layer builds as one unity translation unit.
+namespace schwarz_command {
 namespace {
 
 const std::vector<MethodInfo> schwarz_modes = {
@@ -342,10 +344,11 @@ int SchwarzCommand::run(MPI_Comm comm) {
 std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand>(); }
 
 }  // namespace
+}  // namespace schwarz_command
 
 SolverInfo schwarz_solver() {
   return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace), sync or async (Yamazaki et al.)",
-          "--mode", schwarz_modes, &create};
+          "--mode", schwarz_command::schwarz_modes, &schwarz_command::create};
 }
 
 }  // namespace desync::run
