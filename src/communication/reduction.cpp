@@ -116,10 +116,11 @@ class TreeReduction final : public NonblockingReduction {
     for (int c : {2 * rank_ + 1, 2 * rank_ + 2})
       if (c < size_) children_.push_back(c);
     partial_.resize(n_);
-    from_children_.assign(children_.size(), std::vector<double>(n_));
+    // Receive buffers hold at least one double: the mark of mark_unreceived (simulated clusters).
+    from_children_.assign(children_.size(), std::vector<double>(std::max<std::size_t>(n_, 1)));
     child_requests_.assign(children_.size(), MPI_REQUEST_NULL);
     down_send_requests_.assign(children_.size(), MPI_REQUEST_NULL);
-    down_.resize(n_);
+    down_.resize(std::max<std::size_t>(n_, 1));
     result_.resize(n_);
   }
   ~TreeReduction() override { finish(); }
@@ -127,6 +128,7 @@ class TreeReduction final : public NonblockingReduction {
   void start(std::span<const double> values) override {
     std::copy(values.begin(), values.end(), partial_.begin());
     for (std::size_t c = 0; c < children_.size(); ++c) {
+      mark_unreceived(from_children_[c].data());
       MPI_Irecv(from_children_[c].data(), static_cast<int>(n_), MPI_DOUBLE, children_[c], up_tag, comm_.get(),
                 &child_requests_[c]);
       RequestLedger::posted();
@@ -139,25 +141,26 @@ class TreeReduction final : public NonblockingReduction {
     if (!active_) return false;
     retire_sends();
     if (phase_ == Phase::gathering) {
-      for (auto& r : child_requests_)
-        if (!test_request(r)) return false;
+      for (std::size_t c = 0; c < children_.size(); ++c)
+        if (!test_receive(child_requests_[c], from_children_[c].data())) return false;
       for (const auto& v : from_children_)
         for (std::size_t i = 0; i < n_; ++i) partial_[i] += v[i];
       // down_ is the buffer the last round's broadcast sent from; those sends are matched by now
       // (the children took part in this round) but must be completed before down_ is reused.
       for (auto& r : down_send_requests_) wait_request(r);
       if (parent_ == MPI_PROC_NULL) {
-        down_ = partial_;
+        std::copy(partial_.begin(), partial_.end(), down_.begin());
         return broadcast_down();
       }
       wait_request(up_send_request_);  // previous round's send, long complete in practice
       up_ = partial_;
       MPI_Isend(up_.data(), static_cast<int>(n_), MPI_DOUBLE, parent_, up_tag, comm_.get(), &up_send_request_);
+      mark_unreceived(down_.data());  // the sends from down_ completed above
       MPI_Irecv(down_.data(), static_cast<int>(n_), MPI_DOUBLE, parent_, down_tag, comm_.get(), &parent_request_);
       RequestLedger::posted(2);
       phase_ = Phase::waiting_for_root;
     }
-    if (!test_request(parent_request_)) return false;
+    if (!test_receive(parent_request_, down_.data())) return false;
     return broadcast_down();
   }
 
@@ -182,7 +185,7 @@ class TreeReduction final : public NonblockingReduction {
                 &down_send_requests_[c]);
       RequestLedger::posted();
     }
-    result_ = down_;
+    std::copy_n(down_.begin(), n_, result_.begin());
     active_ = false;
     ++completed_;
     return true;
@@ -220,7 +223,7 @@ class DoublingReduction final : public NonblockingReduction {
     while (2 * p2_ <= size_) p2_ *= 2;
     for (int m = 1; m < p2_; m *= 2) ++rounds_;
     x_.resize(n_);
-    y_.resize(n_);
+    y_.resize(std::max<std::size_t>(n_, 1));  // at least the mark of mark_unreceived
     result_.resize(n_);
     // Two sets of send buffers, used by consecutive reductions in turn: a send of reduction j is
     // matched before this rank completes reduction j + 1 (every partner of j + 1 has finished j).
@@ -250,10 +253,10 @@ class DoublingReduction final : public NonblockingReduction {
     if (!active_) return false;
     for (;;) {
       if (step_ == Step::done) return complete();
-      if (!test_request(receive_)) return false;
+      if (!test_receive(receive_, y_.data())) return false;
       switch (step_) {
         case Step::waiting_for_total:
-          x_ = y_;
+          std::copy_n(y_.begin(), n_, x_.begin());
           step_ = Step::done;
           break;
         case Step::folding:
@@ -305,6 +308,7 @@ class DoublingReduction final : public NonblockingReduction {
     RequestLedger::posted();
   }
   void post_receive(int from, int tag) {
+    mark_unreceived(y_.data());
     MPI_Irecv(y_.data(), static_cast<int>(n_), MPI_DOUBLE, from, tag, comm_.get(), &receive_);
     RequestLedger::posted();
   }
