@@ -122,6 +122,32 @@ TEST_P(Reduction, StartCopiesItsInput) {
   EXPECT_EQ(RequestLedger::outstanding(), 0);
 }
 
+// wait() blocks until the sum is there (the tree and recursive doubling wait on each message they
+// need), after none, some or many test() calls that differ between ranks; the sums stay exact.
+TEST_P(Reduction, WaitCompletesAfterAnyNumberOfTests) {
+  desync_test::TestComm comm;
+  const int rank = desync_test::world_rank(), size = desync_test::world_size();
+  {
+    auto red = make_reduction(GetParam(), comm, count);
+    red->wait();  // nothing in flight: returns at once
+    EXPECT_EQ(red->completed(), 0);
+    for (int k = 0; k < 30; ++k) {
+      red->start(contribution(rank, k));
+      for (int t = 0; t < (rank + k) % 4; ++t) {
+        busy(20);
+        if (red->test()) break;
+      }
+      red->wait();
+      EXPECT_FALSE(red->active());
+      EXPECT_EQ(red->completed(), k + 1);
+      const auto want = expected_sum(size, k);
+      for (int i = 0; i < count; ++i)
+        EXPECT_EQ(red->result()[static_cast<std::size_t>(i)], want[static_cast<std::size_t>(i)]) << "round " << k;
+    }
+  }
+  EXPECT_EQ(RequestLedger::outstanding(), 0);
+}
+
 INSTANTIATE_TEST_SUITE_P(Kinds, Reduction, ::testing::Values(ReductionKind::iallreduce, ReductionKind::tree,
                                                                       ReductionKind::doubling),
                          [](const ::testing::TestParamInfo<ReductionKind>& info) {

@@ -164,6 +164,20 @@ class TreeReduction final : public NonblockingReduction {
     return broadcast_down();
   }
 
+  void wait() override {
+    while (active_ && !test()) {  // block on the message the round waits for, then advance
+      if (phase_ == Phase::waiting_for_root) {
+        wait_request(parent_request_);
+        continue;
+      }
+      for (auto& r : child_requests_)
+        if (r != MPI_REQUEST_NULL) {
+          wait_request(r);
+          break;
+        }
+    }
+  }
+
   void finish() override {
     if (active_) {  // only reached on error paths: complete the round so nothing stays pending
       while (!test()) {
@@ -271,6 +285,10 @@ class DoublingReduction final : public NonblockingReduction {
         case Step::done: break;
       }
     }
+  }
+
+  void wait() override {
+    while (active_ && !test()) wait_request(receive_);  // block on the round's message, then advance
   }
 
   void finish() override {

@@ -357,8 +357,7 @@ const double* GlobalSum::wait() {
     if (nonblocking_) {
       const double t0 = now();
       if (doubling_) {
-        while (doubling_->active() && !doubling_->test()) {  // may have completed earlier
-        }
+        doubling_->wait();  // may have completed earlier
         comm::set_progressed_reduction(nullptr);
         for (int i = 0; i < n_; ++i) recv_[static_cast<std::size_t>(i)] = doubling_->result()[static_cast<std::size_t>(i)];
       } else {

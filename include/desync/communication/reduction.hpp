@@ -32,6 +32,13 @@ class NonblockingReduction {
   virtual ~NonblockingReduction() = default;
   virtual void start(std::span<const double> values) = 0;
   virtual bool test() = 0;
+  /// Blocks until the reduction in flight (if any) completes; then result() holds the sum. The tree
+  /// and recursive doubling wait for each message they need (MPI_Wait), not by testing in a loop:
+  /// on a simulated cluster a request completed by MPI_Test stays in SimGrid's activity list.
+  virtual void wait() {
+    while (active_ && !test()) {
+    }
+  }
   virtual void finish() = 0;
   bool active() const { return active_; }
   std::span<const double> result() const { return result_; }
