@@ -166,13 +166,13 @@ class P2PBackend final : public TransportBackend {
           completed_[static_cast<std::size_t>(count++)] = static_cast<int>(s);
         }
     }
-    if (count > 0) {
-    } else if (block) {
-      MPI_Waitsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count, completed_.data(),
-                   MPI_STATUSES_IGNORE);
-    } else {
-      MPI_Testsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count, completed_.data(),
-                   MPI_STATUSES_IGNORE);
+    if (count == 0) {
+      if (block)
+        MPI_Waitsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count, completed_.data(),
+                     MPI_STATUSES_IGNORE);
+      else
+        MPI_Testsome(static_cast<int>(recv_requests_.size()), recv_requests_.data(), &count, completed_.data(),
+                     MPI_STATUSES_IGNORE);
     }
     if (count == MPI_UNDEFINED || count == 0) return;
     RequestLedger::retired(count);
