@@ -88,17 +88,29 @@ def test_simulated_run_is_deterministic(tmp_path, costs):
     assert [r["iterations"] for r in a["per_rank"]] == [r["iterations"] for r in b["per_rank"]]
 
 
-def test_asynchronous_run_with_tree_reduction_converges_and_ends_clean(tmp_path, costs):
+@pytest.mark.parametrize("sim_args", [[], ["--slow-rank", "2", "--slow-factor", "4"]], ids=["even", "slowed"])
+def test_asynchronous_run_with_tree_reduction_converges_and_ends_clean(tmp_path, costs, sim_args):
     # The asynchronous exchange and the tree reduction complete the receives SimGrid has written by
-    # MPI_Wait rather than MPI_Test (request_ledger.hpp, test_receive): every rank must still get
-    # every message it waits for, or the run would hang or stop without converging.
+    # MPI_Wait rather than MPI_Test (request_ledger.hpp, test_receive), and the channels' sends by
+    # MPI_Waitany beside such a receive (transport_p2p.cpp, reap_sends): every rank must still get
+    # every message it waits for, or the run would hang or stop without converging. With a rank
+    # slowed 4x its neighbours' send slots fill, and their sends complete by MPI_Test as well.
     args = ["jacobi", "--mode", "async", "--transport", "p2p", "--reduction", "tree", "--local", "8",
             "--tol", "1e-4"]
-    p, sim = simulate(tmp_path, costs, 6, args)
+    p, sim = simulate(tmp_path, costs, 6, args, sim_args)
     assert p.returncode == 0, p.stderr[-2000:]
     assert sim["converged"] and sim["true_residual"] <= 1e-4
     assert sim["outstanding_requests"] == 0
     assert sim["iterations"]["min"] < sim["iterations"]["max"]  # the ranks iterated at their own pace
+
+
+def test_asynchronous_schwarz_converges_and_ends_clean(tmp_path, costs):
+    # Asynchronous optimized Schwarz over the same channels, with its termination detection.
+    args = ["schwarz", "--mode", "async", "--transport", "p2p", "--local", "16", "--tol", "1e-6"]
+    p, sim = simulate(tmp_path, costs, 4, args)
+    assert p.returncode == 0, p.stderr[-2000:]
+    assert sim["converged"] and sim["true_residual"] <= 1e-4
+    assert sim["outstanding_requests"] == 0
 
 
 def test_slow_rank_slows_the_synchronous_run(tmp_path, costs):
