@@ -42,9 +42,10 @@ def studies(full):
                          ["jacobi", *mode, "--local", "32", "--max-iters", "100", "--tol", "1e-30"], []))
     out.append(("jacobi-weak", "Bethune et al., 2011, Table 1", rows))
     # Table 1's min/mean/max iterations to a tolerance: 8^3 points per rank (reduced from the paper's
-    # sizes), 64 ranks, residual 1e-3. The asynchronous run's host time grows with the square of its
-    # iterations (SimGrid 3.32 keeps every request completed by MPI_Test in the rank's activity list,
-    # docs/simulation.md): about 3 minutes here; to 1e-4, or at 256 ranks, it is hours.
+    # sizes), 64 ranks, residual 1e-3: about 2 minutes of host time for the asynchronous run. (SimGrid
+    # 3.32 keeps every request completed by MPI_Test in the rank's activity list, so host time grew
+    # with the square of the iterations; desync now completes by waits what has arrived,
+    # docs/simulation.md.)
     if full:
         rows = []
         for mode in (["--mode", "sync"], ["--mode", "async", "--transport", "p2p", "--reduction", "tree"]):
@@ -108,11 +109,10 @@ def studies(full):
     # until the reductions rival the local work. Alg. 3 and 4 with blocking reductions against 3i
     # and 4i, whose non-blocking reductions advance at polls inside the matrix-vector product
     # (--progress test every 512 rows: progress control by the solver's own calls, as an MPI without
-    # a progress thread needs). SimGrid's default smpi/grow-injected-times would make each failed
-    # MPI_Test sleep longer than the one before (one counter for all simulated ranks), so a poll
-    # inside the product would cost microseconds; it is off for this study.
+    # a progress thread needs). desync-sim turns off SimGrid's smpi/grow-injected-times, which would
+    # make each failed MPI_Test sleep longer than the one before (one counter for all simulated
+    # ranks), so that a poll costs the same 10 ns every time (docs/simulation.md).
     rows = []
-    no_growth = ["--cfg", "smpi/grow-injected-times:no"]
     progress = ["--reduction", "doubling", "--progress", "test", "--test-interval", "512"]
     for p in ([64, 128, 256, 512, 1024] if full else [64, 256]):
         for label, m, extra in (("cg", "cg", []), ("cg-cg", "cg-cg", []),
@@ -121,7 +121,7 @@ def studies(full):
                                 ("groppcg (Alg. 4)", "groppcg", ["--reduction", "blocking"]),
                                 ("groppcg progress (Alg. 4i)", "groppcg", progress)):
             rows.append((f"{label} P={p} 128^3", p, ["cg", "--method", m, "--global", "128", "--rtol", "1e-30",
-                                                     "--max-iters", "50", *extra], no_growth))
+                                                     "--max-iters", "50", *extra], []))
     out.append(("cg-strong", "Horikoshi et al., 2022, Table 3 and Figures 13-14 (strong)", rows))
     # The same with the paper's preconditioner, IC(0) localised by block Jacobi: Gropp's second
     # reduction hides behind it, and with --progress test the triangular solves poll too.

@@ -196,7 +196,7 @@ def test_run_sim_json_and_command(tmp_path, capsys):
     cmd = s["smpirun"]
     assert cmd[1:7] == ["-np", "64", "-platform", str(out_dir / "platform.xml"), "-hostfile", str(out_dir / "hostfile")]
     for item in ("--cfg=smpi/simulate-computation:no", "--cfg=smpi/host-speed:1000000000f", "--cfg=smpi/iprobe:1e-8",
-                 "--cfg=smpi/privatization:dlopen", "--cfg=smpi/test:1e-6"):
+                 "--cfg=smpi/privatization:dlopen", "--cfg=smpi/test:1e-6", "--cfg=smpi/grow-injected-times:no"):
         assert item in cmd
     assert "--cfg=smpi/test:1e-8" not in cmd  # the user's item replaces desync-sim's
     assert not any(c.startswith("--cfg=smpi/allgather") for c in cmd)

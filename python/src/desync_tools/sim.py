@@ -485,6 +485,7 @@ def simulation_config(p, ranks, user_cfg):
         "smpi/host-speed": _num(p["speed_flops"]) + "f",
         "smpi/test": "1e-8",
         "smpi/iprobe": "1e-8",
+        "smpi/grow-injected-times": "no",
         "smpi/privatization": "dlopen",
         "smpi/lat-factor": "0:1",
         "smpi/bw-factor": "0:1",
