@@ -433,11 +433,13 @@ void Channel::close_all(std::span<Channel* const> channels) {
   for (Channel* ch : channels)
     if (ch->state_ != State::closed) open.push_back(ch);
   for (Channel* ch : open) ch->begin_close();
+  core::PollBackoff waiting;  // a simulated cluster's clock moves on while the peers catch up
   for (;;) {
     bool all = true;
     for (Channel* ch : open) all = ch->test_close() && all;
     if (all) break;
     detail::complete_all_deferred();
+    waiting.idle();
   }
   // Tear-down may block pairwise: the same agreed order as connect().
   std::sort(open.begin(), open.end(), [](Channel* a, Channel* b) { return a->order_key() < b->order_key(); });

@@ -29,6 +29,28 @@ inline void charge(const char*, double) {}
 /// SMPI. Returns the seconds the clock advanced.
 double pause(double seconds);
 
+/// For a loop that only polls (a rank with nothing to compute until a message or a decision comes):
+/// call idle() after each pass. On a simulated cluster each call lets the rank's clock advance by
+/// 10 ns more than the one before, up to 1 us a call (as a polling core would spend it), so that a
+/// wait of some milliseconds costs thousands of passes of host time, not the million that the
+/// 10 ns of each MPI_Test would take, and the rank sees an arrival at most 1 us late. Unlike SMPI's
+/// own smpi/grow-injected-times, whose counter all ranks share, the growth belongs to the loop.
+/// In an ordinary build idle() does nothing.
+class PollBackoff {
+ public:
+  void idle() {
+    if constexpr (simulated_build) {
+      if (passes_ < max_passes) ++passes_;
+      pause(passes_ * step_seconds);
+    }
+  }
+
+ private:
+  static constexpr int max_passes = 100;
+  static constexpr double step_seconds = 1e-8;
+  int passes_ = 0;
+};
+
 /// The DESYNC_SIM file's text (the simulation's platform, costs and rank speeds) for the run
 /// record; empty in an ordinary build.
 std::string simulation_description();
