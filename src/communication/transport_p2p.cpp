@@ -172,7 +172,7 @@ class P2PBackend final : public TransportBackend {
       // would (request_ledger.hpp, test_receive). Only when none has arrived does MPI_Testsome run,
       // which advances simulated time and lets the other ranks run.
       for (std::size_t s = 0; s < recv_requests_.size(); ++s)
-        if (recv_requests_[s] != MPI_REQUEST_NULL && marked_buffer_written(recv_slots_[s].data())) {
+        if (receive_written(s)) {
           if (count == 0 && sends_reaped())
             reap_sends(s);
           else
@@ -217,9 +217,14 @@ class P2PBackend final : public TransportBackend {
     recv_requests_[s] = reap_.back();
   }
 
+  // Simulated clusters: the pending receive into slot s has arrived (its mark is overwritten).
+  bool receive_written(std::size_t s) const {
+    return recv_requests_[s] != MPI_REQUEST_NULL && marked_buffer_written(recv_slots_[s].data());
+  }
+
   bool any_receive_written() const {
     for (std::size_t s = 0; s < recv_requests_.size(); ++s)
-      if (recv_requests_[s] != MPI_REQUEST_NULL && marked_buffer_written(recv_slots_[s].data())) return true;
+      if (receive_written(s)) return true;
     return false;
   }
 
