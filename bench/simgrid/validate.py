@@ -9,6 +9,10 @@ issue's criteria: iterations within 10 %, time within 30 %, the ratio on the sam
 Real runs at 4 ranks are oversubscribed (two ranks per core); the simulated node then has a core per
 rank at half the speed.
 
+The simulated node's links are this machine's shared-memory MPI as `desync-sim calibrate-host`
+measures it (an 8 B and a 1 MiB ping-pong), measured at the start unless `--host-calibration` names
+an earlier measurement; the preset's 1 us and 10 GB/s are only its defaults.
+
     python3 bench/simgrid/validate.py --costs build/sim/costs.json --json build/sim/validate.json
 """
 import argparse
@@ -67,7 +71,7 @@ def run_case(args, ranks, solver, extra, real):
             # This machine: one node of 2 cores. More ranks than cores share them: modelled as one
             # node with a core per rank, each at 2/R of the speed (the real ranks poll while they
             # wait, so the cores are always shared), the cost model's seconds still at full speed.
-            plat = ["--preset", "host"]
+            plat = ["--preset", "host", "--calibration", args.host_calibration]
             if ranks > 2:
                 plat += ["--nodes", "1", "--cores", str(ranks), "--speed", f"{2e9 / ranks:.6g}f",
                          "--cfg", "smpi/host-speed:1000000000f"]
@@ -88,8 +92,23 @@ def main():
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--reps", type=int, default=3, help="real runs per case (median); a simulated run is deterministic")
     ap.add_argument("--timeout", type=int, default=600)
+    ap.add_argument("--host-calibration", metavar="FILE",
+                    help="the links' latency and bandwidth (desync-sim calibrate-host's JSON); default: measured "
+                         "now into build/sim/host.json")
     ap.add_argument("--json")
     args = ap.parse_args()
+    if not args.host_calibration:
+        args.host_calibration = os.path.join("build", "sim", "host.json")
+        env = child_env()
+        env["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python", "src") + os.pathsep + env.get("PYTHONPATH", "")
+        cmd = sim_command(args) + ["calibrate-host", "--mpirun", shlex.split(args.mpirun)[0],
+                                   "-o", args.host_calibration]
+        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        if p.returncode != 0:
+            raise SystemExit(f"validate: {shlex.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+        print(p.stdout.strip(), flush=True)
+    with open(args.host_calibration) as f:
+        link = json.load(f)
     rows = []
     print(f"{'solver':<8} {'variant':<8} {'ranks':>5} {'it real':>8} {'it sim':>8} {'it dev':>7} "
           f"{'t real s':>9} {'t sim s':>9} {'t dev':>7} {'ratio real':>10} {'ratio sim':>9} {'ok':>3} {'host wall s':>11}")
@@ -121,7 +140,7 @@ def main():
                       f"{ratio(row['ratio_real']):>10} {ratio(row['ratio_sim']):>9} {'yes' if row['ok'] else 'NO':>3} "
                       f"{s['host_wall']:>11.1f}", flush=True)
     if args.json:
-        write_json(args.json, {"benchmark": "simgrid validate", "rows": rows})
+        write_json(args.json, {"benchmark": "simgrid validate", "host_calibration": link, "rows": rows})
     return 0 if all(r["ok"] for r in rows) else 1
 
 

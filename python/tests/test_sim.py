@@ -109,6 +109,34 @@ def test_host_preset_with_calibration(tmp_path, capsys):
     assert p["loopback_latency_s"] == 2e-7 and p["latency_s"] == pytest.approx(1e-6)  # links stay the preset's
 
 
+def test_latency_factors_reproduce_the_measured_curve():
+    latency, bandwidth = 2e-7, 8e9
+    curve = {1024: 4e-7, 4096: 3.4e-6, 1048576: 1.2e-4}
+    text = sim.latency_factors(latency, bandwidth, curve)
+    pairs = [tuple(float(x) for x in item.split(":")) for item in text.split(";")]
+    assert [int(b) for b, _ in pairs] == [0, 1024, 4096, 1048576]
+    for size, factor in pairs[1:]:
+        # SimGrid's time for a message of `size` bytes: latency x factor + size / bandwidth
+        modelled = latency * factor + size / bandwidth
+        assert modelled == pytest.approx(max(curve[size], latency + size / bandwidth), rel=1e-3)
+    assert pairs[-1][1] == 1.0  # 1 MiB defines the bandwidth: no extra latency there
+
+
+def test_calibrated_latency_curve_reaches_smpi_only_on_the_host_preset(tmp_path, capsys):
+    cal = tmp_path / "host.json"
+    cal.write_text(json.dumps({"latency_s": 2e-7, "bandwidth_Bps": 8e9, "lat_factor": "0:1;4096:16.3"}))
+    _, s, out = dry_run(tmp_path, capsys, "--preset", "host", "--calibration", str(cal), "--np", "2")
+    assert s["platform"]["lat_factor"] == "0:1;4096:16.3" and "--cfg=smpi/lat-factor:0:1;4096:16.3" in out
+    _, s, out = dry_run(tmp_path, capsys, "--preset", "ib-edr", "--calibration", str(cal), "--np", "2")
+    assert s["platform"]["lat_factor"] == "0:1" and "--cfg=smpi/lat-factor:0:1 " in out  # links not measured
+    cal.write_text(json.dumps({"latency_s": 2e-7, "bandwidth_Bps": 8e9, "lat_factor": "4096:16.3;0:1"}))
+    assert "sizes rising from 0" in error_of(["platform", "--preset", "host", "--calibration", str(cal), "-o",
+                                              str(tmp_path / "p")], capsys)
+    cal.write_text(json.dumps({"latency_s": 2e-7, "bandwidth_Bps": 8e9, "lat_factor": "fast"}))
+    assert "is not 'bytes:factor" in error_of(["platform", "--preset", "host", "--calibration", str(cal), "-o",
+                                               str(tmp_path / "p")], capsys)
+
+
 @pytest.mark.parametrize("nodes", [1, 2, 3, 4, 6, 7, 8, 12, 16, 30, 64, 97, 128, 256, 1000, 1024])
 def test_topology_parameters_multiply_to_n(nodes):
     down = sim.parse_fat_tree(sim.fat_tree_parameters(nodes), nodes)
@@ -364,5 +392,7 @@ def test_calibrate_host(tmp_path, capsys):
     with open(path, encoding="utf-8") as f:
         data = json.load(f)
     assert 0 < data["latency_s"] < 1e-3 and data["bandwidth_Bps"] > 1e7
+    assert sorted(int(b) for b in data["curve_s"]) == [1024, 4096, 16384, 65536, 262144, 1048576]
+    assert data["lat_factor"].startswith("0:1;1024:")
     _, p = platform(tmp_path, capsys, "--preset", "host", "--calibration", str(path))
     assert p["loopback_latency_s"] == data["latency_s"]

@@ -282,6 +282,8 @@ def load_calibration(path):
             raise UserError(f"--calibration: {path} has no positive \"{key}\" (write it with desync-sim "
                             "calibrate-host)")
         out[key] = float(value)
+    if isinstance(data, dict) and data.get("lat_factor") is not None:
+        out["lat_factor"] = parse_lat_factor(data["lat_factor"], f"--calibration: {path}")
     return out
 
 
@@ -392,11 +394,15 @@ def resolve_platform(args, ranks=None):
         "links_between_nodes": {"mean": mean_links, "fewest": fewest, "most": most},
         "latency_between_nodes_s": {"mean": latency, "least": fewest * link_latency, "most": most * link_latency},
         "origin": {k: origin.get(k) for k in PLATFORM_KEYS},
+        # with --preset host and a calibration that measured the curve, every link is this machine's
+        # shared memory, and messages take the measured time at each size
+        "lat_factor": calibration.get("lat_factor", "0:1") if link_calibrated else "0:1",
         "model": "SimGrid cluster: one host per node with `cores` cores of speed_flops each; every link "
                  "bandwidth_Bps (split-duplex), latency link_latency_s, so that the mean latency between two "
                  "distinct nodes is latency_s; ranks on one node talk through its loopback link "
                  "(loopback_latency_s, loopback_bandwidth_Bps). desync-sim run sets smpi/lat-factor and "
-                 "smpi/bw-factor to 1 so that these are the figures an MPI ping-pong sees.",
+                 "smpi/bw-factor to 1 so that these are the figures an MPI ping-pong sees; with --preset host "
+                 "and a calibration that measured a ping-pong curve, smpi/lat-factor is lat_factor instead.",
     }
 
 
@@ -487,7 +493,7 @@ def simulation_config(p, ranks, user_cfg):
         "smpi/iprobe": "1e-8",
         "smpi/grow-injected-times": "no",
         "smpi/privatization": "dlopen",
-        "smpi/lat-factor": "0:1",
+        "smpi/lat-factor": p.get("lat_factor", "0:1"),
         "smpi/bw-factor": "0:1",
     }
     if ranks >= ALLGATHER_RDB_RANKS:
@@ -663,8 +669,9 @@ def _execute(cmd, sim_path):
 # --------------------------------------------------------------------------------------------------
 
 PINGPONG_C = r"""
-/* desync-sim calibrate-host: half the round trip of an 8 B and a 1 MiB ping-pong between ranks 0
-   and 1, the least over several trials. */
+/* desync-sim calibrate-host: half the round trip of ping-pongs between ranks 0 and 1, the least over
+   several trials: 8 B and 1 MiB (latency and bandwidth), and 1 KiB .. 1 MiB by factors of 4 (the
+   curve between them). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -707,11 +714,43 @@ int main(int argc, char** argv) {
     if (b < big_t) big_t = b;
   }
   if (rank == 0) printf("time_8B_s %.9e\ntime_1MiB_s %.9e\n", small_t, big_t);
+  for (int bytes = 1024; bytes <= big; bytes *= 4) {
+    double least = 1e30;
+    for (int i = 0; i < trials; i++) {
+      double t = pingpong(rank, buf, bytes, bytes < 65536 ? 1000 : 40);
+      if (t < least) least = t;
+    }
+    if (rank == 0) printf("time_%dB_s %.9e\n", bytes, least);
+  }
   free(buf);
   MPI_Finalize();
   return 0;
 }
 """
+
+
+def latency_factors(latency, bandwidth, curve):
+    """smpi/lat-factor ("bytes:factor;..."): for each measured size s, from s up to the next, the
+    factor f with latency x f + s / bandwidth = the measured time (at least 1, so that a message is
+    never cheaper than the 8 B one's latency)."""
+    items = ["0:1"]
+    for size in sorted(curve):
+        f = max(1.0, (curve[size] - size / bandwidth) / latency)
+        items.append(f"{size}:{f:.4g}")
+    return ";".join(items)
+
+
+def parse_lat_factor(text, where):
+    """A smpi/lat-factor value, checked: "bytes:factor" pairs separated by ';', sizes rising from 0."""
+    pairs = []
+    for item in str(text).split(";"):
+        m = re.fullmatch(r"(\d+):([0-9.eE+-]+)", item.strip())
+        if not m:
+            raise UserError(f"{where}: lat_factor '{text}' is not 'bytes:factor;...' (e.g. 0:1;4096:8.5)")
+        pairs.append((int(m.group(1)), float(m.group(2))))
+    if pairs[0][0] != 0 or any(b <= a for (a, _), (b, _) in zip(pairs, pairs[1:])) or any(not f > 0 for _, f in pairs):
+        raise UserError(f"{where}: lat_factor '{text}' needs sizes rising from 0 and positive factors")
+    return str(text)
 
 
 def command_calibrate(args):
@@ -745,14 +784,19 @@ def command_calibrate(args):
     small, big = float(found["time_8B_s"]), float(found["time_1MiB_s"])
     if not big > small:
         raise UserError(f"the 1 MiB ping-pong ({big:g} s) was not slower than the 8 B one ({small:g} s)")
+    curve = {int(b): float(t) for b, t in re.findall(r"^time_(\d+)B_s (\S+)$", out.stdout, re.M) if int(b) >= 1024}
     version = subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     result = {
         "latency_s": small,
         "bandwidth_Bps": (1 << 20) / (big - small),
         "time_8B_s": small,
         "time_1MiB_s": big,
+        "curve_s": {str(b): t for b, t in sorted(curve.items())},
+        "lat_factor": latency_factors(small, (1 << 20) / (big - small), curve),
         "method": "MPI ping-pong between 2 ranks on this machine: half the round trip, least of the trials; "
-                  "bandwidth = 1 MiB / (time_1MiB_s - latency_s), the model SimGrid applies to a message",
+                  "bandwidth = 1 MiB / (time_1MiB_s - latency_s), the model SimGrid applies to a message; "
+                  "lat_factor: SimGrid's piecewise latency factor (smpi/lat-factor) that makes a message "
+                  "of each measured size take its measured time (protocol switches: eager, rendezvous)",
         "trials": args.trials,
         "mpirun": shlex.join(cmd[:3] + ["pingpong", str(args.trials)]),
         "mpi": version[0] if version else None,
