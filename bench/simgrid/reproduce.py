@@ -99,9 +99,8 @@ def studies(full):
         out.append(("pde-strong", "Aditya et al., 2019, Figure 8 (strong)", rows))
     # Horikoshi et al., 2022, Table 3: time per iteration as ranks grow, over 25 iterations (50 until
     # 2026-11-26: the set's budget; the 1024-rank runs cost 250-350 s of host time each with 50).
-    # The overlapped reductions use
-    # recursive doubling over point-to-point messages (--reduction doubling): SMPI's MPI_Iallreduce is
-    # all-to-all, unusable beyond about 128 ranks.
+    # The overlapped reductions use recursive doubling over point-to-point messages (--reduction
+    # doubling): SMPI's MPI_Iallreduce is all-to-all, unusable beyond about 128 ranks.
     rows = []
     for p in ([16, 64, 128, 256, 512, 1024] if full else [16, 64]):
         for m in ("cg", "cg-cg", "pipecg", "groppcg"):
@@ -189,6 +188,11 @@ def run(args, ranks, argv, extra):
         return row
 
 
+def per_iteration(r):
+    """Simulated seconds per iteration of a result row (the mean count over ranks)."""
+    return r["time"] / r["iterations"]["mean"] if r["iterations"]["mean"] else float("nan")
+
+
 def markdown(doc):
     """The tables of a --json file, in Markdown (docs/reproduction.md)."""
     out, study = [], None
@@ -203,8 +207,8 @@ def markdown(doc):
             continue
         it, d = r["iterations"], r.get("delay")
         delay = f"{d['mean']:.2f} / {d['max']:g}" if d else ""
-        per_it = 1e3 * r["time"] / it["mean"] if it["mean"] else float("nan")
-        out.append(f"| {r['label']} | {r['ranks']} | {1e3 * r['time']:.3f} | {per_it:.4f} | {it['min']:.0f} / {it['mean']:.1f} / "
+        out.append(f"| {r['label']} | {r['ranks']} | {1e3 * r['time']:.3f} | {1e3 * per_iteration(r):.4f} | "
+                   f"{it['min']:.0f} / {it['mean']:.1f} / "
                    f"{it['max']:.0f} | {r['true_residual']:.3g} | {delay} | {r['host_wall']:.0f} |")
     return "\n".join(out)
 
@@ -213,7 +217,6 @@ def summaries(doc):
     """Derived tables of a --json file: the relaxed variant against the synchronous one at each count,
     and the CG methods per iteration as ratios to cg (docs/reproduction.md)."""
     done = [r for r in doc["rows"] if "error" not in r]
-    per_it = lambda r: r["time"] / r["iterations"]["mean"]  # noqa: E731
     out = []
     pairs = []
     for r in done:
@@ -230,7 +233,7 @@ def summaries(doc):
                 "|---|---|---|---|---|---|---|"]
         for a, b in pairs:
             out.append(f"| {a['study']} | {a['label']} | {a['ranks']} | {1e3 * a['time']:.3f} | {1e3 * b['time']:.3f} | "
-                       f"{b['time'] / a['time']:.3f} | {per_it(b) / per_it(a):.3f} |")
+                       f"{b['time'] / a['time']:.3f} | {per_iteration(b) / per_iteration(a):.3f} |")
     for study in dict.fromkeys(r["study"] for r in done if r["study"].startswith("cg")):
         rows = [r for r in done if r["study"] == study]
         method = lambda r: r["label"].split(" P=")[0].replace(" ic0", "")  # noqa: E731
@@ -248,9 +251,9 @@ def summaries(doc):
             at = {method(r): r for r in rows if r["ranks"] == ranks}
             if "cg" not in at:
                 continue
-            base = per_it(at["cg"])
-            cells = [f"{per_it(at[n]) / base:.3f}" if n in at else "" for n in others]
-            cells += [f"{per_it(at[a]) / per_it(at[b]):.3f}" if a in at and b in at else "" for a, b in gains]
+            base = per_iteration(at["cg"])
+            cells = [f"{per_iteration(at[n]) / base:.3f}" if n in at else "" for n in others]
+            cells += [f"{per_iteration(at[a]) / per_iteration(at[b]):.3f}" if a in at and b in at else "" for a, b in gains]
             out.append(f"| {ranks} | {1e3 * base:.4f} | " + " | ".join(cells) + " |")
     return "\n".join(out)
 

@@ -10,8 +10,9 @@ Real runs at 4 ranks are oversubscribed (two ranks per core); the simulated node
 rank at half the speed.
 
 The simulated node's links are this machine's shared-memory MPI as `desync-sim calibrate-host`
-measures it (an 8 B and a 1 MiB ping-pong), measured at the start unless `--host-calibration` names
-an earlier measurement; the preset's 1 us and 10 GB/s are only its defaults.
+measures it (ping-pongs from 8 B to 1 MiB: latency, bandwidth and SMPI's piecewise latency factor),
+measured at the start unless `--host-calibration` names an earlier measurement; the preset's 1 us
+and 10 GB/s are only its defaults.
 
     python3 bench/simgrid/validate.py --costs build/sim/costs.json --json build/sim/validate.json
 """
@@ -93,7 +94,7 @@ def main():
     ap.add_argument("--reps", type=int, default=3, help="real runs per case (median); a simulated run is deterministic")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--host-calibration", metavar="FILE",
-                    help="the links' latency and bandwidth (desync-sim calibrate-host's JSON); default: measured "
+                    help="the links' latency, bandwidth and latency curve (desync-sim calibrate-host's JSON); default: measured "
                          "now into build/sim/host.json")
     ap.add_argument("--json")
     args = ap.parse_args()

@@ -670,7 +670,7 @@ def _execute(cmd, sim_path):
 
 PINGPONG_C = r"""
 /* desync-sim calibrate-host: half the round trip of ping-pongs between ranks 0 and 1, the least over
-   several trials: 8 B and 1 MiB (latency and bandwidth), and 1 KiB .. 1 MiB by factors of 4 (the
+   several trials: 8 B and 1 MiB (latency and bandwidth), and 1 KiB .. 256 KiB by factors of 4 (the
    curve between them). */
 #include <mpi.h>
 #include <stdio.h>
@@ -714,7 +714,7 @@ int main(int argc, char** argv) {
     if (b < big_t) big_t = b;
   }
   if (rank == 0) printf("time_8B_s %.9e\ntime_1MiB_s %.9e\n", small_t, big_t);
-  for (int bytes = 1024; bytes <= big; bytes *= 4) {
+  for (int bytes = 1024; bytes < big; bytes *= 4) {
     double least = 1e30;
     for (int i = 0; i < trials; i++) {
       double t = pingpong(rank, buf, bytes, bytes < 65536 ? 1000 : 40);
@@ -785,6 +785,7 @@ def command_calibrate(args):
     if not big > small:
         raise UserError(f"the 1 MiB ping-pong ({big:g} s) was not slower than the 8 B one ({small:g} s)")
     curve = {int(b): float(t) for b, t in re.findall(r"^time_(\d+)B_s (\S+)$", out.stdout, re.M) if int(b) >= 1024}
+    curve[1 << 20] = big  # the bandwidth's own point: factor 1 there
     version = subprocess.run([mpirun, "--version"], capture_output=True, text=True).stdout.strip().splitlines()
     result = {
         "latency_s": small,
