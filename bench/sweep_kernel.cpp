@@ -147,6 +147,7 @@ struct Timing {
   std::vector<double> rounds;         // every round's max over ranks, seconds (the same on every rank)
   std::string working_set;            // e.g. "3 x 64.0 MiB"
   bool prefetch = false;              // sweeps: software prefetch on
+  bool streaming = false;             // burgers: streaming stores (solvers::PdeStores::streaming)
   double working_set_bytes = 0;
 
   double aggregate_rate(int nranks) const { return work_per_rank * nranks / best_aggregate; }
@@ -330,19 +331,22 @@ struct BurgersFields {
   ~BurgersFields() { sink = sink + cur[layout.index(local / 2, local / 2, local / 2)]; }
 };
 
-Kernel burgers_kernel(BurgersFields& f, Timing& t) {
+// `stores`: the store path of the update (solvers::PdeStores); the solvers choose with pde_stores_for,
+// which the first burgers kernel uses, and the other path runs beside it for comparison.
+Kernel burgers_kernel(BurgersFields& f, desync::solvers::PdeStores stores, bool chosen, Timing& t) {
   const double points = static_cast<double>(f.local) * f.local * f.local;
-  t.name = "pde burgers3d";
+  t.name = chosen ? "pde burgers3d" : (stores == desync::solvers::PdeStores::streaming ? "burgers [stream]" : "burgers [regular]");
+  t.streaming = stores == desync::solvers::PdeStores::streaming;
   t.work_per_rank = points;
   t.bytes_per_unit = desync::solvers::pde_bytes_per_update_per_variable * BurgersFields::variables;
   t.working_set_bytes = 2.0 * static_cast<double>(f.a.size()) * sizeof(double);
   char buf[96];
   std::snprintf(buf, sizeof buf, "2 x 5 x %d^3 (%.1f MiB)", f.local, t.working_set_bytes / (1024.0 * 1024.0));
   t.working_set = buf;
-  return {&t, [&f] {
+  return {&t, [&f, stores] {
             static const double diffusivity[BurgersFields::variables] = {0.1, 0.1, 0.1, 0.1, 0.05};
             desync::solvers::pde_burgers_step(f.layout, f.cur, f.next, BurgersFields::variables, diffusivity, 1e-5,
-                                              0.1, 0);
+                                              0.1, 0, stores);
             std::swap(f.cur, f.next);
           }};
 }
@@ -375,7 +379,8 @@ int main(int argc, char** argv) {
   // the prefetch setting a solver would choose (or --prefetch); with auto the memory-bound sweep also
   // runs with the other setting, as big[4], for comparison.
   std::vector<Timing> big(o.prefetch == Prefetch::auto_ ? 5 : 4), small(o.cache_local > 0 ? 2 : 0);
-  big.reserve(big.size() + 1);  // the burgers kernel's Timing is added later: no reallocation
+  const std::size_t burgers_first = big.size();
+  big.reserve(big.size() + 2);  // the burgers kernels' Timings are added later: no reallocation
   {
     StreamArrays arrays(o.triad_mib);
     SweepFields fields(o.local);
@@ -387,8 +392,15 @@ int main(int argc, char** argv) {
     std::unique_ptr<BurgersFields> burgers;
     if (o.pde_local > 0) {
       burgers = std::make_unique<BurgersFields>(o.pde_local);
+      using desync::solvers::PdeStores;
+      const PdeStores chosen = desync::solvers::pde_stores_for(burgers->layout, BurgersFields::variables, ranks_on_node, 1);
       big.emplace_back();
-      kernels.push_back(burgers_kernel(*burgers, big.back()));
+      kernels.push_back(burgers_kernel(*burgers, chosen, true, big.back()));
+      if (desync::solvers::pde_streaming_available()) {
+        big.emplace_back();
+        kernels.push_back(burgers_kernel(
+            *burgers, chosen == PdeStores::streaming ? PdeStores::regular : PdeStores::streaming, false, big.back()));
+      }
     }
     time_interleaved(o.reps, kernels);
   }
@@ -459,10 +471,14 @@ int main(int argc, char** argv) {
     if (o.prefetch == Prefetch::auto_)
       std::printf("; prefetch %s: sweep/triad %.3f", big[4].prefetch ? "on" : "off",
                   big[4].aggregate_gbs(size) / triad.aggregate_gbs(size));
-    if (o.pde_local > 0)
-      std::printf("; pde burgers3d/triad %.3f (median of same-round %.3f)",
-                  big.back().aggregate_gbs(size) / triad.aggregate_gbs(size),
-                  median_same_round_ratio(big.back(), triad));
+    if (o.pde_local > 0) {
+      const Timing& pde = big[burgers_first];
+      std::printf("; pde burgers3d (stores %s)/triad %.3f (median of same-round %.3f)", pde.streaming ? "streaming" : "regular",
+                  pde.aggregate_gbs(size) / triad.aggregate_gbs(size), median_same_round_ratio(pde, triad));
+      if (big.size() > burgers_first + 1)
+        std::printf("; stores %s: %.3f", big.back().streaming ? "streaming" : "regular",
+                    big.back().aggregate_gbs(size) / triad.aggregate_gbs(size));
+    }
     std::printf("\n");
 
     if (!o.json.empty()) {
@@ -472,9 +488,12 @@ int main(int argc, char** argv) {
         MPI_Abort(MPI_COMM_WORLD, 1);
       }
       auto kernel_json = [&](const Timing& t, bool ratios) {
-        std::fprintf(f, "    {\"kernel\": \"%s\", \"memory_bound\": %s, \"prefetch\": %s, \"working_set\": \"%s\", "
+        std::fprintf(f, "    {\"kernel\": \"%s\", \"memory_bound\": %s, \"%s\": %s, \"working_set\": \"%s\", "
                         "\"working_set_bytes_per_rank\": %.0f, \"bytes_per_unit\": %.1f, \"units_per_rep_per_rank\": %.0f,\n",
-                     t.name.c_str(), t.memory_bound ? "true" : "false", t.prefetch ? "true" : "false", json_escape(t.working_set).c_str(),
+                     t.name.c_str(), t.memory_bound ? "true" : "false",
+                     t.name.find("burgers") != std::string::npos ? "streaming_stores" : "prefetch",
+                     (t.name.find("burgers") != std::string::npos ? t.streaming : t.prefetch) ? "true" : "false",
+                     json_escape(t.working_set).c_str(),
                      t.working_set_bytes, t.bytes_per_unit, t.work_per_rank);
         std::fprintf(f, "     \"aggregate\": {\"seconds\": %.6e, \"units_per_s\": %.6e, \"gb_per_s\": %.4f",
                      t.best_aggregate, t.aggregate_rate(size), t.aggregate_gbs(size));

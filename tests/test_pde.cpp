@@ -80,10 +80,16 @@ TEST(AtHalo, ZeroDelayIsTheStandardValueAndLinearInTimeIsExact) {
 // The fused, tiled update kernel against the plain one written as Equation 4 reads: equal up to
 // rounding (the fused kernel regroups the sums), for scalar counts across its 4-at-a-time passes,
 // block shapes with partial tiles, and threads.
+// Both store paths: streaming rows start at every alignment (37 points a row, 39 doubles apart; 7^3,
+// 729 doubles a variable, shifts the alignment from one variable to the next) and end in partial
+// vectors.
 TEST(Pde, BurgersKernelMatchesTheReference) {
+  using solvers::PdeStores;
   for (int scalars : {0, 1, 2, 4, 5, 9})
-    for (const decomposition::Index3 ext : {decomposition::Index3{8, 8, 8}, decomposition::Index3{37, 70, 5}})
+    for (const decomposition::Index3 ext :
+         {decomposition::Index3{8, 8, 8}, decomposition::Index3{37, 70, 5}, decomposition::Index3{7, 7, 7}})
       for (int threads : {0, 2})
+        for (PdeStores stores : {PdeStores::regular, PdeStores::streaming})
         for (bool one_viscosity : {true, false}) {  // the velocities' fused path, and the general one
         const decomposition::Field layout(ext, {1, 1, 1});
         const int vars = 3 + scalars;
@@ -93,7 +99,7 @@ TEST(Pde, BurgersKernelMatchesTheReference) {
         std::vector<double> D(static_cast<std::size_t>(vars));
         for (int q = 0; q < vars; ++q) D[static_cast<std::size_t>(q)] = one_viscosity && q < 3 ? 0.1 : 0.1 / (1 + q % 3);
         const double dt = 1e-3, dx = 0.05;
-        solvers::pde_burgers_step(layout, in.data(), fast.data(), vars, D.data(), dt, dx, threads);
+        solvers::pde_burgers_step(layout, in.data(), fast.data(), vars, D.data(), dt, dx, threads, stores);
         solvers::pde_burgers_step_reference(layout, in.data(), ref.data(), vars, D.data(), dt, dx);
         double worst = 0;
         for (int q = 0; q < vars; ++q)
@@ -104,10 +110,57 @@ TEST(Pde, BurgersKernelMatchesTheReference) {
                 worst = std::max(worst, std::abs(fast[e] - ref[e]) / (1 + std::abs(ref[e])));
               }
         EXPECT_LT(worst, 1e-14) << "scalars " << scalars << " block " << ext[0] << "x" << ext[1] << "x" << ext[2]
-                                << (one_viscosity ? " one viscosity" : "");
-        // Halos are not written.
-        EXPECT_EQ(fast[layout.index(-1, 0, 0)], -1);
+                                << (one_viscosity ? " one viscosity" : "") << " " << solvers::to_string(stores);
+        // Halos are not written, except by streaming rows, which write the x-halo cells at their ends
+        // with the input's values (whole cache lines stream).
+        const bool streamed = stores == PdeStores::streaming && solvers::pde_streaming_available();
+        EXPECT_EQ(fast[layout.index(-1, 0, 0)], streamed ? in[layout.index(-1, 0, 0)] : -1);
+        EXPECT_EQ(fast[layout.index(ext[0], ext[1] - 1, ext[2] - 1)],
+                  streamed ? in[layout.index(ext[0], ext[1] - 1, ext[2] - 1)] : -1);
+        EXPECT_EQ(fast[layout.index(0, -1, 0)], -1);
+        EXPECT_EQ(fast[layout.index(0, 0, ext[2])], -1);
       }
+}
+
+// Streaming stores when a rank's two states exceed its share of the last-level cache (as the Jacobi
+// sweep's prefetch).
+TEST(Pde, StoresChoice) {
+  using solvers::PdeStores;
+  const core::CacheInfo l3{32u << 20, 2};
+  const decomposition::Field small({48, 48, 48}, {1, 1, 1});   // 2 x 5 x 50^3 doubles: 9.5 MiB
+  const decomposition::Field large({96, 96, 96}, {1, 1, 1});   // 2 x 5 x 98^3 doubles: 71.8 MiB
+  const PdeStores streams = solvers::pde_streaming_available() ? PdeStores::streaming : PdeStores::regular;
+  EXPECT_EQ(solvers::pde_stores_for(small, 5, 1, 1, l3), PdeStores::regular);
+  EXPECT_EQ(solvers::pde_stores_for(small, 5, 64, 1, core::CacheInfo{32u << 20, 16}), streams);  // a 2 MiB share
+  EXPECT_EQ(solvers::pde_stores_for(small, 5, 2, 2, l3), PdeStores::regular);  // 2 threads: the whole 32 MiB
+  EXPECT_EQ(solvers::pde_stores_for(large, 5, 1, 1, l3), streams);
+  EXPECT_EQ(solvers::pde_stores_for(large, 5, 1, 1, core::CacheInfo{}), PdeStores::regular);  // unknown cache
+}
+
+// A run with streaming stores is bitwise the run with regular stores (the same expression per value;
+// the x-halo cells a streaming row also writes are refilled before they are read), synchronous and
+// with the seeded delay model's old levels.
+TEST(Pde, StreamingStoresChangeNoBit) {
+  auto grid = grid_3d(12);
+  for (const bool delays : {false, true}) {
+    auto o = options(PdeProblem::burgers3d);
+    o.steps = 10;
+    o.warmup = 2;
+    if (delays) {
+      o.mode = PdeMode::bounded;
+      o.max_delay = 3;
+      o.delay_model = DelayModel::uniform;
+    }
+    o.stores = solvers::PdeStores::regular;
+    const auto regular = solvers::solve_pde(grid, o);
+    o.stores = solvers::PdeStores::streaming;
+    const auto streaming = solvers::solve_pde(grid, o);
+    EXPECT_EQ(regular.stores, solvers::PdeStores::regular);
+    EXPECT_EQ(streaming.stores,
+              solvers::pde_streaming_available() ? solvers::PdeStores::streaming : solvers::PdeStores::regular);
+    EXPECT_TRUE(bitwise_equal(regular.u, streaming.u)) << (delays ? "delay model" : "sync");
+    EXPECT_EQ(regular.moment_u, streaming.moment_u);
+  }
 }
 
 // --mode bounded --max-delay 0 waits for level n every step: bitwise the synchronous run.

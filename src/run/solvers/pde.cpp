@@ -57,7 +57,7 @@ class PdeCommand final : public SolverCommand {
  private:
   std::vector<std::pair<std::string, std::string>> effective() const;
 
-  std::string problem = "burgers3d", mode = "sync", scheme = "at", delay_model = "none";
+  std::string problem = "burgers3d", mode = "sync", scheme = "at", delay_model = "none", stores = "auto";
   std::string local, global, dims;
   detail::TransportOptions channels;
   detail::NoiseCli noise_cli;        // --noise and its parameters
@@ -104,6 +104,10 @@ void PdeCommand::add_options(CLI::App& app) {
                     "shmem (OpenSHMEM)");
   app.add_option("--threads", s.threads, "OpenMP threads for the pack, approximation and update loops (0: none)")
       ->capture_default_str();
+  app.add_option("--stores", stores,
+                 "burgers3d update: auto (streaming for a rank whose two states exceed its share of the last-level "
+                 "cache) | regular | streaming (non-temporal stores, no write-allocate)")
+      ->capture_default_str();
   app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose steps are slowed (-1: none)")->capture_default_str();
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's steps take this many times as long")
       ->capture_default_str();
@@ -148,6 +152,14 @@ void PdeCommand::finalise(MPI_Comm comm) {
     throw InputError("--delay-model '" + delay_model + "': unknown model (expected none, uniform or max)");
   if (s.max_delay < 0) throw InputError(fmt::format("--max-delay {}: L must be >= 0", s.max_delay));
   if (s.threads < 0) throw InputError("--threads must be >= 0");
+  if (stores == "regular")
+    s.stores = solvers::PdeStores::regular;
+  else if (stores == "streaming")
+    s.stores = solvers::PdeStores::streaming;
+  else if (stores == "auto")
+    s.stores.reset();
+  else
+    throw InputError("--stores '" + stores + "': expected auto, regular or streaming");
   if (s.save_every < 0) throw InputError("--save-every must be >= 0");
   if (s.save_every > 0 && save_path.empty()) throw InputError("--save-every needs --save FILE");
   channels.apply(s);
@@ -220,6 +232,7 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
           {"rma-sync", channels.rma_sync},
           {"shmem-sync", channels.shmem_sync},
           {"threads", std::to_string(s.threads)},
+          {"stores", stores},
           {"slow-rank", std::to_string(s.noise.slow_rank)},
           {"slow-factor", fmt::format("{}", s.noise.slow_factor)},
           {"paired", paired ? "true" : "false"},
@@ -240,7 +253,8 @@ RankFields rank_fields(const decomposition::CartGrid& grid, const solvers::PdeRe
       .integer("iterations", r.timed_steps)
       .integer("messages_sent", r.messages_sent)
       .integer("noise_pauses", r.noise_pauses)
-      .integer("at_fallbacks", r.pending_at_fallbacks);
+      .integer("at_fallbacks", r.pending_at_fallbacks)
+      .flag("streaming_stores", r.stores == solvers::PdeStores::streaming);
   // Per neighbour (face): the delays used (the paper's Figure 9), waits forced by the bound,
   // notifications (levels) consumed.
   for (const auto& face : r.faces) {

@@ -6,9 +6,14 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <optional>
 #include <random>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #include "desync/communication/halo_plan.hpp"
 #include "desync/core/error.hpp"
@@ -23,6 +28,8 @@ using decomposition::Index3;
 const char* to_string(PdeProblem p) {
   return p == PdeProblem::advection_diffusion1d ? "advection-diffusion1d" : "burgers3d";
 }
+
+const char* to_string(PdeStores s) { return s == PdeStores::streaming ? "streaming" : "regular"; }
 
 const char* to_string(DelayModel m) {
   switch (m) {
@@ -125,23 +132,24 @@ namespace {
 // variable instead of 14 operations), and the velocities are loaded once.
 struct BurgersRow {
   const double* in;
-  double* out;
   std::size_t S;        // one variable's storage
   std::ptrdiff_t sy, sz;
   double half_dt_dx;    // dt / (2 dx)
   const double* d;      // d_q = dt D_q / dx^2 for every variable
 };
 
+// Reads the row starting at `row` of every variable; writes variable q's n0 new values to
+// out + q * ostride (the state itself, or a row buffer).
 template <bool Velocities, int K>
-void burgers_row(const BurgersRow& c, std::size_t row, int n0, int first) {
+void burgers_row(const BurgersRow& c, std::size_t row, int n0, int first, double* out, std::size_t ostride) {
   const std::ptrdiff_t sy = c.sy, sz = c.sz;
   const double h = c.half_dt_dx;
   const double* __restrict u1 = c.in + row;
   const double* __restrict u2 = c.in + c.S + row;
   const double* __restrict u3 = c.in + 2 * c.S + row;
-  double* __restrict o1 = c.out + row;
-  double* __restrict o2 = c.out + c.S + row;
-  double* __restrict o3 = c.out + 2 * c.S + row;
+  double* __restrict o1 = out;
+  double* __restrict o2 = out + ostride;
+  double* __restrict o3 = out + 2 * ostride;
   const double dv = c.d[0], cv = 1.0 - 6.0 * dv;
   const double* __restrict f[K > 0 ? K : 1];
   double* __restrict o[K > 0 ? K : 1];
@@ -149,7 +157,7 @@ void burgers_row(const BurgersRow& c, std::size_t row, int n0, int first) {
   for (int s = 0; s < K; ++s) {
     const auto q = static_cast<std::size_t>(first + s);
     f[s] = c.in + q * c.S + row;
-    o[s] = c.out + q * c.S + row;
+    o[s] = out + q * ostride;
     ds[s] = c.d[q];
     cs[s] = 1.0 - 6.0 * ds[s];
   }
@@ -175,20 +183,112 @@ void burgers_row(const BurgersRow& c, std::size_t row, int n0, int first) {
 }
 
 template <bool Velocities>
-void burgers_row_scalars(const BurgersRow& c, std::size_t row, int n0, int first, int count) {
+void burgers_row_scalars(const BurgersRow& c, std::size_t row, int n0, int first, int count, double* out,
+                         std::size_t ostride) {
   switch (count) {
-    case 0: burgers_row<Velocities, 0>(c, row, n0, first); break;
-    case 1: burgers_row<Velocities, 1>(c, row, n0, first); break;
-    case 2: burgers_row<Velocities, 2>(c, row, n0, first); break;
-    case 3: burgers_row<Velocities, 3>(c, row, n0, first); break;
-    default: burgers_row<Velocities, 4>(c, row, n0, first); break;
+    case 0: burgers_row<Velocities, 0>(c, row, n0, first, out, ostride); break;
+    case 1: burgers_row<Velocities, 1>(c, row, n0, first, out, ostride); break;
+    case 2: burgers_row<Velocities, 2>(c, row, n0, first, out, ostride); break;
+    case 3: burgers_row<Velocities, 3>(c, row, n0, first, out, ostride); break;
+    default: burgers_row<Velocities, 4>(c, row, n0, first, out, ostride); break;
   }
 }
 
+// Every variable of one row: the velocities with up to 4 scalars in one pass when they share a
+// viscosity, each further group of 4 scalars in its own pass.
+void burgers_row_all(const BurgersRow& c, std::size_t row, int n0, int variables, bool shared, double* out,
+                     std::size_t ostride) {
+  const int scalars = variables - 3;
+  if (shared) {
+    burgers_row_scalars<true>(c, row, n0, 3, std::min(scalars, 4), out, ostride);
+    for (int s = 4; s < scalars; s += 4)
+      burgers_row_scalars<false>(c, row, n0, 3 + s, std::min(scalars - s, 4), out, ostride);
+  } else {
+    for (int q = 0; q < variables; q += 4)
+      burgers_row_scalars<false>(c, row, n0, q, std::min(variables - q, 4), out, ostride);
+  }
+}
+
+// Streaming (non-temporal) stores write to memory without first reading the line (no
+// write-allocate: 16 B of traffic per point and variable instead of 24) and without evicting the
+// planes the stencils still read. The update writes a row of every variable into a small buffer
+// (it stays in the first-level cache) and then streams the buffer out, rather than streaming from
+// the update itself: a load whose address matches that of a pending streaming store in its low 12
+// bits waits for the store, and the update's loads and stores, at fixed distances in seven planes
+// of five variables, hit that in some layouts (measured: 5 to 8 times slower); the buffer is placed
+// half a page from the row it is copied to, so the copy's loads never do.
+#if defined(__x86_64__)
+constexpr bool streaming_stores_available = true;
+
+// dst[0..n) = src[0..n) with streaming stores: one value at a time up to dst's 32-byte boundary
+// and after the last whole vector, four at a time in between.
+void stream_copy(const double* src, double* dst, int n) {
+  long long bits;
+  const auto misaligned = reinterpret_cast<std::uintptr_t>(dst) % 32;
+  const int head = std::min(n, static_cast<int>((32 - misaligned) % 32 / sizeof(double)));
+  int i = 0;
+  for (; i < head; ++i) {
+    std::memcpy(&bits, src + i, sizeof bits);
+    _mm_stream_si64(reinterpret_cast<long long*>(dst + i), bits);
+  }
+  for (; i + 4 <= n; i += 4) {
+#if defined(__AVX__)
+    _mm256_stream_pd(dst + i, _mm256_loadu_pd(src + i));
+#else
+    _mm_stream_pd(dst + i, _mm_loadu_pd(src + i));
+    _mm_stream_pd(dst + i + 2, _mm_loadu_pd(src + i + 2));
+#endif
+  }
+  for (; i < n; ++i) {
+    std::memcpy(&bits, src + i, sizeof bits);
+    _mm_stream_si64(reinterpret_cast<long long*>(dst + i), bits);
+  }
+}
+void streaming_fence() { _mm_sfence(); }
+#else
+constexpr bool streaming_stores_available = false;
+void stream_copy(const double* src, double* dst, int n) { std::copy(src, src + n, dst); }
+void streaming_fence() {}
+#endif
+
+// A thread's row buffer: `variables` rows of n0 + 2 values (a row with its two x-halo cells), as far
+// apart modulo a page (4 KiB) as the state's variables (a stride W >= n0 + 2 with W = S modulo 512
+// doubles), its start chosen per row 2 KiB from the destination modulo a page.
+class RowBuffer {
+ public:
+  RowBuffer(std::size_t S, int n0, int variables) {
+    constexpr std::size_t page = 4096 / sizeof(double);
+    stride_ = S % page;
+    while (stride_ < static_cast<std::size_t>(n0) + 2) stride_ += page;
+    data_.resize(stride_ * static_cast<std::size_t>(variables) + page);
+  }
+  std::size_t stride() const { return stride_; }
+  double* for_row(const double* destination) {
+    constexpr std::uintptr_t page = 4096;
+    const auto want = (reinterpret_cast<std::uintptr_t>(destination) + page / 2) % page;
+    const auto have = reinterpret_cast<std::uintptr_t>(data_.data()) % page;
+    return data_.data() + (want + page - have) % page / sizeof(double);
+  }
+
+ private:
+  std::size_t stride_ = 0;
+  std::vector<double> data_;
+};
+
 }  // namespace
 
+bool pde_streaming_available() { return streaming_stores_available; }
+
+PdeStores pde_stores_for(const Field& layout, int variables, int ranks_on_node, int threads_per_rank,
+                         core::CacheInfo cache) {
+  const double states = 2.0 * variables * static_cast<double>(layout.storage_size()) * sizeof(double);
+  return pde_streaming_available() && core::exceeds_cache_share(states, ranks_on_node, threads_per_rank, cache)
+             ? PdeStores::streaming
+             : PdeStores::regular;
+}
+
 void pde_burgers_step(const Field& layout, const double* in, double* out, int variables, const double* diffusivity,
-                      double dt, double dx, int threads) {
+                      double dt, double dx, int threads, PdeStores stores) {
   const auto& n = layout.extent();
   double d[64];
   std::vector<double> d_many;
@@ -198,16 +298,45 @@ void pde_burgers_step(const Field& layout, const double* in, double* out, int va
     dq = d_many.data();
   }
   for (int q = 0; q < variables; ++q) dq[q] = dt * diffusivity[q] / (dx * dx);
-  const BurgersRow c{in, out, layout.storage_size(), static_cast<std::ptrdiff_t>(layout.stride_y()),
+  const std::size_t S = layout.storage_size();
+  const BurgersRow c{in, S, static_cast<std::ptrdiff_t>(layout.stride_y()),
                      static_cast<std::ptrdiff_t>(layout.stride_z()), dt / (2.0 * dx), dq};
-  const int scalars = variables - 3;
   const bool shared = dq[0] == dq[1] && dq[1] == dq[2];
+  const int nthreads = threads > 0 ? threads : 1;
+  if (stores == PdeStores::streaming && pde_streaming_available()) {
+    // From memory to memory: whole planes in order, which the hardware prefetchers follow, threads
+    // over slabs of planes; each row through the thread's row buffer, streamed out with its x-halo
+    // cells (given the input's values, which the next exchange replaces before any stencil reads
+    // them), so that every cache line inside a plane is written whole: lines written in part cost
+    // the memory a read as well. Each thread fences its streaming stores before the values are read
+    // by another thread or sent.
+#pragma omp parallel num_threads(nthreads) if (nthreads > 1)
+    {
+      RowBuffer buffer(S, n[0], variables);
+#pragma omp for schedule(static)
+      for (int k = 0; k < n[2]; ++k)
+        for (int j = 0; j < n[1]; ++j) {
+          const std::size_t row = layout.index(0, j, k);
+          double* rows = buffer.for_row(out + row - 1);
+          burgers_row_all(c, row, n[0], variables, shared, rows + 1, buffer.stride());
+          for (int q = 0; q < variables; ++q) {
+            double* r = rows + static_cast<std::size_t>(q) * buffer.stride();
+            const double* src = in + static_cast<std::size_t>(q) * S + row;
+            r[0] = src[-1];
+            r[n[0] + 1] = src[n[0]];
+            stream_copy(r, out + static_cast<std::size_t>(q) * S + row - 1, n[0] + 2);
+          }
+        }
+      streaming_fence();
+    }
+    return;
+  }
   // Tiles of rows along y, each swept through z: the three z-planes of every variable that a tile's
   // stencils read stay in cache (about 2048 points per plane of a tile), so every value comes from
   // memory once; the planes two ahead are prefetched so memory traffic overlaps the arithmetic.
   const int tile = std::max(1, std::min(n[1], 2048 / std::max(1, n[0])));
   const int tiles = (n[1] + tile - 1) / tile;
-#pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1) schedule(static)
+#pragma omp parallel for num_threads(nthreads) if (nthreads > 1) schedule(static)
   for (int t = 0; t < tiles; ++t)
     for (int k = 0; k < n[2]; ++k)
       for (int j = t * tile; j < std::min(n[1], (t + 1) * tile); ++j) {
@@ -215,16 +344,10 @@ void pde_burgers_step(const Field& layout, const double* in, double* out, int va
         if (k + 2 < n[2])
           for (int i = 0; i < n[0]; i += 8)
             for (int q = 0; q < variables; ++q) {
-              __builtin_prefetch(in + static_cast<std::size_t>(q) * c.S + row + static_cast<std::size_t>(i + 2 * c.sz), 0, 1);
-              __builtin_prefetch(out + static_cast<std::size_t>(q) * c.S + row + static_cast<std::size_t>(i + c.sz), 1, 1);
+              __builtin_prefetch(in + static_cast<std::size_t>(q) * S + row + static_cast<std::size_t>(i + 2 * c.sz), 0, 1);
+              __builtin_prefetch(out + static_cast<std::size_t>(q) * S + row + static_cast<std::size_t>(i + c.sz), 1, 1);
             }
-        if (shared) {  // the velocities (one viscosity) with up to 4 scalars in one pass
-          burgers_row_scalars<true>(c, row, n[0], 3, std::min(scalars, 4));
-          for (int s = 4; s < scalars; s += 4)
-            burgers_row_scalars<false>(c, row, n[0], 3 + s, std::min(scalars - s, 4));
-        } else {  // each variable its own diffusivity: 4 at a time
-          for (int q = 0; q < variables; q += 4) burgers_row_scalars<false>(c, row, n[0], q, std::min(variables - q, 4));
-        }
+        burgers_row_all(c, row, n[0], variables, shared, out + row, S);
       }
 }
 
@@ -258,6 +381,10 @@ class PdeRun {
       }
     state_.assign(static_cast<std::size_t>(vars_) * storage_, 0.0);
     next_ = state_;
+    for (int q = 0; q < vars_; ++q) diffusivities_.push_back(diffusivity(o, q));
+    if (o.problem == PdeProblem::burgers3d)  // streaming stores when the states stream from memory
+      stores_ = o.stores ? (pde_streaming_available() ? *o.stores : PdeStores::regular)
+                         : pde_stores_for(layout_, vars_, core::ranks_on_node(grid.comm()), std::max(1, o.threads));
     initialise();
   }
 
@@ -341,6 +468,7 @@ class PdeRun {
       }
     r.messages_sent = exchange_->stats().messages_sent;
     r.pending_at_fallbacks = fallbacks_;
+    r.stores = stores_;
     exchange_->close();
     exchange_.reset();
     save(total);
@@ -439,9 +567,8 @@ class PdeRun {
     if (opt_.problem == PdeProblem::advection_diffusion1d) {
       pde_advection_diffusion_step(layout_, state_.data(), next_.data(), opt_.velocity, opt_.viscosity, dt, dx_);
     } else {
-      std::vector<double> D(static_cast<std::size_t>(vars_));
-      for (int q = 0; q < vars_; ++q) D[static_cast<std::size_t>(q)] = diffusivity(opt_, q);
-      pde_burgers_step(layout_, state_.data(), next_.data(), vars_, D.data(), dt, dx_, opt_.threads);
+      pde_burgers_step(layout_, state_.data(), next_.data(), vars_, diffusivities_.data(), dt, dx_, opt_.threads,
+                       stores_);
     }
     std::swap(state_, next_);
   }
@@ -511,12 +638,14 @@ class PdeRun {
   double dx_ = 0;
   comm::HaloPlan plan_;
   std::vector<double> state_, next_;
+  std::vector<double> diffusivities_;  // of every variable (burgers3d)
+  PdeStores stores_ = PdeStores::regular;
   std::optional<comm::PlanExchange> exchange_;
   std::vector<std::vector<std::vector<double>>> ring_;  // delay model: [neighbour][slot][entry]
   std::mt19937_64 rng_;
   long fallbacks_ = 0;
-  double install_s_ = 0;
-  double points_ = 0;  // of this rank's block  // this step's halo installs (timed with consume)
+  double install_s_ = 0;  // this step's halo installs (timed with consume)
+  double points_ = 0;     // of this rank's block
 };
 
 void check(const decomposition::CartGrid& grid, const PdeOptions& o) {

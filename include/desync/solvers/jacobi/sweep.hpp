@@ -8,6 +8,7 @@
 // tests compare it with.
 #include <cstddef>
 
+#include "desync/core/cache.hpp"
 #include "desync/decomposition/field.hpp"
 
 namespace desync::solvers {
@@ -34,18 +35,10 @@ void jacobi_sweep_planes(const decomposition::Field& u, decomposition::Field& u_
 double jacobi_sweep_residual_planes(const decomposition::Field& u, decomposition::Field& u_new, int k_begin,
                                     int k_end, SweepPrefetch prefetch = SweepPrefetch::off);
 
-/// Size in bytes of the last-level cache of CPU 0 and the number of CPUs that share it, from
-/// /sys/devices/system/cpu/cpu0/cache (the highest unified level); {0, 0} when unknown.
-/// (glibc's sysconf(_SC_LEVEL3_CACHE_SIZE) is only the fallback: on some AMD guests it reports ten
-/// times the real size.)
-struct CacheInfo {
-  std::size_t bytes = 0;
-  int shared_by = 0;
-};
-CacheInfo last_level_cache();
-
-/// Collective over `comm`: how many of its ranks share this rank's node (MPI_COMM_TYPE_SHARED).
-int ranks_on_node(MPI_Comm comm);
+/// The cache facts the prefetch choice rests on live in core (cache.hpp).
+using core::CacheInfo;
+using core::last_level_cache;
+using core::ranks_on_node;
 
 /// The prefetch choice for sweeping `u` into a field of the same shape: `on` when the two fields
 /// exceed this rank's share of the last-level cache, i.e. when the sweep streams from memory.

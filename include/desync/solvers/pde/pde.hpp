@@ -33,11 +33,13 @@
 #include <array>
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "desync/communication/channel.hpp"
 #include "desync/communication/plan_exchange.hpp"
+#include "desync/core/cache.hpp"
 #include "desync/core/noise.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
@@ -56,6 +58,15 @@ const char* to_string(DelayModel m);
 inline double at_halo_value(double newest, double previous, std::int64_t k) {
   return static_cast<double>(k + 1) * newest - static_cast<double>(k) * previous;
 }
+
+/// How pde_burgers_step writes the new state. `regular`: ordinary stores; the kernel sweeps tiles of
+/// rows through z and prefetches the planes two ahead. `streaming`: non-temporal stores, which skip
+/// the write-allocate read of every new value (16 B of memory traffic per point and variable instead
+/// of 24) and leave the cache to the planes being read; whole planes in order. Streaming pays only
+/// when the two states stream from memory: on a state that fits in cache it sends to memory what the
+/// next step would have found in cache (pde_stores_for chooses).
+enum class PdeStores { regular, streaming };
+const char* to_string(PdeStores s);
 
 struct PdeOptions {
   PdeProblem problem = PdeProblem::advection_diffusion1d;
@@ -78,6 +89,7 @@ struct PdeOptions {
   comm::ShmemSync shmem_sync = comm::ShmemSync::put;
   core::NoiseOptions noise;
   int threads = 0;                          ///< OpenMP threads for the pack, approximation and update loops
+  std::optional<PdeStores> stores;          ///< burgers3d update; unset: pde_stores_for() per rank
   /// Called on every rank at the end, and with save_every > 0 also at step 0 and every save_every
   /// steps, with the step and this rank's block of the first variable (u, or u1). Collective.
   std::function<void(std::int64_t, const decomposition::Field&)> on_save;
@@ -130,6 +142,7 @@ struct PdeResult {
   long messages_sent = 0;
   long noise_pauses = 0;          ///< jitter pauses and periodic interruptions taken (warm-up included)
   long pending_at_fallbacks = 0;  ///< AT wanted a level no longer held: the standard value was used
+  PdeStores stores = PdeStores::regular;  ///< how the burgers3d update wrote (regular for the 1D problem)
   // Global quantities (the same on every rank):
   double error_mean = 0, error_max = 0;  ///< against the exact solution (advection_diffusion1d)
   double moment_u = 0, moment_dudx = 0;  ///< second central moments of u1 and ∂u1/∂x1
@@ -145,7 +158,15 @@ PdeResult solve_pde(const decomposition::CartGrid& grid, const PdeOptions& optio
 void pde_advection_diffusion_step(const decomposition::Field& layout, const double* in, double* out, double c,
                                   double nu, double dt, double dx);
 void pde_burgers_step(const decomposition::Field& layout, const double* in, double* out, int variables,
-                      const double* diffusivity, double dt, double dx, int threads);
+                      const double* diffusivity, double dt, double dx, int threads,
+                      PdeStores stores = PdeStores::regular);
+/// Whether this build has streaming stores (x86-64); without, pde_burgers_step writes with regular
+/// stores whatever it is asked.
+bool pde_streaming_available();
+/// `streaming` when available and the two states (2 x variables x storage) exceed this rank's share
+/// of the last-level cache (core::exceeds_cache_share), `regular` otherwise.
+PdeStores pde_stores_for(const decomposition::Field& layout, int variables, int ranks_on_node, int threads_per_rank,
+                         core::CacheInfo cache = core::last_level_cache());
 /// The same step written as Equation 4 reads, one point at a time: the reference the fused,
 /// tiled and prefetched pde_burgers_step is tested against (equal up to rounding).
 void pde_burgers_step_reference(const decomposition::Field& layout, const double* in, double* out, int variables,
