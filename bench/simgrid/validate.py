@@ -1,13 +1,14 @@
 #!/usr/bin/env python3
 """The simulated cluster against this machine: each solver at 2 and 4 ranks, run for real (Open MPI)
 and simulated (desync's SMPI build through desync-sim, the `host` platform: one node of this
-machine's 2 cores, with the calibrated cost model), sync and async (or bounded, or pipelined).
+machine's cores, with the calibrated cost model), sync and async (or bounded, or pipelined).
 
 Reports per case the iterations, the time (wall time of the run; simulated time for the simulated
 run) and the ratio of the relaxed variant to the synchronous one on both sides, and checks the
 issue's criteria: iterations within 10 %, time within 30 %, the ratio on the same side of 1.
-Real runs at 4 ranks are oversubscribed (two ranks per core); the simulated node then has a core per
-rank at half the speed.
+On a machine with fewer cores than ranks (4 ranks on this 2-core host) the real runs are
+oversubscribed; the simulated node then has a core per rank at cores / ranks of the speed. With a core
+per rank (--cores, default: this machine's), the simulated node has a core per rank at full speed.
 
 The simulated node's links are this machine's shared-memory MPI as `desync-sim calibrate-host`
 measures it (ping-pongs from 8 B to 1 MiB: latency, bandwidth and SMPI's piecewise latency factor),
@@ -64,18 +65,19 @@ def run_case(args, ranks, solver, extra, real):
         env = child_env()
         if real:
             cmd = shlex.split(args.mpirun) + ["-np", str(ranks)]
-            if ranks > 2:
+            if ranks > args.cores:
                 cmd.append("--oversubscribe")
             cmd += [args.desync, solver, *extra, "--quiet", "--json", out]
         else:
             env["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python", "src") + os.pathsep + env.get("PYTHONPATH", "")
-            # This machine: one node of 2 cores. More ranks than cores share them: modelled as one
-            # node with a core per rank, each at 2/R of the speed (the real ranks poll while they
-            # wait, so the cores are always shared), the cost model's seconds still at full speed.
-            plat = ["--preset", "host", "--calibration", args.host_calibration]
-            if ranks > 2:
-                plat += ["--nodes", "1", "--cores", str(ranks), "--speed", f"{2e9 / ranks:.6g}f",
-                         "--cfg", "smpi/host-speed:1000000000f"]
+            # This machine: one node of args.cores cores. More ranks than cores share them: modelled
+            # as one node with a core per rank, each at cores/R of the speed (the real ranks poll
+            # while they wait, so the cores are always shared), the cost model's seconds still at
+            # full speed.
+            plat = ["--preset", "host", "--calibration", args.host_calibration, "--nodes", "1",
+                    "--cores", str(max(ranks, 2))]
+            if ranks > args.cores:
+                plat += ["--speed", f"{1e9 * args.cores / ranks:.6g}f", "--cfg", "smpi/host-speed:1000000000f"]
             cmd = sim_command(args) + ["run", *plat, "--np", str(ranks), "--costs", args.costs,
                                        "--out", os.path.join(tmp, "sim"), "--",
                                        args.desync_smpi, solver, *extra, "--quiet", "--json", out]
@@ -92,6 +94,9 @@ def main():
     ap.add_argument("--costs", required=True, help="the cost model (bench/simgrid/calibrate.py)")
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
     ap.add_argument("--reps", type=int, default=3, help="real runs per case (median); a simulated run is deterministic")
+    ap.add_argument("--cores", type=int, default=os.cpu_count() or 2,
+                    help="cores of this machine (default: all): more ranks than cores run oversubscribed, "
+                         "and are simulated on shared cores")
     ap.add_argument("--timeout", type=int, default=600)
     ap.add_argument("--host-calibration", metavar="FILE",
                     help="the links' latency, bandwidth and latency curve (desync-sim calibrate-host's JSON); default: measured "
@@ -141,7 +146,8 @@ def main():
                       f"{ratio(row['ratio_real']):>10} {ratio(row['ratio_sim']):>9} {'yes' if row['ok'] else 'NO':>3} "
                       f"{s['host_wall']:>11.1f}", flush=True)
     if args.json:
-        write_json(args.json, {"benchmark": "simgrid validate", "host_calibration": link, "rows": rows})
+        write_json(args.json, {"benchmark": "simgrid validate", "cores": args.cores, "host_calibration": link,
+                               "rows": rows})
     return 0 if all(r["ok"] for r in rows) else 1
 
 
