@@ -9,6 +9,7 @@ of each run record:
 
   jacobi.update, jacobi.update_residual   per lattice update (a sweep, with the residual fused)
   halo.element                            per halo value packed or installed (pde, 1 rank: 6 faces)
+  pde.at.element                          per halo value of the AT approximation (pde, the delay model's largest delay)
   pde.burgers3d.update                    per point and variable
   pde.advection_diffusion1d.update        per point
   poisson3d.row                           per row of the matrix-free operator (cg's spmv)
@@ -94,6 +95,11 @@ def main():
     # One rank, periodic along every axis: each step packs and installs 6 faces of m^2 values, 5 variables.
     put("halo.element", measure(args, 1, burgers, lambda r: (r["time_split"]["send"] + r["time_split"]["consume"])
                                 / (it * 2 * 6 * float(m) ** 2 * 5)))
+    # The halo approximation phase, every value of every face every step: the delay model's largest
+    # delay (k = L - 1 = 9) makes each an asynchrony-tolerant combination of two retained levels.
+    halo_values = 5 * (2 * float(m) ** 2 + 4 * float(m) ** 2 / R)  # per rank and step, R x 1 x 1 ranks
+    put("pde.at.element", measure(args, R, burgers_r + ["--mode", "bounded", "--max-delay", "10", "--delay-model", "max"],
+                                  lambda r: r["time_split"]["approximate"] / (it * halo_values)))
     line = 4096
     put("pde.advection_diffusion1d.update",
         measure(args, 1, ["pde", "--problem", "advection-diffusion1d", "--global", str(line), "--steps", str(it)],

@@ -13,7 +13,7 @@ import pytest
 
 from conftest import REPO, child_env, desync_path, mpirun
 
-KINDS = ["jacobi.update", "jacobi.update_residual", "halo.element", "pde.burgers3d.update",
+KINDS = ["jacobi.update", "jacobi.update_residual", "halo.element", "pde.at.element", "pde.burgers3d.update",
          "pde.advection_diffusion1d.update", "poisson3d.row", "csr.entry", "cg.cg.vector", "cg.cg-cg.vector",
          "cg.pipecg.vector", "cg.groppcg.vector", "pc.none", "pc.jacobi", "pc.bjacobi-ic0", "schwarz.solve",
          "schwarz.residual"]

@@ -26,7 +26,7 @@ namespace {
 // for privatised globals, and the table is keyed by rank so it stays right without.
 // The kinds of work charged (docs/simulation.md), each named where it is done.
 constexpr const char* cost_kinds[] = {
-    "jacobi.update", "jacobi.update_residual", "halo.element", "pde.burgers3d.update",
+    "jacobi.update", "jacobi.update_residual", "halo.element", "pde.at.element", "pde.burgers3d.update",
     "pde.advection_diffusion1d.update", "poisson3d.row", "csr.entry", "cg.cg.vector", "cg.cg-cg.vector",
     "cg.pipecg.vector", "cg.groppcg.vector", "pc.none", "pc.jacobi", "pc.bjacobi-ic0", "schwarz.solve",
     "schwarz.residual"};

@@ -542,6 +542,7 @@ class PdeRun {
           const auto& p = ring_[b][static_cast<std::size_t>((n - k - 1) % slots)];
           for (std::size_t e = 0; e < m; ++e) state_[static_cast<std::size_t>(idx[e])] = at_halo_value(a[e], p[e], k);
         }
+        core::charge("pde.at.element", static_cast<double>(m));  // simulated cluster: the phase's cost
         continue;
       }
       const std::int64_t level = exchange_->time_level(b);
@@ -559,6 +560,7 @@ class PdeRun {
       const int threads = opt_.threads;
 #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1) schedule(static)
       for (std::size_t e = 0; e < m; ++e) state_[static_cast<std::size_t>(idx[e])] = at_halo_value(a[e], p[e], k);
+      core::charge("pde.at.element", static_cast<double>(m));  // simulated cluster: the approximation's cost
     }
   }
 
