@@ -3,7 +3,10 @@
 // (the command files src/run/solvers/*.cpp).
 #include <CLI/CLI.hpp>
 
+#include <initializer_list>
+#include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "desync/communication/channel.hpp"
@@ -42,6 +45,21 @@ struct TransportOptions {
     return transport;
   }
 };
+
+/// An option whose value is "auto" or one of `choices` (name, value): unset for auto, else the
+/// value; InputError "--option 'text': expected auto, a or b" for anything else.
+template <class T>
+std::optional<T> parse_auto_choice(const std::string& option, const std::string& text,
+                                   std::initializer_list<std::pair<const char*, T>> choices) {
+  if (text == "auto") return std::nullopt;
+  std::string names = "auto";
+  std::size_t i = 0;
+  for (const auto& [name, value] : choices) {
+    if (text == name) return value;
+    names += (++i == choices.size() ? " or " : ", ") + std::string(name);
+  }
+  throw InputError(option + " '" + text + "': expected " + names);
+}
 
 /// The help text of a --method / --mode option: "a | b | c", then each method with its description.
 inline std::string method_help(const std::vector<MethodInfo>& methods) {

@@ -144,14 +144,8 @@ void JacobiCommand::finalise(MPI_Comm comm) {
     throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
   s.reduction = comm::parse_reduction(reduction);
   channels.apply(s);
-  if (prefetch == "on")
-    s.prefetch = solvers::SweepPrefetch::on;
-  else if (prefetch == "off")
-    s.prefetch = solvers::SweepPrefetch::off;
-  else if (prefetch == "auto")
-    s.prefetch.reset();
-  else
-    throw InputError("--prefetch '" + prefetch + "': expected auto, on or off");
+  s.prefetch = detail::parse_auto_choice<solvers::SweepPrefetch>(
+      "--prefetch", prefetch, {{"on", solvers::SweepPrefetch::on}, {"off", solvers::SweepPrefetch::off}});
   noise_cli.apply(s.noise);
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   // Every mode tests every 100 iterations by default (Bethune et al., 2011, Figure 1); --check-every 1 is the

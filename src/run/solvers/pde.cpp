@@ -152,14 +152,8 @@ void PdeCommand::finalise(MPI_Comm comm) {
     throw InputError("--delay-model '" + delay_model + "': unknown model (expected none, uniform or max)");
   if (s.max_delay < 0) throw InputError(fmt::format("--max-delay {}: L must be >= 0", s.max_delay));
   if (s.threads < 0) throw InputError("--threads must be >= 0");
-  if (stores == "regular")
-    s.stores = solvers::PdeStores::regular;
-  else if (stores == "streaming")
-    s.stores = solvers::PdeStores::streaming;
-  else if (stores == "auto")
-    s.stores.reset();
-  else
-    throw InputError("--stores '" + stores + "': expected auto, regular or streaming");
+  s.stores = detail::parse_auto_choice<solvers::PdeStores>(
+      "--stores", stores, {{"regular", solvers::PdeStores::regular}, {"streaming", solvers::PdeStores::streaming}});
   if (s.save_every < 0) throw InputError("--save-every must be >= 0");
   if (s.save_every > 0 && save_path.empty()) throw InputError("--save-every needs --save FILE");
   channels.apply(s);
