@@ -62,7 +62,9 @@ inline double at_halo_value(double newest, double previous, std::int64_t k) {
 /// How pde_burgers_step writes the new state. `regular`: ordinary stores; the kernel sweeps tiles of
 /// rows through z and prefetches the planes two ahead. `streaming`: non-temporal stores, which skip
 /// the write-allocate read of every new value (16 B of memory traffic per point and variable instead
-/// of 24) and leave the cache to the planes being read; whole planes in order. Streaming pays only
+/// of 24) and leave the cache to the planes being read; whole planes in order, each row through a
+/// small buffer and written out with its two x-halo cells, which get `in`'s halo values (so that
+/// whole cache lines stream; the exchange refills them before a stencil reads them). Streaming pays only
 /// when the two states stream from memory: on a state that fits in cache it sends to memory what the
 /// next step would have found in cache (pde_stores_for chooses).
 enum class PdeStores { regular, streaming };
@@ -154,7 +156,9 @@ struct PdeResult {
 PdeResult solve_pde(const decomposition::CartGrid& grid, const PdeOptions& options);
 
 /// The update kernels: one forward Euler step on a block stored as `layout` (halo width 1, the
-/// halos of `in` filled), variable q of `in` and `out` at q * layout.storage_size().
+/// halos of `in` filled), variable q of `in` and `out` at q * layout.storage_size(). They write
+/// `out`'s interior only, except pde_burgers_step with PdeStores::streaming, which also copies `in`'s
+/// x-halo cells into `out`'s.
 void pde_advection_diffusion_step(const decomposition::Field& layout, const double* in, double* out, double c,
                                   double nu, double dt, double dx);
 void pde_burgers_step(const decomposition::Field& layout, const double* in, double* out, int variables,
