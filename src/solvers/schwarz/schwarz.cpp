@@ -300,7 +300,9 @@ class SchwarzRun : public LocalIteration {
     ex.start(x_.data(), 0);
     ex.finish(ghost.data(), 0);
     ex.close();
-    return schwarz_local_residual_sq(sub_, x_.data(), ghost.data());
+    const double r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost.data());
+    core::charge("schwarz.residual", static_cast<double>(x_.size()));  // simulated cluster: its cost
+    return r2;
   }
 
   comm::PlanExchangeConfig exchange_config(comm::HaloMode mode, int tag_base) const {
