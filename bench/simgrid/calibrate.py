@@ -23,7 +23,10 @@ of each run record:
 The sweeps and the PDE update are measured with --ranks ranks at once (default 2, every core of
 this machine busy, as on a node of the simulated cluster), the rest on one rank. The sizes should
 be those of the simulated runs (caches matter): --local for the 3D solvers,
---pde-local, --schwarz-local. Each figure is the median of --reps runs.
+--pde-local, --schwarz-local. Each figure is the median of --reps runs (5); the calibration records
+each kind's smallest and largest run ("spread") and warns about kinds whose runs differ by more
+than --max-spread (1.25): noise on a shared machine only adds time, and a median of few runs can
+still catch it.
 
     python3 bench/simgrid/calibrate.py --desync build/openmpi/desync -o build/sim/costs.json
 """
@@ -53,11 +56,17 @@ def run(args, ranks, argv):
 
 
 def measure(args, ranks, argv, per_unit):
+    """(median, command, (min, max)) of per_unit over --reps runs."""
     values, cmd = [], None
     for _ in range(args.reps):
         rec, cmd = run(args, ranks, argv)
         values.append(per_unit(rec))
-    return statistics.median(values), cmd
+    return statistics.median(values), cmd, (min(values), max(values))
+
+
+def noisy_kinds(spread, limit):
+    """The kinds whose runs spread by more than the factor limit (max / min), with that factor."""
+    return {k: hi / lo for k, (lo, hi) in spread.items() if lo > 0 and hi / lo > limit}
 
 
 def main():
@@ -67,17 +76,21 @@ def main():
     ap.add_argument("--pde-local", type=int, default=32, help="N^3 points per rank: pde burgers3d (default 32)")
     ap.add_argument("--schwarz-local", type=int, default=32, help="N^2 points per subdomain: schwarz (default 32)")
     ap.add_argument("--iterations", type=int, default=300, help="fixed iterations or steps per run (default 300)")
-    ap.add_argument("--reps", type=int, default=3)
+    ap.add_argument("--reps", type=int, default=5,
+                    help="runs per kind; its figure is their median (default 5; 3 until 2026-11-26, when on a "
+                         "loaded machine two of three runs of one kind came out 2.5 times slow)")
+    ap.add_argument("--max-spread", type=float, default=1.25,
+                    help="warn about kinds whose runs differ by more than this factor (default 1.25)")
     ap.add_argument("--ranks", type=int, default=2,
                     help="ranks of the compute measurements (jacobi, pde, cg), all busy at once as the cores of a "
                          "simulated node are (default 2: this machine's cores)")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
     n, it = args.local, args.iterations
-    costs, commands = {}, {}
+    costs, commands, spread = {}, {}, {}
 
-    def put(kind, value_cmd):
-        costs[kind], commands[kind] = value_cmd
+    def put(kind, value_cmd_spread):
+        costs[kind], commands[kind], spread[kind] = value_cmd_spread
 
     pts = float(n) ** 3
     R = args.ranks  # every core busy, as on a node of the simulated cluster: memory bandwidth shared
@@ -132,10 +145,16 @@ def main():
            "calibration": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                            "sizes": {"local": n, "pde_local": m, "schwarz_local": s, "iterations": it,
                                      "reps": args.reps, "ranks": R},
-                           "commands": commands, "machine": machine_info(args, "bench/simgrid/calibrate.py")}}
+                           "commands": commands,
+                           "spread": {k: {"min": lo, "max": hi} for k, (lo, hi) in spread.items()},
+                           "machine": machine_info(args, "bench/simgrid/calibrate.py")}}
     write_json(args.output, doc)
     for k, v in costs.items():
         print(f"  {k:<34} {v:.4e} s per unit")
+    for k, factor in noisy_kinds(spread, args.max_spread).items():
+        print(f"calibrate: warning: the runs of {k} differ by {factor:.2f}x (max / min of {args.reps}): the machine "
+              f"was busy? Its median is in {args.output}; calibrate again on a quiet machine, or with more --reps.",
+              file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -396,3 +396,17 @@ def test_calibrate_host(tmp_path, capsys):
     assert data["lat_factor"].startswith("0:1;1024:")
     _, p = platform(tmp_path, capsys, "--preset", "host", "--calibration", str(path))
     assert p["loopback_latency_s"] == data["latency_s"]
+
+
+def test_calibrate_names_the_kinds_whose_runs_spread():
+    # bench/simgrid/calibrate.py: a kind whose runs differ by more than --max-spread is reported (on
+    # 2026-11-26 a loaded machine made cg.pipecg.vector 2.5 times its value of the morning).
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "calibrate.py")
+    spec = importlib.util.spec_from_file_location("calibrate", path)
+    calibrate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(calibrate)
+    spread = {"quiet": (1.0e-9, 1.2e-9), "busy": (1.7e-9, 4.3e-9), "free": (0.0, 0.0), "edge": (1.0, 1.25)}
+    noisy = calibrate.noisy_kinds(spread, 1.25)
+    assert set(noisy) == {"busy"} and math.isclose(noisy["busy"], 4.3 / 1.7)
+    assert set(calibrate.noisy_kinds(spread, 1.1)) == {"quiet", "busy", "edge"}
