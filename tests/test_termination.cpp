@@ -12,6 +12,7 @@
 #include "channel_transport.hpp"
 #include "desync/communication/request_ledger.hpp"
 #include "desync/communication/termination.hpp"
+#include "desync/core/timer.hpp"
 #include "test_util.hpp"
 
 using desync::comm::TreeTermination;
@@ -54,15 +55,6 @@ TEST(TreeTermination, DecisionHoldsEveryRanksVotes) {
   EXPECT_EQ(desync::comm::RequestLedger::outstanding(), pending_before) << "requests left pending";
 }
 
-namespace {
-// Seconds on the node's monotonic clock, one clock for every process on it (MPI_Wtime is not: Open
-// MPI counts from each process's own start, and a rank started 3 ms late seemed to decide before
-// the vote it waited for).
-double node_seconds() {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-}  // namespace
-
 // Every rank in turn is late: it votes only after 0.25 s, while the others vote at once and keep
 // testing. No rank may see the decision before the late rank's vote (0.25 s after a common barrier),
 // and the decision carries every rank's vote.
@@ -73,18 +65,21 @@ TEST(TreeTermination, NoDecisionBeforeTheLateRankVotes) {
   for (int late = 0; late < size; ++late) {
     TreeTermination t(comm, 3, transport());
     MPI_Barrier(comm);
-    const double start = node_seconds();
-    double vote_time = 0;  // the late rank's vote, on the node's clock (the ranks share one node)
+    const double start = desync::core::wall_time();
+    // The late rank's vote, on the node's clock (the ranks share one node): core::wall_time, the steady
+    // clock, is one clock for every process on a node; MPI_Wtime is not (Open MPI counts from each
+    // process's own start, and a rank started 3 ms late seemed to decide before the vote it waited for).
+    double vote_time = 0;
     long early_tests = 0;
     while (!t.test()) {
-      if (!t.voted() && (rank != late || node_seconds() - start >= delay)) {
-        if (rank == late) vote_time = node_seconds();
+      if (!t.voted() && (rank != late || desync::core::wall_time() - start >= delay)) {
+        if (rank == late) vote_time = desync::core::wall_time();
         t.vote(votes_of(rank));
       }
       if (!t.voted() || rank != late) ++early_tests;
       std::this_thread::sleep_for(std::chrono::microseconds(200));
     }
-    const double decided_at = node_seconds();
+    const double decided_at = desync::core::wall_time();
     // (Each rank leaves the barrier at its own moment: comparing with the late rank's own vote time,
     // not with this rank's start plus the delay, keeps scheduling skew out of the check.)
     t.close();  // complete the tree's traffic before anything else communicates
