@@ -10,6 +10,9 @@
 //    same lists gives, also with unequal counts in the two directions and on a periodic Cartesian
 //    grid of one or two ranks per dimension.
 //  * CG: the same iterates, bitwise, whatever the transport (and engine).
+//  * Offsets as runs (IndexRuns, the pack and unpack of every plan exchange): the copies equal the
+//    offset loops bitwise, for structured faces (long runs, strided and contiguous) and lists
+//    without regularity (kept as offsets), threaded or not.
 //  * Bad input: widths larger than a block, negative widths, malformed plans.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -24,6 +27,7 @@
 #include "channel_transport.hpp"  // the transport under test (ctest runs every one)
 #include "desync/communication/ghost_exchange.hpp"
 #include "desync/communication/halo_plan.hpp"
+#include "desync/communication/index_runs.hpp"
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
@@ -204,6 +208,80 @@ TEST(StructuredPlan, DeliversTheSerialReference) {
     }
   }
   EXPECT_GE(ran, 7);  // at most two cases have blocks too thin for their halo at 1-4 ranks
+}
+
+namespace {
+
+// The offset loops IndexRuns replaces: out[e] = x[idx[e]], and x[idx[e]] = in[e] in list order.
+void gather_by_offsets(const std::vector<std::int32_t>& idx, const std::vector<double>& x, std::vector<double>& out) {
+  for (std::size_t e = 0; e < idx.size(); ++e) out[e] = x[static_cast<std::size_t>(idx[e])];
+}
+void scatter_by_offsets(const std::vector<std::int32_t>& idx, const std::vector<double>& in, std::vector<double>& x) {
+  for (std::size_t e = 0; e < idx.size(); ++e) x[static_cast<std::size_t>(idx[e])] = in[e];
+}
+
+// Gathers and scatters `idx` both ways over an array of `n` distinct values; 0 when they agree.
+int runs_disagree(const std::vector<std::int32_t>& idx, std::size_t n, int threads) {
+  std::vector<double> x(n);
+  for (std::size_t i = 0; i < n; ++i) x[i] = 0.5 + static_cast<double>(i) * 1.25;
+  const desync::comm::IndexRuns runs(idx);
+  std::vector<double> a(idx.size(), -1.0), b(idx.size(), -2.0);
+  gather_by_offsets(idx, x, a);
+  runs.gather(x.data(), b.data(), threads);
+  int bad = a == b ? 0 : 1;
+  std::vector<double> in(idx.size());
+  for (std::size_t e = 0; e < in.size(); ++e) in[e] = -3.0 - static_cast<double>(e);
+  std::vector<double> ya(x), yb(x);
+  scatter_by_offsets(idx, in, ya);
+  runs.scatter(in.data(), yb.data(), threads);
+  return bad + (ya == yb ? 0 : 1);
+}
+
+}  // namespace
+
+TEST(IndexRuns, StructuredFacesBecomeFewRunsAndCopyBitwise) {
+  // One rank's view of a 12 x 10 x 9 block with halo width 1 on every (periodic) axis, over
+  // MPI_COMM_SELF: all six faces are local copies, their offsets the plan's.
+  CartGrid grid(MPI_COMM_SELF, {12, 10, 9}, {1, 1, 1}, {true, true, true});
+  const auto plan = desync::comm::make_structured_plan(grid, {{1, 1, 1}, /*corners=*/false});
+  Field u(grid.local(), {1, 1, 1});
+  const std::int64_t row = u.index(0, 1, 0) - u.index(0, 0, 0);
+  ASSERT_EQ(plan.neighbours.size(), 6U);
+  for (const auto& nb : plan.neighbours) {
+    for (const auto* list : {&nb.send, &nb.recv}) {
+      const desync::comm::IndexRuns runs(*list);
+      EXPECT_TRUE(runs.by_runs());
+      EXPECT_EQ(runs.size(), list->size());
+      // x-faces: one run per z-plane at the row's stride; y- and z-faces: rows, stride 1.
+      const bool x_face = nb.direction[0] != 0;
+      EXPECT_EQ(runs.runs().size(), x_face ? 9U : nb.direction[1] != 0 ? 9U : 10U);
+      for (const auto& r : runs.runs()) EXPECT_EQ(r.stride, x_face ? row : 1);
+      for (int threads : {1, 2}) EXPECT_EQ(runs_disagree(*list, u.storage_size(), threads), 0);
+    }
+  }
+}
+
+TEST(IndexRuns, IrregularListsKeepTheirOffsets) {
+  // An assembled matrix's ghost columns: no regularity, so the plain offsets are used.
+  std::vector<std::int32_t> scattered{17, 3, 40, 8, 8, 25, 1, 33, 12, 39, 0, 21};
+  EXPECT_FALSE(desync::comm::IndexRuns(scattered).by_runs());
+  EXPECT_EQ(runs_disagree(scattered, 41, 1), 0);
+  // Descending, repeated (stride 0) and mixed runs, with a run too short at the end; long enough
+  // on average to go by runs. Large enough to be threaded.
+  std::vector<std::int32_t> mixed;
+  for (int i = 60; i > 40; --i) mixed.push_back(i);                    // stride -1
+  for (int i = 0; i < 6; ++i) mixed.push_back(7);                     // stride 0: the last write wins
+  for (int i = 0; i < 5000; ++i) mixed.push_back(100 + 3 * i);        // stride 3
+  for (int i = 0; i < 64; ++i) mixed.push_back(20000 + i);            // stride 1
+  mixed.push_back(5);
+  const desync::comm::IndexRuns runs(mixed);
+  EXPECT_TRUE(runs.by_runs());
+  EXPECT_EQ(runs.runs().size(), 5U);
+  for (int threads : {1, 2}) EXPECT_EQ(runs_disagree(mixed, 20100, threads), 0);
+  // Empty and single-entry lists.
+  EXPECT_EQ(desync::comm::IndexRuns(std::vector<std::int32_t>{}).size(), 0U);
+  EXPECT_EQ(runs_disagree({}, 4, 1), 0);
+  EXPECT_EQ(runs_disagree({3}, 4, 1), 0);
 }
 
 TEST(StructuredPlan, DirectionsAndTags) {

@@ -92,6 +92,12 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
   loopback_.resize(count);
   loopback_level_.assign(count, -1);
   awaited_.assign(count, 0);
+  send_runs_.reserve(count);
+  recv_runs_.reserve(count);
+  for (const auto& nb : plan_.neighbours) {
+    send_runs_.emplace_back(nb.send);
+    recv_runs_.emplace_back(nb.recv);
+  }
 
   // Local neighbours: neighbour n installs what its partner m (m's send_tag == n's recv_tag) packed.
   bool remote = false;
@@ -189,11 +195,9 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
   for (std::size_t visit = 0; visit < count; ++visit) {
     const std::size_t n = (visit + rotation_) % count;
     const auto& nb = plan_.neighbours[n];
-    const std::int32_t* idx = nb.send.data();
     const std::size_t m = nb.send.size();
     if (plan_.is_local(n)) {
-      double* out = loopback_[n].data();
-      for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
+      send_runs_[n].gather(x, loopback_[n].data(), config_.threads);
       core::charge("halo.element", static_cast<double>(m));
       loopback_level_[n] = time_level;
       continue;
@@ -207,10 +211,7 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
       ++stats_.sends_skipped;
       continue;
     }
-    double* out = ch.send_buffer();
-    const int threads = config_.threads;  // the pack loop, threaded for large messages
-    #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1 && m >= 4096) schedule(static)
-    for (std::size_t e = 0; e < m; ++e) out[e] = x[idx[e]];
+    send_runs_[n].gather(x, ch.send_buffer(), config_.threads);  // the pack, threaded for large messages
     core::charge("halo.element", static_cast<double>(m));  // simulated cluster: the pack's cost
     ch.send(time_level);
     ++stats_.messages_sent;
@@ -348,18 +349,14 @@ void PlanExchange::install_neighbour(std::size_t n, double* dest) const {
   if (plan_.is_local(n)) {
     const std::size_t src = local_source_[n];
     if (loopback_level_[src] < 0) return;
-    const double* in = loopback_[src].data();
-    for (std::size_t e = 0; e < m; ++e) dest[idx[e]] = in[e];
+    recv_runs_[n].scatter(loopback_[src].data(), dest, config_.threads);
     core::charge("halo.element", static_cast<double>(m));
     return;
   }
   const Channel& ch = *channels_[n];
   if (config_.mode != HaloMode::racy) {
     if (ch.time_level() < 0) return;  // nothing received yet: keep what dest holds
-    const double* in = ch.recv_buffer();
-    const int threads = config_.threads;
-    #pragma omp parallel for num_threads(threads > 0 ? threads : 1) if (threads > 1 && m >= 4096) schedule(static)
-    for (std::size_t e = 0; e < m; ++e) dest[idx[e]] = in[e];
+    recv_runs_[n].scatter(ch.recv_buffer(), dest, config_.threads);
     core::charge("halo.element", static_cast<double>(m));  // simulated cluster: the unpack's cost
     return;
   }

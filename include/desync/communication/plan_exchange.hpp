@@ -35,6 +35,7 @@
 #include "desync/communication/channel.hpp"
 #include "desync/communication/exchange_engine.hpp"
 #include "desync/communication/halo_plan.hpp"
+#include "desync/communication/index_runs.hpp"
 
 namespace desync::comm {
 
@@ -145,6 +146,9 @@ class PlanExchange {
   /// offsets (nullptr if that level is not held, or n is a local neighbour); bounded mode keeps the
   /// last `history` levels, so a solver can combine several (e.g. an asynchrony-tolerant stencil).
   const double* level_data(std::size_t n, std::int64_t level) const;
+  /// Neighbour n's receive offsets as runs (what install_neighbour copies by), for a solver that
+  /// writes computed halo values itself.
+  const IndexRuns& recv_runs(std::size_t n) const { return recv_runs_[n]; }
   /// bounded: pulls that had to block for the bound, summed over the neighbours.
   long forced_waits() const;
   /// Neighbour n's channel statistics (nullptr for a local neighbour): per-neighbour counts such as
@@ -171,6 +175,7 @@ class PlanExchange {
   PlanExchangeConfig config_;
   MPI_Comm comm_ = MPI_COMM_NULL;               // channel communicator (owned), null if no channels
   std::vector<std::unique_ptr<Channel>> channels_;  // per neighbour; null for local ones
+  std::vector<IndexRuns> send_runs_, recv_runs_;  // per neighbour: plan offsets as runs (pack, unpack)
   std::vector<std::size_t> local_source_;       // local neighbour n installs loopback_[local_source_[n]]
   std::vector<std::vector<double>> loopback_;   // local neighbours: the values packed by start()
   std::vector<std::int64_t> loopback_level_;
