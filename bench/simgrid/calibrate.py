@@ -20,10 +20,12 @@ of each run record:
   csr.entry                               per stored scalar entry of an assembled operator (cg's
                                           elasticity3d): estimated as poisson3d.row / 7, not measured
 
-The sweeps and the PDE update are measured with --ranks ranks at once (default 2, every core of
-this machine busy, as on a node of the simulated cluster), the rest on one rank. The sizes should
-be those of the simulated runs (caches matter): --local for the 3D solvers,
---pde-local, --schwarz-local. Each figure is the median of --reps runs (5); the calibration records
+The sweeps, the PDE update and approximation and CG's kinds are measured with --ranks ranks at once
+(default 2, every core of this machine busy, as on a node of the simulated cluster), halo.element
+and the 1D update on one rank, Schwarz's kinds on two. The sizes should be those of the simulated
+runs (caches matter): --local for the 3D solvers, --pde-local, --schwarz-local. Each figure is the
+median of --reps runs (5), taken in rounds: every kind once per round, so that a busy spell of the
+machine touches a run or two of every kind rather than most runs of one. The calibration records
 each kind's smallest and largest run ("spread") and warns about kinds whose runs differ by more
 than --max-spread (1.25): noise on a shared machine only adds time, and a median of few runs can
 still catch it.
@@ -55,13 +57,21 @@ def run(args, ranks, argv):
             return json.load(f), shlex.join(cmd)
 
 
-def measure(args, ranks, argv, per_unit):
-    """(median, command, (min, max)) of per_unit over --reps runs."""
-    values, cmd = [], None
+def measure_rounds(args, specs, run_one=None):
+    """Runs every spec (ranks, argv, {kind: per_unit}) once per round, --reps rounds, and returns
+    {kind: (median, command, (min, max))} of each per_unit over the rounds. Round by round, not kind by
+    kind: a busy spell of the machine then slows one or two runs of every kind, which the median
+    drops, instead of most runs of the kinds measured during it (on 2026-11-26 three of five
+    consecutive runs of one kind came out 2.5 times slow, and that kind's figure with them)."""
+    run_one = run_one or (lambda ranks, argv: run(args, ranks, argv))
+    values, cmds = {}, {}
     for _ in range(args.reps):
-        rec, cmd = run(args, ranks, argv)
-        values.append(per_unit(rec))
-    return statistics.median(values), cmd, (min(values), max(values))
+        for ranks, argv, per_unit in specs:
+            rec, cmd = run_one(ranks, argv)
+            for kind, f in per_unit.items():
+                values.setdefault(kind, []).append(f(rec))
+                cmds[kind] = cmd
+    return {k: (statistics.median(v), cmds[k], (min(v), max(v))) for k, v in values.items()}
 
 
 def noisy_kinds(spread, limit):
@@ -87,60 +97,61 @@ def main():
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
     n, it = args.local, args.iterations
-    costs, commands, spread = {}, {}, {}
-
-    def put(kind, value_cmd_spread):
-        costs[kind], commands[kind], spread[kind] = value_cmd_spread
-
     pts = float(n) ** 3
     R = args.ranks  # every core busy, as on a node of the simulated cluster: memory bandwidth shared
-    put("jacobi.update", measure(args, R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it),
-                                           "--check-every", str(10 * it)],
-                                 lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)))
-    put("jacobi.update_residual", measure(args, R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it),
-                                                    "--check-every", "1"],
-                                          lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)))
+    specs = [
+        (R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it), "--check-every", str(10 * it)],
+         {"jacobi.update": lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)}),
+        (R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it), "--check-every", "1"],
+         {"jacobi.update_residual": lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)}),
+    ]
     m = args.pde_local
     burgers = ["pde", "--problem", "burgers3d", "--global", str(m), "--steps", str(it)]
     burgers_r = ["pde", "--problem", "burgers3d", "--global", str(m), "--dims", f"{R}x1x1", "--steps", str(it)]
-    put("pde.burgers3d.update", measure(args, R, burgers_r,
-                                        lambda r: r["time_split"]["compute"] / (it * float(m) ** 3 / R * 5)))
-    # One rank, periodic along every axis: each step packs and installs 6 faces of m^2 values, 5 variables.
-    put("halo.element", measure(args, 1, burgers, lambda r: (r["time_split"]["send"] + r["time_split"]["consume"])
-                                / (it * 2 * 6 * float(m) ** 2 * 5)))
     # The halo approximation phase, every value of every face every step: the delay model's largest
     # delay (k = L - 1 = 9) makes each an asynchrony-tolerant combination of two retained levels.
     halo_values = 5 * (2 * float(m) ** 2 + 4 * float(m) ** 2 / R)  # per rank and step, R x 1 x 1 ranks
-    put("pde.at.element", measure(args, R, burgers_r + ["--mode", "bounded", "--max-delay", "10", "--delay-model", "max"],
-                                  lambda r: r["time_split"]["approximate"] / (it * halo_values)))
     line = 4096
-    put("pde.advection_diffusion1d.update",
-        measure(args, 1, ["pde", "--problem", "advection-diffusion1d", "--global", str(line), "--steps", str(it)],
-                lambda r: r["time_split"]["compute"] / (it * line)))
+    specs += [
+        (R, burgers_r, {"pde.burgers3d.update": lambda r: r["time_split"]["compute"] / (it * float(m) ** 3 / R * 5)}),
+        # One rank, periodic along every axis: each step packs and installs 6 faces of m^2 values, 5 variables.
+        (1, burgers, {"halo.element": lambda r: (r["time_split"]["send"] + r["time_split"]["consume"])
+                      / (it * 2 * 6 * float(m) ** 2 * 5)}),
+        (R, burgers_r + ["--mode", "bounded", "--max-delay", "10", "--delay-model", "max"],
+         {"pde.at.element": lambda r: r["time_split"]["approximate"] / (it * halo_values)}),
+        (1, ["pde", "--problem", "advection-diffusion1d", "--global", str(line), "--steps", str(it)],
+         {"pde.advection_diffusion1d.update": lambda r: r["time_split"]["compute"] / (it * line)}),
+    ]
     # CG's kinds with every core busy too (until 2026-11-26 with one rank: on this machine the
     # matrix-vector product then cost 1.35 times less per row, the vector work 1.1 times less, than on
     # a node whose cores all work). The phases timed (spmv, vector, pc) hold no waiting.
     cg = ["cg", "--local", str(n), "--rtol", "1e-10", "--max-iters", str(it)]
-    put("poisson3d.row", measure(args, R, cg + ["--method", "cg"],
-                                 lambda r: r["time_split"]["spmv"] / ((r["iterations"]["max"] + 1) * pts)))
     for method in ("cg", "cg-cg", "pipecg", "groppcg"):
-        put(f"cg.{method}.vector", measure(args, R, cg + ["--method", method],
-                                           lambda r: r["time_split"]["vector"] / (r["iterations"]["max"] * pts)))
-    costs["pc.none"], commands["pc.none"] = 0.0, "(no work)"
-    put("pc.jacobi", measure(args, R, cg + ["--method", "cg", "--pc", "jacobi"],
-                             lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)))
-    put("pc.bjacobi-ic0", measure(args, R, cg + ["--method", "cg", "--pc", "bjacobi-ic0"],
-                                  lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)))
-    # Assembled operators (cg's elasticity3d): estimated from the matrix-free 7-point rows, per entry.
-    costs["csr.entry"] = costs["poisson3d.row"] / 7
-    commands["csr.entry"] = "poisson3d.row / 7 (estimate)"
+        per_unit = {f"cg.{method}.vector": lambda r: r["time_split"]["vector"] / (r["iterations"]["max"] * pts)}
+        if method == "cg":
+            per_unit["poisson3d.row"] = lambda r: r["time_split"]["spmv"] / ((r["iterations"]["max"] + 1) * pts)
+        specs.append((R, cg + ["--method", method], per_unit))
+    specs += [
+        (R, cg + ["--method", "cg", "--pc", "jacobi"],
+         {"pc.jacobi": lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)}),
+        (R, cg + ["--method", "cg", "--pc", "bjacobi-ic0"],
+         {"pc.bjacobi-ic0": lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)}),
+    ]
     s = args.schwarz_local
     unknowns = float(s) ** 2
     schwarz = ["schwarz", "--mode", "sync", "--local", str(s), "--tol", "1e-14", "--max-iters", str(it)]
-    put("schwarz.solve", measure(args, 2, schwarz,
-                                 lambda r: r["time_split"]["solve"] / (r["iterations"]["mean"] * unknowns)))
-    put("schwarz.residual", measure(args, 2, schwarz,
-                                    lambda r: r["time_split"]["spmv"] / (r["iterations"]["mean"] * unknowns)))
+    specs += [
+        (2, schwarz, {"schwarz.solve": lambda r: r["time_split"]["solve"] / (r["iterations"]["mean"] * unknowns),
+                      "schwarz.residual": lambda r: r["time_split"]["spmv"] / (r["iterations"]["mean"] * unknowns)}),
+    ]
+    measured = measure_rounds(args, specs)
+    costs = {k: v[0] for k, v in measured.items()}
+    commands = {k: v[1] for k, v in measured.items()}
+    spread = {k: v[2] for k, v in measured.items()}
+    costs["pc.none"], commands["pc.none"] = 0.0, "(no work)"
+    # Assembled operators (cg's elasticity3d): estimated from the matrix-free 7-point rows, per entry.
+    costs["csr.entry"] = costs["poisson3d.row"] / 7
+    commands["csr.entry"] = "poisson3d.row / 7 (estimate)"
     doc = {"costs": costs,
            "calibration": {"date": datetime.datetime.now().isoformat(timespec="seconds"),
                            "sizes": {"local": n, "pde_local": m, "schwarz_local": s, "iterations": it,

@@ -410,3 +410,30 @@ def test_calibrate_names_the_kinds_whose_runs_spread():
     noisy = calibrate.noisy_kinds(spread, 1.25)
     assert set(noisy) == {"busy"} and math.isclose(noisy["busy"], 4.3 / 1.7)
     assert set(calibrate.noisy_kinds(spread, 1.1)) == {"quiet", "busy", "edge"}
+
+
+def test_calibrate_measures_in_rounds_so_a_busy_spell_leaves_the_medians_alone():
+    # bench/simgrid/calibrate.py runs every kind once per round. Three consecutive slow runs (a busy
+    # spell) then slow one run of each of three kinds, and every median stays at the quiet value; run
+    # kind by kind, the same spell took three of one kind's five runs and its median with them.
+    import importlib.util
+    import types
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "calibrate.py")
+    spec = importlib.util.spec_from_file_location("calibrate", path)
+    calibrate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(calibrate)
+    calls = []
+
+    def run_one(ranks, argv):
+        calls.append(argv[0])
+        slow = 3 <= len(calls) <= 5  # the 3rd to 5th runs of the calibration
+        return {"t": 2.5 if slow else 1.0}, f"mpirun -np {ranks} desync {argv[0]}"
+
+    specs = [(2, [k], {k: (lambda r: r["t"]), k + ".twice": (lambda r: 2 * r["t"])}) for k in ("a", "b", "c", "d")]
+    measured = calibrate.measure_rounds(types.SimpleNamespace(reps=5), specs, run_one)
+    assert calls == ["a", "b", "c", "d"] * 5
+    assert set(measured) == {"a", "b", "c", "d", "a.twice", "b.twice", "c.twice", "d.twice"}
+    for k in "abcd":
+        assert measured[k][0] == 1.0 and measured[k + ".twice"][0] == 2.0
+        assert measured[k][1] == f"mpirun -np 2 desync {k}"
+    assert measured["c"][2] == (1.0, 2.5) and measured["b"][2] == (1.0, 1.0)
