@@ -27,52 +27,29 @@ IndexRuns::IndexRuns(const std::vector<std::int32_t>& offsets, double min_mean_r
   }
 }
 
-void IndexRuns::gather(const double* x, double* out, int threads) const {
-  const int nt = threads > 1 && size_ >= threaded_from ? threads : 1;
-  if (!by_runs()) {
-    const std::int32_t* idx = offsets_.data();
-    const auto m = static_cast<std::int64_t>(offsets_.size());
-    #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (std::int64_t e = 0; e < m; ++e) out[e] = x[idx[e]];
-    return;
-  }
-  const Run* runs = runs_.data();
-  const auto n = static_cast<std::int64_t>(runs_.size());
-  #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (std::int64_t q = 0; q < n; ++q) {
-    const Run& r = runs[q];
-    double* o = out + r.first;
-    const double* s = x + r.start;
-    if (r.stride == 1) {
-      std::memcpy(o, s, static_cast<std::size_t>(r.count) * sizeof(double));
-    } else {
-      for (std::int64_t e = 0; e < r.count; ++e) o[e] = s[e * r.stride];
-    }
-  }
+namespace {
+// Gather: out[position] = x[offset]; scatter: x[offset] = in[position]; run by run.
+template <bool gather>
+void copy_runs(const IndexRuns& runs, const double* src, double* dst, int threads) {
+  runs.for_each_run(
+      [&](std::int64_t first, std::int64_t start, std::int64_t stride, std::int64_t count) {
+        const double* s = src + (gather ? start : first);
+        double* d = dst + (gather ? first : start);
+        if (count == 1) {
+          *d = *s;
+        } else if (stride == 1) {
+          std::memcpy(d, s, static_cast<std::size_t>(count) * sizeof(double));
+        } else {
+          const std::int64_t s_step = gather ? stride : 1, d_step = gather ? 1 : stride;
+          for (std::int64_t e = 0; e < count; ++e) d[e * d_step] = s[e * s_step];
+        }
+      },
+      threads);
 }
+}  // namespace
 
-void IndexRuns::scatter(const double* in, double* x, int threads) const {
-  const int nt = threads > 1 && size_ >= threaded_from ? threads : 1;
-  if (!by_runs()) {
-    const std::int32_t* idx = offsets_.data();
-    const auto m = static_cast<std::int64_t>(offsets_.size());
-    #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-    for (std::int64_t e = 0; e < m; ++e) x[idx[e]] = in[e];
-    return;
-  }
-  const Run* runs = runs_.data();
-  const auto n = static_cast<std::int64_t>(runs_.size());
-  #pragma omp parallel for num_threads(nt) if (nt > 1) schedule(static)
-  for (std::int64_t q = 0; q < n; ++q) {
-    const Run& r = runs[q];
-    const double* i = in + r.first;
-    double* d = x + r.start;
-    if (r.stride == 1) {
-      std::memcpy(d, i, static_cast<std::size_t>(r.count) * sizeof(double));
-    } else {
-      for (std::int64_t e = 0; e < r.count; ++e) d[e * r.stride] = i[e];
-    }
-  }
-}
+void IndexRuns::gather(const double* x, double* out, int threads) const { copy_runs<true>(*this, x, out, threads); }
+
+void IndexRuns::scatter(const double* in, double* x, int threads) const { copy_runs<false>(*this, in, x, threads); }
 
 }  // namespace desync::comm
