@@ -25,10 +25,11 @@ The sweeps, the PDE update and approximation and CG's kinds are measured with --
 and the 1D update on one rank, Schwarz's kinds on two. The sizes should be those of the simulated
 runs (caches matter): --local for the 3D solvers, --pde-local, --schwarz-local. Each figure is the
 median of --reps runs (5), taken in rounds: every kind once per round, so that a busy spell of the
-machine touches a run or two of every kind rather than most runs of one. The calibration records
-each kind's smallest and largest run ("spread") and warns about kinds whose runs differ by more
-than --max-spread (1.25): noise on a shared machine only adds time, and a median of few runs can
-still catch it.
+machine touches a run or two of every kind rather than most runs of one. A kind whose runs differ by
+more than --max-spread (1.25) gets further runs, up to --max-reps (11). The calibration records each
+kind's smallest and largest run and the number of runs ("spread") and warns about kinds whose runs
+still differ by more than --max-spread: noise on a shared machine only adds time, and a median of
+few runs can still catch it.
 
     python3 bench/simgrid/calibrate.py --desync build/openmpi/desync -o build/sim/costs.json
 """
@@ -59,19 +60,34 @@ def run(args, ranks, argv):
 
 def measure_rounds(args, specs, run_one=None):
     """Runs every spec (ranks, argv, {kind: per_unit}) once per round, --reps rounds, and returns
-    {kind: (median, command, (min, max))} of each per_unit over the rounds. Round by round, not kind by
-    kind: a busy spell of the machine then slows one or two runs of every kind, which the median
-    drops, instead of most runs of the kinds measured during it (on 2026-11-26 three of five
-    consecutive runs of one kind came out 2.5 times slow, and that kind's figure with them)."""
+    {kind: (median, command, (min, max), runs)} of each per_unit over the rounds. Round by round, not
+    kind by kind: a busy spell of the machine then slows one or two runs of every kind, which the
+    median drops, instead of most runs of the kinds measured during it (on 2026-11-26 three of five
+    consecutive runs of one kind came out 2.5 times slow, and that kind's figure with them). The specs
+    with a kind whose runs still spread by more than --max-spread get further rounds of their own, up
+    to --max-reps runs in all: a kind that varies from run to run (pipelined CG's vector work ranged
+    over 1.45-2.38e-9 s per row in five runs, CG's over 1.53-1.72e-9) needs more runs for a median as
+    steady as the others'."""
     run_one = run_one or (lambda ranks, argv: run(args, ranks, argv))
     values, cmds = {}, {}
-    for _ in range(args.reps):
-        for ranks, argv, per_unit in specs:
+
+    def one_round(which):
+        for ranks, argv, per_unit in which:
             rec, cmd = run_one(ranks, argv)
             for kind, f in per_unit.items():
                 values.setdefault(kind, []).append(f(rec))
                 cmds[kind] = cmd
-    return {k: (statistics.median(v), cmds[k], (min(v), max(v))) for k, v in values.items()}
+
+    for _ in range(args.reps):
+        one_round(specs)
+    for _ in range(args.reps, max(args.reps, args.max_reps)):
+        spread = {k: (min(v), max(v)) for k, v in values.items()}
+        noisy = noisy_kinds(spread, args.max_spread)
+        again = [spec for spec in specs if any(k in noisy for k in spec[2])]
+        if not again:
+            break
+        one_round(again)
+    return {k: (statistics.median(v), cmds[k], (min(v), max(v)), len(v)) for k, v in values.items()}
 
 
 def noisy_kinds(spread, limit):
@@ -89,6 +105,9 @@ def main():
     ap.add_argument("--reps", type=int, default=5,
                     help="runs per kind; its figure is their median (default 5; 3 until 2026-11-26, when on a "
                          "loaded machine two of three runs of one kind came out 2.5 times slow)")
+    ap.add_argument("--max-reps", type=int, default=11,
+                    help="runs at most for a kind whose first --reps runs spread by more than --max-spread "
+                         "(default 11; --reps: no further runs)")
     ap.add_argument("--max-spread", type=float, default=1.25,
                     help="warn about kinds whose runs differ by more than this factor (default 1.25)")
     ap.add_argument("--ranks", type=int, default=2,
@@ -148,6 +167,7 @@ def main():
     costs = {k: v[0] for k, v in measured.items()}
     commands = {k: v[1] for k, v in measured.items()}
     spread = {k: v[2] for k, v in measured.items()}
+    runs = {k: v[3] for k, v in measured.items()}
     costs["pc.none"], commands["pc.none"] = 0.0, "(no work)"
     # Assembled operators (cg's elasticity3d): estimated from the matrix-free 7-point rows, per entry.
     costs["csr.entry"] = costs["poisson3d.row"] / 7
@@ -157,14 +177,14 @@ def main():
                            "sizes": {"local": n, "pde_local": m, "schwarz_local": s, "iterations": it,
                                      "reps": args.reps, "ranks": R},
                            "commands": commands,
-                           "spread": {k: {"min": lo, "max": hi} for k, (lo, hi) in spread.items()},
+                           "spread": {k: {"min": lo, "max": hi, "runs": runs[k]} for k, (lo, hi) in spread.items()},
                            "machine": machine_info(args, "bench/simgrid/calibrate.py")}}
     write_json(args.output, doc)
     for k, v in costs.items():
-        print(f"  {k:<34} {v:.4e} s per unit")
+        print(f"  {k:<34} {v:.4e} s per unit" + (f"  ({runs[k]} runs)" if runs.get(k, args.reps) != args.reps else ""))
     for k, factor in noisy_kinds(spread, args.max_spread).items():
-        print(f"calibrate: warning: the runs of {k} differ by {factor:.2f}x (max / min of {args.reps}): the machine "
-              f"was busy? Its median is in {args.output}; calibrate again on a quiet machine, or with more --reps.",
+        print(f"calibrate: warning: the runs of {k} differ by {factor:.2f}x (max / min of {runs[k]}): the machine "
+              f"was busy? Its median is in {args.output}; calibrate again on a quiet machine, or with more --max-reps.",
               file=sys.stderr)
 
 

@@ -430,10 +430,41 @@ def test_calibrate_measures_in_rounds_so_a_busy_spell_leaves_the_medians_alone()
         return {"t": 2.5 if slow else 1.0}, f"mpirun -np {ranks} desync {argv[0]}"
 
     specs = [(2, [k], {k: (lambda r: r["t"]), k + ".twice": (lambda r: 2 * r["t"])}) for k in ("a", "b", "c", "d")]
-    measured = calibrate.measure_rounds(types.SimpleNamespace(reps=5), specs, run_one)
+    measured = calibrate.measure_rounds(types.SimpleNamespace(reps=5, max_reps=5, max_spread=1.25), specs, run_one)
     assert calls == ["a", "b", "c", "d"] * 5
     assert set(measured) == {"a", "b", "c", "d", "a.twice", "b.twice", "c.twice", "d.twice"}
     for k in "abcd":
         assert measured[k][0] == 1.0 and measured[k + ".twice"][0] == 2.0
         assert measured[k][1] == f"mpirun -np 2 desync {k}"
     assert measured["c"][2] == (1.0, 2.5) and measured["b"][2] == (1.0, 1.0)
+
+
+def test_calibrate_runs_a_noisy_kind_again_up_to_max_reps():
+    # A kind whose first --reps runs spread by more than --max-spread gets further runs of its own
+    # (up to --max-reps in all); steady kinds are not run again.
+    import importlib.util
+    import types
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "calibrate.py")
+    spec = importlib.util.spec_from_file_location("calibrate", path)
+    calibrate = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(calibrate)
+    calls = []
+    noisy = [1.0, 2.4, 1.1, 2.2, 1.05, 1.0, 1.02, 0.98, 1.01, 2.3, 1.0]  # the noisy kind's 11 runs
+
+    def run_one(ranks, argv):
+        calls.append(argv[0])
+        t = noisy[calls.count("noisy") - 1] if argv[0] == "noisy" else 1.0 + 0.01 * len(calls) % 0.05
+        return {"t": t}, argv[0]
+
+    specs = [(2, ["steady"], {"steady": lambda r: r["t"]}), (2, ["noisy"], {"noisy": lambda r: r["t"]})]
+    args = types.SimpleNamespace(reps=5, max_reps=11, max_spread=1.25)
+    measured = calibrate.measure_rounds(args, specs, run_one)
+    assert calls.count("steady") == 5 and calls.count("noisy") == 11
+    assert calls[:10] == ["steady", "noisy"] * 5 and calls[10:] == ["noisy"] * 6
+    assert measured["noisy"][3] == 11 and measured["steady"][3] == 5
+    # Median of the 11 runs: 1.02 (of the first five alone it was 1.1).
+    assert measured["noisy"][0] == 1.02 and measured["noisy"][2] == (0.98, 2.4)
+    # --max-reps equal to --reps: no further runs.
+    calls.clear()
+    calibrate.measure_rounds(types.SimpleNamespace(reps=5, max_reps=5, max_spread=1.25), specs, run_one)
+    assert calls.count("noisy") == 5
