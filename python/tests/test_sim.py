@@ -7,6 +7,7 @@ import os
 import shutil
 import subprocess
 import sys
+import types
 import xml.etree.ElementTree as ET
 
 import pytest
@@ -398,14 +399,20 @@ def test_calibrate_host(tmp_path, capsys):
     assert p["loopback_latency_s"] == data["latency_s"]
 
 
-def test_calibrate_names_the_kinds_whose_runs_spread():
-    # bench/simgrid/calibrate.py: a kind whose runs differ by more than --max-spread is reported (on
-    # 2026-11-26 a loaded machine made cg.pipecg.vector 2.5 times its value of the morning).
+def _calibrate_module():
+    """bench/simgrid/calibrate.py, imported (it is a script, not part of the package)."""
     import importlib.util
     path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "calibrate.py")
     spec = importlib.util.spec_from_file_location("calibrate", path)
-    calibrate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(calibrate)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_calibrate_names_the_kinds_whose_runs_spread():
+    # bench/simgrid/calibrate.py: a kind whose runs differ by more than --max-spread is reported (on
+    # 2026-11-26 a loaded machine made cg.pipecg.vector 2.5 times its value of the morning).
+    calibrate = _calibrate_module()
     spread = {"quiet": (1.0e-9, 1.2e-9), "busy": (1.7e-9, 4.3e-9), "free": (0.0, 0.0), "edge": (1.0, 1.25)}
     noisy = calibrate.noisy_kinds(spread, 1.25)
     assert set(noisy) == {"busy"} and math.isclose(noisy["busy"], 4.3 / 1.7)
@@ -416,12 +423,7 @@ def test_calibrate_measures_in_rounds_so_a_busy_spell_leaves_the_medians_alone()
     # bench/simgrid/calibrate.py runs every kind once per round. Three consecutive slow runs (a busy
     # spell) then slow one run of each of three kinds, and every median stays at the quiet value; run
     # kind by kind, the same spell took three of one kind's five runs and its median with them.
-    import importlib.util
-    import types
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "calibrate.py")
-    spec = importlib.util.spec_from_file_location("calibrate", path)
-    calibrate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(calibrate)
+    calibrate = _calibrate_module()
     calls = []
 
     def run_one(ranks, argv):
@@ -442,12 +444,7 @@ def test_calibrate_measures_in_rounds_so_a_busy_spell_leaves_the_medians_alone()
 def test_calibrate_runs_a_noisy_kind_again_up_to_max_reps():
     # A kind whose first --reps runs spread by more than --max-spread gets further runs of its own
     # (up to --max-reps in all); steady kinds are not run again.
-    import importlib.util
-    import types
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "calibrate.py")
-    spec = importlib.util.spec_from_file_location("calibrate", path)
-    calibrate = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(calibrate)
+    calibrate = _calibrate_module()
     calls = []
     noisy = [1.0, 2.4, 1.1, 2.2, 1.05, 1.0, 1.02, 0.98, 1.01, 2.3, 1.0]  # the noisy kind's 11 runs
 
