@@ -109,7 +109,8 @@ def main():
                     help="runs at most for a kind whose first --reps runs spread by more than --max-spread "
                          "(default 11; --reps: no further runs)")
     ap.add_argument("--max-spread", type=float, default=1.25,
-                    help="warn about kinds whose runs differ by more than this factor (default 1.25)")
+                    help="run a kind again (up to --max-reps runs) whose runs differ by more than this factor, "
+                         "and warn if they still do (default 1.25)")
     ap.add_argument("--ranks", type=int, default=2,
                     help="ranks of the compute measurements (jacobi, pde, cg), all busy at once as the cores of a "
                          "simulated node are (default 2: this machine's cores)")

@@ -32,8 +32,8 @@ class IndexRuns {
   /// otherwise the offsets are kept and used as they are.
   explicit IndexRuns(const std::vector<std::int32_t>& offsets, double min_mean_run = 4.0);
 
-  /// out[e] = x[offsets[e]] for every e. With threads > 1 the runs are shared among that many
-  /// OpenMP threads (each run is copied by one thread).
+  /// out[e] = x[offsets[e]] for every e. With threads > 1 and a list of at least threaded_from
+  /// values the runs are shared among that many OpenMP threads (each run is copied by one thread).
   void gather(const double* x, double* out, int threads = 1) const;
   /// x[offsets[e]] = in[e] for every e (threads as gather).
   void scatter(const double* in, double* x, int threads = 1) const;
