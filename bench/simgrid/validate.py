@@ -5,7 +5,9 @@ machine's cores, with the calibrated cost model), sync and async (or bounded, or
 
 Reports per case the iterations, the time (wall time of the run; simulated time for the simulated
 run) and the ratio of the relaxed variant to the synchronous one on both sides, and checks the
-issue's criteria: iterations within 10 %, time within 30 %, the ratio on the same side of 1.
+issue's criteria: iterations within 10 %, time within 30 %, the ratio on the same side of 1. The real
+runs go in rounds, every case once a round (medians over the rounds; the real ratio is the median of
+each round's ratio), so that the shared machine's changes of load fall on every case alike.
 On a machine with fewer cores than ranks (4 ranks on this 2-core host) the real runs are
 oversubscribed; the simulated node then has a core per rank at cores / ranks of the speed. With a core
 per rank (--cores, default: this machine's), the simulated node has a core per rank at full speed.
@@ -85,6 +87,27 @@ def run_case(args, ranks, solver, extra, real):
         return {"iterations": rec["iterations"]["mean"], "time": rec["wall_time"], "host_wall": wall}
 
 
+def measure_real_rounds(cases, reps, run_real):
+    """The real runs, in rounds: each round runs every case (ranks, solver, variant) once, the next
+    round in the opposite order, --reps rounds. Returns {(ranks, solver, variant): [run, ...]}, a
+    run per round. Round by round, not case by case: a busy spell of this shared machine (the same
+    command's time moved by up to 30 % between runs minutes apart on 2026-11-26) then slows a run or
+    two of every case, which the medians drop, and a variant and its reference are measured minutes,
+    not a quarter of an hour, apart."""
+    flat = [(ranks, solver, name, argv) for ranks, solver, variants in cases for name, argv in variants]
+    runs = {(ranks, solver, name): [] for ranks, solver, name, _ in flat}
+    for i in range(reps):
+        for ranks, solver, name, argv in (flat if i % 2 == 0 else flat[::-1]):
+            runs[(ranks, solver, name)].append(run_real(ranks, solver, argv))
+    return runs
+
+
+def paired_ratio(runs, reference_runs):
+    """The relaxed variant's time over its reference's: the median over the rounds of the ratio of
+    the two runs of one round, so that a change of the machine's load between rounds cancels."""
+    return statistics.median(r["time"] / b["time"] for r, b in zip(runs, reference_runs))
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--desync", default="build/openmpi/desync", help="the ordinary build (real runs)")
@@ -93,7 +116,9 @@ def main():
     ap.add_argument("--mpirun", default="mpirun.openmpi")
     ap.add_argument("--costs", required=True, help="the cost model (bench/simgrid/calibrate.py)")
     ap.add_argument("--ranks", type=int, nargs="+", default=[2, 4])
-    ap.add_argument("--reps", type=int, default=3, help="real runs per case (median); a simulated run is deterministic")
+    ap.add_argument("--reps", type=int, default=5,
+                    help="real runs per case, one per round over all cases (median; default 5, 3 until 2026-11-26); "
+                         "a simulated run is deterministic")
     ap.add_argument("--cores", type=int, default=os.cpu_count() or 2,
                     help="cores of this machine (default: all): more ranks than cores run oversubscribed, "
                          "and are simulated on shared cores")
@@ -115,36 +140,40 @@ def main():
         print(p.stdout.strip(), flush=True)
     with open(args.host_calibration) as f:
         link = json.load(f)
+    cases = [(ranks, solver, [(name, extra + common) for name, extra in variants])
+             for ranks in args.ranks for solver, variants, common in CASES]
+    real = measure_real_rounds(cases, args.reps, lambda ranks, solver, argv: run_case(args, ranks, solver, argv, True))
     rows = []
     print(f"{'solver':<8} {'variant':<8} {'ranks':>5} {'it real':>8} {'it sim':>8} {'it dev':>7} "
-          f"{'t real s':>9} {'t sim s':>9} {'t dev':>7} {'ratio real':>10} {'ratio sim':>9} {'ok':>3} {'host wall s':>11}")
-    for ranks in args.ranks:
-        for solver, variants, common in CASES:
-            base = {}
-            for name, extra in variants:
-                real = [run_case(args, ranks, solver, extra + common, True) for _ in range(args.reps)]
-                r = {k: statistics.median(x[k] for x in real) for k in ("iterations", "time")}
-                s = run_case(args, ranks, solver, extra + common, False)
-                it_dev = s["iterations"] / r["iterations"] - 1
-                t_dev = s["time"] / r["time"] - 1
-                row = {"solver": solver, "variant": name, "ranks": ranks, "iterations_real": r["iterations"],
-                       "iterations_sim": s["iterations"], "iterations_dev": it_dev, "time_real": r["time"],
-                       "time_sim": s["time"], "time_dev": t_dev, "host_wall_sim": s["host_wall"]}
-                if not base:
-                    base = row
-                    row["ratio_real"] = row["ratio_sim"] = None
-                    same_side = True
-                else:
-                    row["ratio_real"] = r["time"] / base["time_real"]
-                    row["ratio_sim"] = s["time"] / base["time_sim"]
-                    same_side = (row["ratio_real"] - 1) * (row["ratio_sim"] - 1) >= 0
-                row["ok"] = abs(it_dev) <= 0.10 and abs(t_dev) <= 0.30 and same_side
-                rows.append(row)
-                ratio = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
-                print(f"{solver:<8} {name:<8} {ranks:>5} {r['iterations']:>8.1f} {s['iterations']:>8.1f} "
-                      f"{100 * it_dev:>6.1f}% {r['time']:>9.4f} {s['time']:>9.4f} {100 * t_dev:>6.1f}% "
-                      f"{ratio(row['ratio_real']):>10} {ratio(row['ratio_sim']):>9} {'yes' if row['ok'] else 'NO':>3} "
-                      f"{s['host_wall']:>11.1f}", flush=True)
+          f"{'t real s':>9} {'(min':>7} {'max)':>7} {'t sim s':>9} {'t dev':>7} {'ratio real':>10} {'ratio sim':>9} "
+          f"{'ok':>3} {'host wall s':>11}")
+    for ranks, solver, variants in cases:
+        base = None
+        for name, argv in variants:
+            runs = real[(ranks, solver, name)]
+            r = {k: statistics.median(x[k] for x in runs) for k in ("iterations", "time")}
+            s = run_case(args, ranks, solver, argv, False)
+            it_dev = s["iterations"] / r["iterations"] - 1
+            t_dev = s["time"] / r["time"] - 1
+            times = [x["time"] for x in runs]
+            row = {"solver": solver, "variant": name, "ranks": ranks, "iterations_real": r["iterations"],
+                   "iterations_sim": s["iterations"], "iterations_dev": it_dev, "time_real": r["time"],
+                   "time_real_runs": times, "time_sim": s["time"], "time_dev": t_dev, "host_wall_sim": s["host_wall"]}
+            if base is None:
+                base = (name, row)
+                row["ratio_real"] = row["ratio_sim"] = None
+                same_side = True
+            else:
+                row["ratio_real"] = paired_ratio(runs, real[(ranks, solver, base[0])])
+                row["ratio_sim"] = s["time"] / base[1]["time_sim"]
+                same_side = (row["ratio_real"] - 1) * (row["ratio_sim"] - 1) >= 0
+            row["ok"] = abs(it_dev) <= 0.10 and abs(t_dev) <= 0.30 and same_side
+            rows.append(row)
+            ratio = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
+            print(f"{solver:<8} {name:<8} {ranks:>5} {r['iterations']:>8.1f} {s['iterations']:>8.1f} "
+                  f"{100 * it_dev:>6.1f}% {r['time']:>9.4f} {min(times):>7.4f} {max(times):>7.4f} {s['time']:>9.4f} "
+                  f"{100 * t_dev:>6.1f}% {ratio(row['ratio_real']):>10} {ratio(row['ratio_sim']):>9} "
+                  f"{'yes' if row['ok'] else 'NO':>3} {s['host_wall']:>11.1f}", flush=True)
     if args.json:
         write_json(args.json, {"benchmark": "simgrid validate", "cores": args.cores, "host_calibration": link,
                                "rows": rows})

@@ -5,6 +5,7 @@ import json
 import math
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import types
@@ -465,3 +466,46 @@ def test_calibrate_runs_a_noisy_kind_again_up_to_max_reps():
     calls.clear()
     calibrate.measure_rounds(types.SimpleNamespace(reps=5, max_reps=5, max_spread=1.25), specs, run_one)
     assert calls.count("noisy") == 5
+
+
+def _validate_module():
+    """bench/simgrid/validate.py, imported (it is a script, not part of the package)."""
+    import importlib.util
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "validate.py")
+    spec = importlib.util.spec_from_file_location("validate", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_validate_runs_the_real_cases_in_rounds_and_pairs_the_ratio_by_round():
+    # bench/simgrid/validate.py runs every real case once per round (alternating the order), so a busy
+    # spell slows a run or two of each case, not most runs of one; a variant's ratio to its reference
+    # is the median of each round's ratio, so a change of load between rounds cancels.
+    validate = _validate_module()
+    cases = [(2, "jacobi", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async"])]),
+             (2, "cg", [("cg", ["--method", "cg"]), ("pipecg", ["--method", "pipecg"])])]
+    load = [1.0, 0.8, 1.3, 1.25, 0.9]  # the machine's load in each round (a time factor)
+    calls = []
+
+    def run_real(ranks, solver, argv):
+        calls.append(argv[1])
+        i = (len(calls) - 1) // 4  # the round
+        if 5 <= len(calls) <= 7:  # a busy spell over three consecutive runs of the second round
+            return {"iterations": 10, "time": 5.0}
+        t = {"sync": 1.0, "async": 0.9, "cg": 2.0, "pipecg": 2.2}[argv[1]]
+        return {"iterations": 10, "time": t * load[i]}
+
+    runs = validate.measure_real_rounds(cases, 5, run_real)
+    assert calls == (["sync", "async", "cg", "pipecg", "pipecg", "cg", "async", "sync"] * 3)[:20]
+    assert [len(v) for v in runs.values()] == [5, 5, 5, 5]
+    # No median is a run of the spell.
+    assert all(statistics.median(r["time"] for r in v) != 5.0 for v in runs.values())
+    assert statistics.median(r["time"] for r in runs[(2, "jacobi", "sync")]) == 1.0
+    # Paired by round: exactly 0.9 and 1.1 in the four quiet rounds; the spell's round is one of five.
+    jac = validate.paired_ratio(runs[(2, "jacobi", "async")], runs[(2, "jacobi", "sync")])
+    cg = validate.paired_ratio(runs[(2, "cg", "pipecg")], runs[(2, "cg", "cg")])
+    assert math.isclose(jac, 0.9) and math.isclose(cg, 1.1)
+    # A ratio of the two medians would not be: the load's drift between rounds shows in it.
+    med = lambda k: statistics.median(r["time"] for r in runs[k])  # noqa: E731
+    assert not math.isclose(med((2, "jacobi", "async")) / med((2, "jacobi", "sync")), 0.9, rel_tol=1e-3)
