@@ -400,14 +400,18 @@ def test_calibrate_host(tmp_path, capsys):
     assert p["loopback_latency_s"] == data["latency_s"]
 
 
-def _calibrate_module():
-    """bench/simgrid/calibrate.py, imported (it is a script, not part of the package)."""
+def _bench_script(name):
+    """bench/simgrid/<name>.py, imported (a script, not part of the package)."""
     import importlib.util
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "calibrate.py")
-    spec = importlib.util.spec_from_file_location("calibrate", path)
+    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", name + ".py")
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     return module
+
+
+def _calibrate_module():
+    return _bench_script("calibrate")
 
 
 def test_calibrate_names_the_kinds_whose_runs_spread():
@@ -468,21 +472,11 @@ def test_calibrate_runs_a_noisy_kind_again_up_to_max_reps():
     assert calls.count("noisy") == 5
 
 
-def _validate_module():
-    """bench/simgrid/validate.py, imported (it is a script, not part of the package)."""
-    import importlib.util
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", "validate.py")
-    spec = importlib.util.spec_from_file_location("validate", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
 def test_validate_runs_the_real_cases_in_rounds_and_pairs_the_ratio_by_round():
     # bench/simgrid/validate.py runs every real case once per round (alternating the order), so a busy
     # spell slows a run or two of each case, not most runs of one; a variant's ratio to its reference
     # is the median of each round's ratio, so a change of load between rounds cancels.
-    validate = _validate_module()
+    validate = _bench_script("validate")
     cases = [(2, "jacobi", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async"])]),
              (2, "cg", [("cg", ["--method", "cg"]), ("pipecg", ["--method", "pipecg"])])]
     load = [1.0, 0.8, 1.3, 1.25, 0.9]  # the machine's load in each round (a time factor)
