@@ -14,7 +14,8 @@
            default 10) over each --transports entry, with no noise and with each --noise setting
            (extra desync options, e.g. "--noise jitter"), --reps interleaved repetitions. Reports
            median total time, computation (compute), communication (send + consume) and
-           approximation as ratios to sync with the same noise and transport, the delays, and an
+           approximation as ratios to sync with the same noise and transport (the total also as the
+           median of each repetition's ratio, "paired", with its smallest and largest), the delays, and an
            idealised model of the same noise with instant messages (see model_ratio below).
 
              python3 bench/pde_bench.py compare --points 64 --steps 1000 --noise "--noise jitter" --json c.json
@@ -177,15 +178,19 @@ def compare(args):
            "max_delay": args.max_delay, "reps": args.reps, "rows": []}
     print(f"burgers3d, {args.ranks} ranks, {args.points}^3 points ({args.dims}), {args.steps} timed steps, L = {args.max_delay}, "
           f"{args.reps} interleaved repetitions (medians; ratios to sync with the same transport and noise)")
-    print(f"  {'transport':<22} {'noise':<22} {'mode':<8} {'total s':>9} {'ratio':>7} {'compute':>8} {'comm':>8} "
-          f"{'approx':>7} {'delay mean':>10} {'max':>4} {'model':>6}")
+    print(f"  {'transport':<22} {'noise':<22} {'mode':<8} {'total s':>9} {'ratio':>7} {'paired':>7} {'(min':>6} {'max)':>6} "
+          f"{'compute':>8} {'comm':>8} {'approx':>7} {'delay mean':>10} {'max':>4} {'model':>6}")
     for t in args.transports:
         for noise_name, noise in noises:
-            base = {k: statistics.median(r[k] for r in results[(t, noise_name, noise, "sync")])
-                    for k in ("total", "compute", "comm", "approximate")}
+            sync_rs = results[(t, noise_name, noise, "sync")]
+            base = {k: statistics.median(r[k] for r in sync_rs) for k in ("total", "compute", "comm", "approximate")}
             for mode in ("sync", "bounded"):
                 rs = results[(t, noise_name, noise, mode)]
                 med = {k: statistics.median(r[k] for r in rs) for k in ("total", "compute", "comm", "approximate")}
+                # The two modes' runs of one repetition ran minutes apart at most (interleaved): the
+                # median of their ratios cancels the machine's drift between repetitions, which the
+                # ratio of the two medians does not.
+                paired = [r["total"] / b["total"] for r, b in zip(rs, sync_rs)]
                 dmean = statistics.fmean(r["delay"]["mean"] for r in rs)
                 dmax = max(r["delay"]["max"] for r in rs)
                 hist = [sum(r["delay"]["histogram"][i] for r in rs) for i in range(len(rs[0]["delay"]["histogram"]))]
@@ -194,12 +199,15 @@ def compare(args):
                     else (1.0 if mode == "bounded" else None)
                 row = {"transport": t, "noise": noise_name, "mode": mode, **{k: med[k] for k in med},
                        "ratio_total": med["total"] / base["total"],
+                       "ratio_total_paired": statistics.median(paired),
+                       "ratio_total_paired_range": [min(paired), max(paired)],
+                       "total_runs": [r["total"] for r in rs],
                        "ratio_compute": med["compute"] / base["compute"] if base["compute"] else None,
                        "ratio_comm": med["comm"] / base["comm"] if base["comm"] else None,
                        "delay_mean": dmean, "delay_max": dmax, "delay_histogram": hist, "model_ratio": model}
                 out["rows"].append(row)
                 print(f"  {t:<22} {noise_name:<22} {mode:<8} {med['total']:>9.4f} {row['ratio_total']:>7.3f} "
-                      f"{med['compute']:>8.4f} {med['comm']:>8.4f} {med['approximate']:>7.4f} {dmean:>10.3f} "
+                      f"{row['ratio_total_paired']:>7.3f} {min(paired):>6.3f} {max(paired):>6.3f} {med['compute']:>8.4f} {med['comm']:>8.4f} {med['approximate']:>7.4f} {dmean:>10.3f} "
                       f"{dmax:>4.0f} {('%.3f' % model) if model else '-':>6}")
     if args.json:
         write_json(args.json, out)
