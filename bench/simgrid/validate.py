@@ -7,7 +7,8 @@ Reports per case the iterations, the time (wall time of the run; simulated time 
 run) and the ratio of the relaxed variant to the synchronous one on both sides, and checks the
 issue's criteria: iterations within 10 %, time within 30 %, the ratio on the same side of 1. The real
 runs go in rounds, every case once a round (medians over the rounds; the real ratio is the median of
-each round's ratio), so that the shared machine's changes of load fall on every case alike.
+each round's ratio), so that the shared machine's changes of load fall on every case alike. The mean
+delay of the neighbour data each run used is printed beside (median over the real runs).
 On a machine with fewer cores than ranks (4 ranks on this 2-core host) the real runs are
 oversubscribed; the simulated node then has a core per rank at cores / ranks of the speed. With a core
 per rank (--cores, default: this machine's), the simulated node has a core per rank at full speed.
@@ -84,7 +85,18 @@ def run_case(args, ranks, solver, extra, real):
                                        "--out", os.path.join(tmp, "sim"), "--",
                                        args.desync_smpi, solver, *extra, "--quiet", "--json", out]
         rec, wall = record_of(cmd, env, out, args.timeout)
-        return {"iterations": rec["iterations"]["mean"], "time": rec["wall_time"], "host_wall": wall}
+        return {"iterations": rec["iterations"]["mean"], "time": rec["wall_time"], "host_wall": wall,
+                "delay": mean_delay(rec)}
+
+
+def mean_delay(rec):
+    """The mean age, in iterations or steps, of the neighbour data a run used (None for a solver
+    without delays): a relaxed method's iteration count depends on it."""
+    d = rec.get("details", {}).get("delay")
+    if isinstance(d, dict) and "mean" in d:
+        return d["mean"]
+    ranks = [r["delay_mean"] for r in rec.get("per_rank", []) if "delay_mean" in r]
+    return statistics.fmean(ranks) if ranks else None
 
 
 def measure_real_rounds(cases, reps, run_real):
@@ -100,6 +112,15 @@ def measure_real_rounds(cases, reps, run_real):
         for ranks, solver, name, argv in (flat if i % 2 == 0 else flat[::-1]):
             runs[(ranks, solver, name)].append(run_real(ranks, solver, argv))
     return runs
+
+
+def median_or_none(values):
+    values = [v for v in values if v is not None]
+    return statistics.median(values) if values else None
+
+
+def fmt_delay(d):
+    return f"{d:.2f}" if d is not None else "-"
 
 
 def paired_ratio(runs, reference_runs):
@@ -146,7 +167,7 @@ def main():
     rows = []
     print(f"{'solver':<8} {'variant':<8} {'ranks':>5} {'it real':>8} {'it sim':>8} {'it dev':>7} "
           f"{'t real s':>9} {'(min':>7} {'max)':>7} {'t sim s':>9} {'t dev':>7} {'ratio real':>10} {'ratio sim':>9} "
-          f"{'ok':>3} {'host wall s':>11}")
+          f"{'ok':>3} {'host wall s':>11} {'delay real':>10} {'sim':>5}")
     for ranks, solver, variants in cases:
         base = None
         for name, argv in variants:
@@ -158,7 +179,8 @@ def main():
             times = [x["time"] for x in runs]
             row = {"solver": solver, "variant": name, "ranks": ranks, "iterations_real": r["iterations"],
                    "iterations_sim": s["iterations"], "iterations_dev": it_dev, "time_real": r["time"],
-                   "time_real_runs": times, "time_sim": s["time"], "time_dev": t_dev, "host_wall_sim": s["host_wall"]}
+                   "time_real_runs": times, "time_sim": s["time"], "time_dev": t_dev, "host_wall_sim": s["host_wall"],
+                   "delay_real": median_or_none([x["delay"] for x in runs]), "delay_sim": s["delay"]}
             if base is None:
                 base = (name, row)
                 row["ratio_real"] = row["ratio_sim"] = None
@@ -173,7 +195,8 @@ def main():
             print(f"{solver:<8} {name:<8} {ranks:>5} {r['iterations']:>8.1f} {s['iterations']:>8.1f} "
                   f"{100 * it_dev:>6.1f}% {r['time']:>9.4f} {min(times):>7.4f} {max(times):>7.4f} {s['time']:>9.4f} "
                   f"{100 * t_dev:>6.1f}% {ratio(row['ratio_real']):>10} {ratio(row['ratio_sim']):>9} "
-                  f"{'yes' if row['ok'] else 'NO':>3} {s['host_wall']:>11.1f}", flush=True)
+                  f"{'yes' if row['ok'] else 'NO':>3} {s['host_wall']:>11.1f} {fmt_delay(row['delay_real']):>10} "
+                  f"{fmt_delay(row['delay_sim']):>5}", flush=True)
     if args.json:
         write_json(args.json, {"benchmark": "simgrid validate", "cores": args.cores, "host_calibration": link,
                                "rows": rows})
