@@ -21,8 +21,10 @@ and 10 GB/s are only its defaults.
     python3 bench/simgrid/validate.py --costs build/sim/costs.json --json build/sim/validate.json
 """
 import argparse
+import datetime
 import json
 import os
+import platform
 import shlex
 import statistics
 import subprocess
@@ -89,6 +91,26 @@ def run_case(args, ranks, solver, extra, real):
                 "delay": mean_delay(rec)}
 
 
+def calibration_warnings(costs, now, host, max_age_minutes):
+    """What makes a cost model unfit to validate against this machine now: calibrated on another
+    machine, or more than max_age_minutes ago (this shared machine's speed drifts by the hour: on
+    2026-11-26 a model 1.6 hours old left the simulated times 24-46 % below the real ones, one made
+    minutes before 9-27 %)."""
+    cal = costs.get("calibration", {}) if isinstance(costs, dict) else {}
+    out = []
+    made_on = cal.get("machine", {}).get("host")
+    if made_on and made_on != host:
+        out.append(f"the cost model was calibrated on {made_on}, not on this machine ({host})")
+    try:
+        age = (now - datetime.datetime.fromisoformat(cal["date"])).total_seconds() / 60
+    except (KeyError, TypeError, ValueError):
+        age = None
+    if age is not None and age > max_age_minutes:
+        out.append(f"the cost model was calibrated {age:.0f} minutes ago (more than --max-costs-age "
+                   f"{max_age_minutes:g}); this machine's speed drifts: calibrate again right before validating")
+    return out
+
+
 def mean_delay(rec):
     """The mean age, in iterations or steps, of the neighbour data a run used (None for a solver
     without delays): a relaxed method's iteration count depends on it."""
@@ -147,8 +169,14 @@ def main():
     ap.add_argument("--host-calibration", metavar="FILE",
                     help="the links' latency, bandwidth and latency curve (desync-sim calibrate-host's JSON); default: measured "
                          "now into build/sim/host.json")
+    ap.add_argument("--max-costs-age", type=float, default=30, metavar="MINUTES",
+                    help="warn when the cost model is older than this (default 30) or from another machine")
     ap.add_argument("--json")
     args = ap.parse_args()
+    with open(args.costs) as f:
+        warnings = calibration_warnings(json.load(f), datetime.datetime.now(), platform.node(), args.max_costs_age)
+    for w in warnings:
+        print(f"validate: warning: {w}", file=sys.stderr, flush=True)
     if not args.host_calibration:
         args.host_calibration = os.path.join("build", "sim", "host.json")
         env = child_env()
@@ -199,7 +227,7 @@ def main():
                   f"{fmt_delay(row['delay_sim']):>5}", flush=True)
     if args.json:
         write_json(args.json, {"benchmark": "simgrid validate", "cores": args.cores, "host_calibration": link,
-                               "rows": rows})
+                               "warnings": warnings, "rows": rows})
     return 0 if all(r["ok"] for r in rows) else 1
 
 

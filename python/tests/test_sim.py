@@ -503,3 +503,21 @@ def test_validate_runs_the_real_cases_in_rounds_and_pairs_the_ratio_by_round():
     # A ratio of the two medians would not be: the load's drift between rounds shows in it.
     med = lambda k: statistics.median(r["time"] for r in runs[k])  # noqa: E731
     assert not math.isclose(med((2, "jacobi", "async")) / med((2, "jacobi", "sync")), 0.9, rel_tol=1e-3)
+
+
+def test_validate_warns_of_a_stale_or_foreign_cost_model():
+    # bench/simgrid/validate.py: the host's speed is part of the model, so a cost model made on
+    # another machine, or more than --max-costs-age minutes before, is named before validating.
+    validate = _bench_script("validate")
+    import datetime
+    now = datetime.datetime(2026, 11, 26, 16, 20, 0)
+    costs = {"costs": {}, "calibration": {"date": "2026-11-26T16:05:00", "machine": {"host": "vm"}}}
+    assert validate.calibration_warnings(costs, now, "vm", 30) == []
+    old = validate.calibration_warnings({**costs, "calibration": {**costs["calibration"], "date": "2026-11-26T14:43:39"}},
+                                        now, "vm", 30)
+    assert len(old) == 1 and "calibrated 96 minutes ago" in old[0]
+    foreign = validate.calibration_warnings(costs, now, "node16", 30)
+    assert len(foreign) == 1 and "calibrated on vm, not on this machine (node16)" in foreign[0]
+    # No date or machine recorded (a hand-made model): nothing to check.
+    assert validate.calibration_warnings({"costs": {}}, now, "vm", 30) == []
+    assert validate.calibration_warnings({"costs": {}, "calibration": {"date": "garbage"}}, now, "vm", 30) == []
