@@ -187,13 +187,13 @@ def compare(args):
     print(f"  {'transport':<22} {'noise':<22} {'mode':<8} {'total s':>9} {'ratio':>7} {'paired':>7} {'(min':>6} {'max)':>6} "
           f"{'compute':>8} {'comm':>8} {'approx':>7} {'delay mean':>10} {'max':>4} {'model':>6} {'+work':>6}")
     for t in args.transports:
+        # The bounded stepper's own work besides its computation, per unit of computation, from its
+        # run without noise (where it seldom waits): communication plus halo approximation.
+        quiet = {k: statistics.median(r[k] for r in results[(t, "none", "", "bounded")])
+                 for k in ("compute", "comm", "approximate")}
+        work = (quiet["comm"] + quiet["approximate"]) / quiet["compute"] if quiet["compute"] else 0.0
         for noise_name, noise in noises:
             sync_rs = results[(t, noise_name, noise, "sync")]
-            # The bounded stepper's own work besides its computation, per unit of computation, from
-            # its run without noise (where it seldom waits): communication plus halo approximation.
-            quiet = {k: statistics.median(r[k] for r in results[(t, "none", "", "bounded")])
-                     for k in ("compute", "comm", "approximate")}
-            work = (quiet["comm"] + quiet["approximate"]) / quiet["compute"] if quiet["compute"] else 0.0
             base = {k: statistics.median(r[k] for r in sync_rs) for k in ("total", "compute", "comm", "approximate")}
             for mode in ("sync", "bounded"):
                 rs = results[(t, noise_name, noise, mode)]
@@ -206,10 +206,12 @@ def compare(args):
                 dmax = max(r["delay"]["max"] for r in rs)
                 hist = [sum(r["delay"]["histogram"][i] for r in rs) for i in range(len(rs[0]["delay"]["histogram"]))]
                 pf = parse_noise(noise)
-                model = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks) if (pf and mode == "bounded") \
-                    else (1.0 if mode == "bounded" else None)
-                model_work = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks, work=work) \
-                    if (pf and mode == "bounded") else (1.0 if mode == "bounded" else None)
+                model = model_work = None  # sync is the reference; bounded without noise: 1
+                if mode == "bounded" and pf:
+                    model = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks)
+                    model_work = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks, work=work)
+                elif mode == "bounded":
+                    model = model_work = 1.0
                 row = {"transport": t, "noise": noise_name, "mode": mode, **{k: med[k] for k in med},
                        "ratio_total": med["total"] / base["total"],
                        "ratio_total_paired": statistics.median(paired),

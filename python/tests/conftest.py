@@ -1,13 +1,28 @@
-"""Shared fixtures: real run records made by desync in this test session.
+"""Shared fixtures: real run records made by desync in this test session, and the repository's
+benchmark scripts imported as modules.
 
 DESYNC: the desync executable (default: the repository's build/openmpi/desync); MPIRUN: the launcher
 (default mpirun). Tests that need desync are skipped, saying why, when it is not there."""
+import importlib.util
 import os
 import subprocess
 
 import pytest
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+
+
+@pytest.fixture(scope="session")
+def bench_script():
+    """Imports a benchmark script of the repository (scripts, not part of the package) by its path
+    relative to the repository, e.g. bench_script("bench/simgrid/validate.py")."""
+    def load(relative):
+        name = os.path.splitext(os.path.basename(relative))[0]
+        spec = importlib.util.spec_from_file_location(name, os.path.join(REPO, relative))
+        module = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(module)
+        return module
+    return load
 
 
 def desync_path():

@@ -1,19 +1,9 @@
 """bench/pde_bench.py's jitter model (issue 13's yardstick for the weakly-synchronous stepper)."""
-import importlib.util
 import math
-import os
 
 
-def _pde_bench():
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "pde_bench.py")
-    spec = importlib.util.spec_from_file_location("pde_bench", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def test_jitter_model_without_noise_or_without_delay_is_one():
-    pb = _pde_bench()
+def test_jitter_model_without_noise_or_without_delay_is_one(bench_script):
+    pb = bench_script("bench/pde_bench.py")
     assert pb.model_ratio(0.0, 2.0, 200, 10) == 1.0
     assert pb.model_ratio(0.0, 2.0, 200, 10, work=0.6) == 1.0
     # A bound of 0 is the synchronous algorithm, pause for pause.
@@ -21,22 +11,22 @@ def test_jitter_model_without_noise_or_without_delay_is_one():
     assert pb.model_ratio(0.1, 2.0, 200, 1) < 1.0
 
 
-def test_jitter_model_unbounded_matches_the_expected_step_times():
+def test_jitter_model_unbounded_matches_the_expected_step_times(bench_script):
     # 2 ranks, no bound in reach (L >= n steps): the weakly-synchronous ranks never wait, and the run
     # ends with the later of two sums of n steps X = 1 + w + 2 B(0.1) (mean 1.2 + w, deviation 0.6):
     # E[max(S1, S2)] = n (1.2 + w) + 0.6 sqrt(n / pi). The synchronous ranks wait every step for the
     # later one: n E[max(X1, X2)] = n (1 + w + 2 * 0.19).
-    pb = _pde_bench()
+    pb = bench_script("bench/pde_bench.py")
     n = 2000
     for w in (0.0, 0.75):
         expected = (n * (1.2 + w) + 0.6 * math.sqrt(n / math.pi)) / (n * (1.38 + w))
         assert math.isclose(pb.model_ratio(0.1, 2.0, n, n, trials=20, work=w), expected, abs_tol=0.003)
 
 
-def test_jitter_model_with_the_steps_work_saves_less():
+def test_jitter_model_with_the_steps_work_saves_less(bench_script):
     # The bound L = 10 makes the ratio a little higher than unbounded (0.882 against 0.870, the
     # issue's "about 0.87"); work every step that the pauses do not scale with dilutes the saving.
-    pb = _pde_bench()
+    pb = bench_script("bench/pde_bench.py")
     r0 = pb.model_ratio(0.1, 2.0, 1000, 10)
     assert 0.875 < r0 < 0.89
     r = [pb.model_ratio(0.1, 2.0, 1000, 10, work=w) for w in (0.25, 0.5, 0.75, 1.0)]

@@ -1,6 +1,7 @@
 """desync-sim: the platform generator (XML, hostfile, presets, topologies), run's sim.json and
 command line (--dry-run, no SimGrid needed), bad input, and, where SimGrid's smpirun/smpicc are
 installed, a real simulated ping-pong whose time follows the platform's latency."""
+import datetime
 import json
 import math
 import os
@@ -400,35 +401,21 @@ def test_calibrate_host(tmp_path, capsys):
     assert p["loopback_latency_s"] == data["latency_s"]
 
 
-def _bench_script(name):
-    """bench/simgrid/<name>.py, imported (a script, not part of the package)."""
-    import importlib.util
-    path = os.path.join(os.path.dirname(__file__), "..", "..", "bench", "simgrid", name + ".py")
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-def _calibrate_module():
-    return _bench_script("calibrate")
-
-
-def test_calibrate_names_the_kinds_whose_runs_spread():
+def test_calibrate_names_the_kinds_whose_runs_spread(bench_script):
     # bench/simgrid/calibrate.py: a kind whose runs differ by more than --max-spread is reported (on
     # 2026-11-26 a loaded machine made cg.pipecg.vector 2.5 times its value of the morning).
-    calibrate = _calibrate_module()
+    calibrate = bench_script("bench/simgrid/calibrate.py")
     spread = {"quiet": (1.0e-9, 1.2e-9), "busy": (1.7e-9, 4.3e-9), "free": (0.0, 0.0), "edge": (1.0, 1.25)}
     noisy = calibrate.noisy_kinds(spread, 1.25)
     assert set(noisy) == {"busy"} and math.isclose(noisy["busy"], 4.3 / 1.7)
     assert set(calibrate.noisy_kinds(spread, 1.1)) == {"quiet", "busy", "edge"}
 
 
-def test_calibrate_measures_in_rounds_so_a_busy_spell_leaves_the_medians_alone():
+def test_calibrate_measures_in_rounds_so_a_busy_spell_leaves_the_medians_alone(bench_script):
     # bench/simgrid/calibrate.py runs every kind once per round. Three consecutive slow runs (a busy
     # spell) then slow one run of each of three kinds, and every median stays at the quiet value; run
     # kind by kind, the same spell took three of one kind's five runs and its median with them.
-    calibrate = _calibrate_module()
+    calibrate = bench_script("bench/simgrid/calibrate.py")
     calls = []
 
     def run_one(ranks, argv):
@@ -446,10 +433,10 @@ def test_calibrate_measures_in_rounds_so_a_busy_spell_leaves_the_medians_alone()
     assert measured["c"][2] == (1.0, 2.5) and measured["b"][2] == (1.0, 1.0)
 
 
-def test_calibrate_runs_a_noisy_kind_again_up_to_max_reps():
+def test_calibrate_runs_a_noisy_kind_again_up_to_max_reps(bench_script):
     # A kind whose first --reps runs spread by more than --max-spread gets further runs of its own
     # (up to --max-reps in all); steady kinds are not run again.
-    calibrate = _calibrate_module()
+    calibrate = bench_script("bench/simgrid/calibrate.py")
     calls = []
     noisy = [1.0, 2.4, 1.1, 2.2, 1.05, 1.0, 1.02, 0.98, 1.01, 2.3, 1.0]  # the noisy kind's 11 runs
 
@@ -472,11 +459,11 @@ def test_calibrate_runs_a_noisy_kind_again_up_to_max_reps():
     assert calls.count("noisy") == 5
 
 
-def test_validate_runs_the_real_cases_in_rounds_and_pairs_the_ratio_by_round():
+def test_validate_runs_the_real_cases_in_rounds_and_pairs_the_ratio_by_round(bench_script):
     # bench/simgrid/validate.py runs every real case once per round (alternating the order), so a busy
     # spell slows a run or two of each case, not most runs of one; a variant's ratio to its reference
     # is the median of each round's ratio, so a change of load between rounds cancels.
-    validate = _bench_script("validate")
+    validate = bench_script("bench/simgrid/validate.py")
     cases = [(2, "jacobi", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async"])]),
              (2, "cg", [("cg", ["--method", "cg"]), ("pipecg", ["--method", "pipecg"])])]
     load = [1.0, 0.8, 1.3, 1.25, 0.9]  # the machine's load in each round (a time factor)
@@ -505,11 +492,10 @@ def test_validate_runs_the_real_cases_in_rounds_and_pairs_the_ratio_by_round():
     assert not math.isclose(med((2, "jacobi", "async")) / med((2, "jacobi", "sync")), 0.9, rel_tol=1e-3)
 
 
-def test_validate_warns_of_a_stale_or_foreign_cost_model():
+def test_validate_warns_of_a_stale_or_foreign_cost_model(bench_script):
     # bench/simgrid/validate.py: the host's speed is part of the model, so a cost model made on
     # another machine, or more than --max-costs-age minutes before, is named before validating.
-    validate = _bench_script("validate")
-    import datetime
+    validate = bench_script("bench/simgrid/validate.py")
     now = datetime.datetime(2026, 11, 26, 16, 20, 0)
     costs = {"costs": {}, "calibration": {"date": "2026-11-26T16:05:00", "machine": {"host": "vm"}}}
     assert validate.calibration_warnings(costs, now, "vm", 30) == []
