@@ -1,6 +1,7 @@
-// Transport p2p: MPI two-sided. Each message travels as `pieces` MPI_Issend (one per racy piece,
-// one in async mode); acknowledged = the synchronous send completed, i.e. the receiving end matched
-// it. The receiving end keeps max_in_flight * pieces receives posted into private slots and reposts
+// Transport p2p: MPI two-sided. Each message travels as `pieces` MPI sends (one per racy piece, one
+// in async mode): MPI_Issend in the asynchronous modes, where acknowledged = the synchronous send
+// completed, i.e. the receiving end matched it; standard MPI_Isend in the synchronous and bounded
+// modes, whose exchange itself keeps the sender within a few levels of its receiver. The receiving end keeps max_in_flight * pieces receives posted into private slots and reposts
 // each the moment the channel sees it complete (during any call on the channel), so a sender is
 // never held up by an application that does not call recv(). MPI forbids reading a buffer a pending
 // receive may write, hence the slots.
@@ -60,20 +61,22 @@ class P2PBackend final : public TransportBackend {
     core_.pack(out, time_level);
     for (std::size_t c = 0; c < pieces_; ++c) {
       const std::size_t len = core_.piece_size(c) + ChannelCore::header_doubles;
-      // Synchronous sends: a send completes once matched, so the slots bound what is unreceived. On a
-      // simulated cluster the synchronous and bounded modes (whose exchange keeps the sender within
-      // a few levels of its receiver) use standard sends. SimGrid 3.32 keeps every request that
-      // MPI_Test completes in the rank's list of activities and scans that list at each later
-      // computation and wait, so host time grows with the square of the tested messages; a
-      // standard send below smpi/send-is-detached-thresh (64 KiB) is detached and leaves nothing
-      // there (64 ranks of sync Jacobi: 4x the iterations took 6x the time, with MPI_Isend 3x;
-      // bounded burgers3d: host time -10 to -25 %, simulated time unchanged to 0.4 %). The
-      // asynchronous modes keep MPI_Issend: with standard sends, which SMPI completes at once,
-      // they would never skip a send and flood the receivers (64 ranks, 400 iterations: 359 s of
-      // host time instead of 2.6). Their synchronous sends are completed by reap_sends while a slot
-      // is free, and receives by MPI_Wait, so neither fills the list (docs/simulation.md,
-      // "Behaviour of SMPI 3.32").
-      if (core::simulated_build && core_.config.sender_bounded)
+      // The asynchronous modes send synchronously (MPI_Issend): a send completes once matched, so
+      // the slots bound what is unreceived, and a sender skips a level rather than flood a slow
+      // receiver (with standard sends, which SMPI completes at once, 64 simulated ranks of 400
+      // iterations took 359 s of host time instead of 2.6). The synchronous and bounded modes,
+      // whose exchange keeps the sender within a few levels of its receiver, use standard sends:
+      // a small message then leaves at once, without the acknowledgement an MPI_Issend waits for
+      // (2 ranks of this 2-core machine, Open MPI, sync Jacobi on 2^3 points: 1.0-1.15 us an
+      // exchange instead of 1.8; docs/benchmarks.md). On a simulated cluster it also keeps host
+      // time down: SimGrid 3.32 keeps every request that MPI_Test completes in the rank's list of
+      // activities and scans that list at each later computation and wait, while a standard send
+      // below smpi/send-is-detached-thresh (64 KiB) is detached and leaves nothing there (64 ranks
+      // of sync Jacobi: 4x the iterations took 6x the time with MPI_Issend, 3x with MPI_Isend).
+      // The asynchronous modes' synchronous sends are completed by reap_sends while a slot is
+      // free, and receives by MPI_Wait, so neither fills that list (docs/simulation.md, "Behaviour
+      // of SMPI 3.32").
+      if (core_.config.sender_bounded)
         MPI_Isend(out, static_cast<int>(len), MPI_DOUBLE, core_.config.peer, data_tag(send_tag_), comm_,
                   &send_requests_[slot * pieces_ + c]);
       else

@@ -24,11 +24,13 @@
 // Flow control is end-to-end: at most `max_in_flight` messages per direction are unacknowledged,
 // where acknowledged means the receiving end's channel has taken the message in (p2p: MPI_Issend
 // completion; rma/shmem: the receiver's acknowledgement counter), not that the application has read it.
+// Synchronous and bounded exchanges (ChannelConfig::sender_bounded) bound the sender themselves; p2p
+// then sends with MPI_Isend, whose completion only means MPI holds the message.
 //
 // Transports (ChannelConfig::transport, see docs/channel.md): the semantics above are implemented
 // once, in this facade; a transport backend only moves packed messages (a header carrying the time
 // level, then the payload) and acknowledgements between the two ends.
-//   p2p    MPI two-sided: MPI_Issend per message (racy: per piece); the receiving end keeps
+//   p2p    MPI two-sided: MPI_Issend per message (racy: per piece; sender_bounded: MPI_Isend); the receiving end keeps
 //          max_in_flight receives posted into private slots, reposted as soon as they complete.
 //   rma    MPI-3 one-sided, passive target: one window (MPI_Win_allocate) per channel over a 2-rank
 //          communicator, one MPI_Win_lock_all epoch for the channel's lifetime, one packed MPI_Put
@@ -112,7 +114,7 @@ struct ChannelConfig {
   int max_delay = 0;
   /// The reader takes in every message in order and the exchange itself keeps the sender within a
   /// few messages of it: a synchronous exchange (one level ahead at most) or a bounded one (2 L + 1).
-  /// Lets a transport use cheaper sends where that matters (p2p on a simulated cluster).
+  /// Lets a transport use cheaper sends (p2p: standard sends, no acknowledgement to wait for).
   bool sender_bounded = false;
 };
 
