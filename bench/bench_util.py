@@ -111,3 +111,19 @@ def machine_info(args, script):
     except (OSError, subprocess.SubprocessError):
         info["git"] = "unknown"
     return info
+
+
+def measure_host_link(launcher, mpirun, output, timeout=600, script="bench"):
+    """Measures this machine's intra-node MPI link (latency, bandwidth, latency curve) with
+    `LAUNCHER calibrate-host` (desync-sim, launched as the list `launcher`) into `output`, prints its
+    line, and returns the measurement (a dict)."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    env = child_env()
+    env["PYTHONPATH"] = os.path.join(here, "..", "python", "src") + os.pathsep + env.get("PYTHONPATH", "")
+    cmd = list(launcher) + ["calibrate-host", "--mpirun", shlex.split(mpirun)[0], "-o", output]
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        raise SystemExit(f"{script}: {shlex.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
+    print(p.stdout.strip(), flush=True)
+    with open(output) as f:
+        return json.load(f)

@@ -16,13 +16,18 @@ of each run record:
   cg.<method>.vector                      per row and iteration: that method's vector updates
   pc.none, pc.jacobi, pc.bjacobi-ic0      per row and application
   schwarz.solve, schwarz.residual         per subdomain unknown (poisson2d, --schwarz-local)
+  halo.message                            per message a channel sends or takes in: desync's and MPI's
+                                          work on it beyond the link's latency (sync Jacobi on 2^3
+                                          points per rank, 2 ranks, one neighbour each:
+                                          (halo time - exchanges x latency) / messages sent and taken in,
+                                          the latency measured by desync-sim calibrate-host)
 
   csr.entry                               per stored scalar entry of an assembled operator (cg's
                                           elasticity3d): estimated as poisson3d.row / 7, not measured
 
 The sweeps, the PDE update and approximation and CG's kinds are measured with --ranks ranks at once
 (default 2, every core of this machine busy, as on a node of the simulated cluster), halo.element
-and the 1D update on one rank, Schwarz's kinds on two. The sizes should be those of the simulated
+and the 1D update on one rank, Schwarz's kinds and halo.message on two. The sizes should be those of the simulated
 runs (caches matter): --local for the 3D solvers, --pde-local, --schwarz-local. Each figure is the
 median of --reps runs (5), taken in rounds: every kind once per round, so that a busy spell of the
 machine touches a run or two of every kind rather than most runs of one. A kind whose runs differ by
@@ -32,6 +37,9 @@ still differ by more than --max-spread: noise on a shared machine only adds time
 few runs can still catch it.
 
     python3 bench/simgrid/calibrate.py --desync build/openmpi/desync -o build/sim/costs.json
+
+The link's latency comes from `desync-sim calibrate-host`, measured first into build/sim/host.json
+unless --host-calibration names a measurement.
 """
 import argparse
 import datetime
@@ -44,7 +52,7 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_util import add_launch_options, child_env, machine_info, write_json  # noqa: E402
+from bench_util import add_launch_options, child_env, machine_info, measure_host_link, write_json  # noqa: E402
 
 
 def run(args, ranks, argv):
@@ -90,6 +98,20 @@ def measure_rounds(args, specs, run_one=None):
     return {k: (statistics.median(v), cmds[k], (min(v), max(v)), len(v)) for k, v in values.items()}
 
 
+def message_overhead(rec, latency):
+    """halo.message from a record of synchronous Jacobi whose every rank has one neighbour: on a
+    simulated cluster such an exchange takes the sender's charge, the link's latency and the
+    receiver's charge (LogP's o + L + o), so per rank (halo time - messages sent x latency) /
+    (messages sent + messages taken in); the mean over the ranks, at least 0."""
+    values = []
+    for r in rec["per_rank"]:
+        if r.get("neighbours", 1) != 1:
+            raise SystemExit(f"calibrate: halo.message needs one neighbour per rank; rank {r['rank']} has {r['neighbours']}")
+        messages = r["messages_sent"] + r["messages_received"]
+        values.append(max(0.0, (r["time"]["halo"] - r["messages_sent"] * latency) / messages))
+    return statistics.mean(values)
+
+
 def noisy_kinds(spread, limit):
     """The kinds whose runs spread by more than the factor limit (max / min), with that factor."""
     return {k: hi / lo for k, (lo, hi) in spread.items() if lo > 0 and hi / lo > limit}
@@ -114,8 +136,20 @@ def main():
     ap.add_argument("--ranks", type=int, default=2,
                     help="ranks of the compute measurements (jacobi, pde, cg), all busy at once as the cores of a "
                          "simulated node are (default 2: this machine's cores)")
+    ap.add_argument("--host-calibration", metavar="FILE",
+                    help="the link's latency for halo.message (desync-sim calibrate-host's JSON); default: measured "
+                         "now into build/sim/host.json")
+    ap.add_argument("--desync-sim", help="the desync-sim command (default: python3 -m desync_tools.sim from python/src)")
     ap.add_argument("-o", "--output", required=True)
     args = ap.parse_args()
+    if args.host_calibration:
+        with open(args.host_calibration) as f:
+            link = json.load(f)
+    else:
+        args.host_calibration = os.path.join("build", "sim", "host.json")
+        launcher = shlex.split(args.desync_sim) if args.desync_sim else [sys.executable, "-m", "desync_tools.sim"]
+        link = measure_host_link(launcher, args.mpirun, args.host_calibration, script="calibrate")
+    latency = float(link["latency_s"])
     n, it = args.local, args.iterations
     pts = float(n) ** 3
     R = args.ranks  # every core busy, as on a node of the simulated cluster: memory bandwidth shared
@@ -164,11 +198,19 @@ def main():
         (2, schwarz, {"schwarz.solve": lambda r: r["time_split"]["solve"] / (r["iterations"]["mean"] * unknowns),
                       "schwarz.residual": lambda r: r["time_split"]["spmv"] / (r["iterations"]["mean"] * unknowns)}),
     ]
+    # desync's own work per message: 2 ranks of 2^3 points (2 x 1 x 1, one neighbour each), so small
+    # that the exchange is nearly all of an iteration; 20000 iterations (about 20 ms here).
+    specs += [
+        (2, ["jacobi", "--mode", "sync", "--local", "2", "--dims", "2x1x1", "--tol", "1e-300", "--max-iters", "20000",
+             "--check-every", "200000"],
+         {"halo.message": lambda r: message_overhead(r, latency)}),
+    ]
     measured = measure_rounds(args, specs)
     costs = {k: v[0] for k, v in measured.items()}
     commands = {k: v[1] for k, v in measured.items()}
     spread = {k: v[2] for k, v in measured.items()}
     runs = {k: v[3] for k, v in measured.items()}
+    commands["halo.message"] += f"  (latency {latency:.4g} s from {args.host_calibration})"
     costs["pc.none"], commands["pc.none"] = 0.0, "(no work)"
     # Assembled operators (cg's elasticity3d): estimated from the matrix-free 7-point rows, per entry.
     costs["csr.entry"] = costs["poisson3d.row"] / 7

@@ -34,7 +34,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from bench_util import child_env, write_json  # noqa: E402
+from bench_util import child_env, measure_host_link, write_json  # noqa: E402
 
 # (solver, [(variant name, desync arguments)], problem arguments); the first variant is the reference.
 CASES = [
@@ -179,14 +179,7 @@ def main():
         print(f"validate: warning: {w}", file=sys.stderr, flush=True)
     if not args.host_calibration:
         args.host_calibration = os.path.join("build", "sim", "host.json")
-        env = child_env()
-        env["PYTHONPATH"] = os.path.join(HERE, "..", "..", "python", "src") + os.pathsep + env.get("PYTHONPATH", "")
-        cmd = sim_command(args) + ["calibrate-host", "--mpirun", shlex.split(args.mpirun)[0],
-                                   "-o", args.host_calibration]
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
-        if p.returncode != 0:
-            raise SystemExit(f"validate: {shlex.join(cmd)} failed ({p.returncode}):\n{p.stderr[-3000:]}")
-        print(p.stdout.strip(), flush=True)
+        measure_host_link(sim_command(args), args.mpirun, args.host_calibration, args.timeout, "validate")
     with open(args.host_calibration) as f:
         link = json.load(f)
     cases = [(ranks, solver, [(name, extra + common) for name, extra in variants])

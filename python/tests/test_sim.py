@@ -507,3 +507,18 @@ def test_validate_warns_of_a_stale_or_foreign_cost_model(bench_script):
     # No date or machine recorded (a hand-made model): nothing to check.
     assert validate.calibration_warnings({"costs": {}}, now, "vm", 30) == []
     assert validate.calibration_warnings({"costs": {}, "calibration": {"date": "garbage"}}, now, "vm", 30) == []
+
+
+def test_calibrate_message_overhead_subtracts_the_latency_once_per_exchange(bench_script):
+    # bench/simgrid/calibrate.py's halo.message: (halo time - messages sent x latency) / (messages sent
+    # + taken in), per rank, averaged; never negative; a rank with two neighbours is refused (its
+    # exchanges overlap two latencies).
+    calibrate = bench_script("bench/simgrid/calibrate.py")
+    rank = lambda r, halo, n=1: {"rank": r, "neighbours": n, "messages_sent": 1000, "messages_received": 1000,
+                                 "time": {"halo": halo}}
+    rec = {"per_rank": [rank(0, 1000 * 1.0e-6), rank(1, 1000 * 1.2e-6)]}
+    # rank 0: (1e-3 - 1000 x 0.2e-6) / 2000 = 0.4e-6; rank 1: 0.5e-6
+    assert calibrate.message_overhead(rec, 0.2e-6) == pytest.approx(0.45e-6)
+    assert calibrate.message_overhead({"per_rank": [rank(0, 1000 * 0.1e-6)]}, 0.2e-6) == 0.0
+    with pytest.raises(SystemExit, match="one neighbour"):
+        calibrate.message_overhead({"per_rank": [rank(0, 1e-3, n=2)]}, 0.2e-6)

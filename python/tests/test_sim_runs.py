@@ -173,3 +173,22 @@ def test_missing_cost_is_refused_before_any_work(tmp_path):
     p, record = simulate(tmp_path, str(path), 2, ["jacobi", "--local", "8"])
     assert p.returncode == 2
     assert "halo.element" in p.stdout + p.stderr and record is None
+
+
+def test_halo_message_charges_each_message_at_both_ends_and_may_be_left_out(tmp_path, costs):
+    # halo.message (optional): desync's work per message a channel sends or takes in. Synchronous
+    # Jacobi on 2^3 points, 2 ranks of one neighbour each: an exchange is the sender's charge, the
+    # link's latency and the receiver's charge, so each adds 2 x halo.message to every iteration's
+    # halo time; a cost model without the kind (the module's) runs and charges nothing for it.
+    args = ["jacobi", "--mode", "sync", "--local", "2", "--dims", "2x1x1", "--tol", "1e-300", "--max-iters", "2000",
+            "--check-every", "100000"]
+    per_message = 5e-7
+    with_kind = tmp_path / "with.json"
+    with_kind.write_text(json.dumps({"costs": {**{k: COST for k in KINDS}, "halo.message": per_message}}))
+    p0, without = simulate(tmp_path, costs, 2, args, name="without.json")
+    p1, charged = simulate(tmp_path, str(with_kind), 2, args, name="with.json")
+    assert p0.returncode == 1 and p1.returncode == 1, (p0.stderr + p1.stderr)[-2000:]  # 1: --max-iters reached
+    for a, b in zip(without["per_rank"], charged["per_rank"]):
+        assert a["messages_sent"] == b["messages_sent"] == 2001 and b["messages_received"] == 2001
+        grown = (b["time"]["halo"] - a["time"]["halo"]) / b["messages_sent"]
+        assert grown == pytest.approx(2 * per_message, rel=0.02)
