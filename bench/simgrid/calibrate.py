@@ -21,6 +21,9 @@ of each run record:
                                           points per rank, 2 ranks, one neighbour each:
                                           (halo time - exchanges x latency) / messages sent and taken in,
                                           the latency measured by desync-sim calibrate-host)
+  halo.open                               per plan exchange opened (the channel communicator split,
+                                          the channels connected): the Schwarz runs' exchange_open_seconds
+                                          / exchange_opens, mean over the ranks (three opens a run, p2p)
 
   csr.entry                               per stored scalar entry of an assembled operator (cg's
                                           elasticity3d): estimated as poisson3d.row / 7, not measured
@@ -40,10 +43,18 @@ few runs can still catch it.
 
 The link's latency comes from `desync-sim calibrate-host`, measured first into build/sim/host.json
 unless --host-calibration names a measurement.
+
+Besides the costs, the calibration records this machine's core_speed_spread: how much the ranks of
+one run differ in their compute time for the same work (the two Jacobi kinds' runs: the standard
+deviation of each rank's log compute time about its run's mean, pooled over the runs). On a
+simulated node every core is otherwise exactly as fast as the next, and asynchronous ranks that
+start together stay in lockstep, each always a fixed part of an iteration ahead of the messages it
+reads; `desync-sim run --core-speed-spread` gives the cores that spread (validate.py does).
 """
 import argparse
 import datetime
 import json
+import math
 import os
 import shlex
 import statistics
@@ -112,6 +123,31 @@ def message_overhead(rec, latency):
     return statistics.mean(values)
 
 
+def exchange_open_time(rec):
+    """halo.open: the seconds per plan exchange opened, per rank (exchange_open_seconds /
+    exchange_opens), the mean over the ranks. Holds the few small messages of the split and the
+    channels' handshake, which the simulation also charges as messages (a few us of the tens)."""
+    ranks = [r for r in rec["per_rank"] if r.get("exchange_opens", 0) > 0]
+    if not ranks:
+        raise SystemExit("calibrate: halo.open: the run record has no exchange_opens (a desync older than 2026-11-26?)")
+    return statistics.mean(r["exchange_open_seconds"] / r["exchange_opens"] for r in ranks)
+
+
+def core_speed_spread(runs):
+    """The pooled standard deviation of log compute time about each run's mean, from runs given as
+    lists of per-rank compute times of the same work: sqrt(sum of squared deviations / sum of
+    (ranks - 1)). 0 without a run of two ranks or more."""
+    squares, freedom = 0.0, 0
+    for times in runs:
+        if len(times) < 2:
+            continue
+        logs = [math.log(t) for t in times]
+        mean = sum(logs) / len(logs)
+        squares += sum((x - mean) ** 2 for x in logs)
+        freedom += len(logs) - 1
+    return math.sqrt(squares / freedom) if freedom else 0.0
+
+
 def noisy_kinds(spread, limit):
     """The kinds whose runs spread by more than the factor limit (max / min), with that factor."""
     return {k: hi / lo for k, (lo, hi) in spread.items() if lo > 0 and hi / lo > limit}
@@ -153,11 +189,17 @@ def main():
     n, it = args.local, args.iterations
     pts = float(n) ** 3
     R = args.ranks  # every core busy, as on a node of the simulated cluster: memory bandwidth shared
+    rank_times = []  # per Jacobi run, each rank's compute time (core_speed_spread)
+
+    def jacobi_per_update(r):
+        rank_times.append([rank["time"]["compute"] for rank in r["per_rank"]])
+        return r["time_split"]["compute"] / (r["iterations"]["max"] * pts)
+
     specs = [
         (R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it), "--check-every", str(10 * it)],
-         {"jacobi.update": lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)}),
+         {"jacobi.update": jacobi_per_update}),
         (R, ["jacobi", "--local", str(n), "--tol", "1e-30", "--max-iters", str(it), "--check-every", "1"],
-         {"jacobi.update_residual": lambda r: r["time_split"]["compute"] / (r["iterations"]["max"] * pts)}),
+         {"jacobi.update_residual": jacobi_per_update}),
     ]
     m = args.pde_local
     burgers = ["pde", "--problem", "burgers3d", "--global", str(m), "--steps", str(it)]
@@ -196,7 +238,8 @@ def main():
     schwarz = ["schwarz", "--mode", "sync", "--local", str(s), "--tol", "1e-14", "--max-iters", str(it)]
     specs += [
         (2, schwarz, {"schwarz.solve": lambda r: r["time_split"]["solve"] / (r["iterations"]["mean"] * unknowns),
-                      "schwarz.residual": lambda r: r["time_split"]["spmv"] / (r["iterations"]["mean"] * unknowns)}),
+                      "schwarz.residual": lambda r: r["time_split"]["spmv"] / (r["iterations"]["mean"] * unknowns),
+                      "halo.open": exchange_open_time}),
     ]
     # desync's own work per message: 2 ranks of 2^3 points (2 x 1 x 1, one neighbour each), so small
     # that the exchange is nearly all of an iteration; 20000 iterations (about 20 ms here).
@@ -221,10 +264,14 @@ def main():
                                      "reps": args.reps, "ranks": R},
                            "commands": commands,
                            "spread": {k: {"min": lo, "max": hi, "runs": runs[k]} for k, (lo, hi) in spread.items()},
+                           "core_speed_spread": core_speed_spread(rank_times),
+                           "core_speed_spread_runs": len(rank_times),
                            "machine": machine_info(args, "bench/simgrid/calibrate.py")}}
     write_json(args.output, doc)
     for k, v in costs.items():
         print(f"  {k:<34} {v:.4e} s per unit" + (f"  ({runs[k]} runs)" if runs.get(k, args.reps) != args.reps else ""))
+    print(f"  core_speed_spread {doc['calibration']['core_speed_spread']:.4f} (sigma of log compute time over the "
+          f"ranks of a run, {len(rank_times)} Jacobi runs of {R} ranks)")
     for k, factor in noisy_kinds(spread, args.max_spread).items():
         print(f"calibrate: warning: the runs of {k} differ by {factor:.2f}x (max / min of {runs[k]}): the machine "
               f"was busy? Its median is in {args.output}; calibrate again on a quiet machine, or with more --max-reps.",

@@ -13,6 +13,11 @@ On a machine with fewer cores than ranks (4 ranks on this 2-core host) the real 
 oversubscribed; the simulated node then has a core per rank at cores / ranks of the speed. With a core
 per rank (--cores, default: this machine's), the simulated node has a core per rank at full speed.
 
+The simulated cores differ in speed as this machine's do (`desync-sim run --core-speed-spread`, from
+the cost model's `calibration.core_speed_spread`, or `--core-speed-spread`): with every core exactly
+as fast, asynchronous ranks that start together run in lockstep, each always reading its
+neighbour's previous iteration, where the real ones drift apart.
+
 The simulated node's links are this machine's shared-memory MPI as `desync-sim calibrate-host`
 measures it (ping-pongs from 8 B to 1 MiB: latency, bandwidth and SMPI's piecewise latency factor),
 measured at the start unless `--host-calibration` names an earlier measurement; the preset's 1 us
@@ -83,6 +88,8 @@ def run_case(args, ranks, solver, extra, real):
                     "--cores", str(max(ranks, 2))]
             if ranks > args.cores:
                 plat += ["--speed", f"{1e9 * args.cores / ranks:.6g}f", "--cfg", "smpi/host-speed:1000000000f"]
+            if args.core_speed_spread:
+                plat += ["--core-speed-spread", f"{args.core_speed_spread:.6g}"]
             cmd = sim_command(args) + ["run", *plat, "--np", str(ranks), "--costs", args.costs,
                                        "--out", os.path.join(tmp, "sim"), "--",
                                        args.desync_smpi, solver, *extra, "--quiet", "--json", out]
@@ -171,10 +178,17 @@ def main():
                          "now into build/sim/host.json")
     ap.add_argument("--max-costs-age", type=float, default=30, metavar="MINUTES",
                     help="warn when the cost model is older than this (default 30) or from another machine")
+    ap.add_argument("--core-speed-spread", type=float, metavar="SIGMA",
+                    help="the simulated cores' speed spread (desync-sim run --core-speed-spread); default: the cost "
+                         "model's calibration.core_speed_spread, measured with it on this machine (0 if it has none)")
     ap.add_argument("--json")
     args = ap.parse_args()
     with open(args.costs) as f:
-        warnings = calibration_warnings(json.load(f), datetime.datetime.now(), platform.node(), args.max_costs_age)
+        cost_model = json.load(f)
+    warnings = calibration_warnings(cost_model, datetime.datetime.now(), platform.node(), args.max_costs_age)
+    if args.core_speed_spread is None:
+        args.core_speed_spread = float((cost_model.get("calibration") or {}).get("core_speed_spread") or 0.0)
+    print(f"validate: simulated cores' speed spread {args.core_speed_spread:.4f}", flush=True)
     for w in warnings:
         print(f"validate: warning: {w}", file=sys.stderr, flush=True)
     if not args.host_calibration:
@@ -220,6 +234,7 @@ def main():
                   f"{fmt_delay(row['delay_sim']):>5}", flush=True)
     if args.json:
         write_json(args.json, {"benchmark": "simgrid validate", "cores": args.cores, "host_calibration": link,
+                               "core_speed_spread": args.core_speed_spread,
                                "warnings": warnings, "rows": rows})
     return 0 if all(r["ok"] for r in rows) else 1
 

@@ -213,6 +213,44 @@ def test_rank_speed_spread_one_factor_per_node_and_seeded():
     assert b[5] == pytest.approx(a[5] / 2) and b[:5] == a[:5] and b[6:] == a[6:]
 
 
+def test_core_speed_spread_gives_each_rank_a_quantile_in_a_seeded_order():
+    # --core-speed-spread: the lognormal's quantiles at (i + 0.5) / R, so that 2 ranks always differ
+    # (sigma 0.02: exp(-/+ 0.02 x 0.6745)), whatever the seed; the order is the seed's; on top of the
+    # per-node factors and under a slow rank.
+    two = sim.core_speed_factors(2, 0.02, seed=0)
+    assert sorted(two) == pytest.approx([math.exp(-0.02 * 0.6744898), math.exp(0.02 * 0.6744898)])
+    many = sim.core_speed_factors(1000, 0.05, seed=7)
+    assert sorted(many) == sorted(sim.core_speed_factors(1000, 0.05, seed=8)) and many != sim.core_speed_factors(1000, 0.05, seed=8)
+    logs = [math.log(f) for f in many]
+    assert sum(logs) == pytest.approx(0.0, abs=1e-9) and statistics.pstdev(logs) == pytest.approx(0.05, rel=0.02)
+    nodes = sim.rank_speeds(8, 4, spread=0.2, seed=3)
+    both = sim.rank_speeds(8, 4, spread=0.2, seed=3, core_spread=0.05, slow_rank=1, slow_factor=2.0)
+    cores = sim.core_speed_factors(8, 0.05, seed=3)
+    expected = [n * c for n, c in zip(nodes, cores)]
+    expected[1] /= 2.0
+    assert both == pytest.approx(expected)
+
+
+def test_calibrate_exchange_open_time_is_per_open_and_refuses_old_records(bench_script):
+    calibrate = bench_script("bench/simgrid/calibrate.py")
+    rec = {"per_rank": [{"exchange_opens": 3, "exchange_open_seconds": 90e-6},
+                        {"exchange_opens": 3, "exchange_open_seconds": 120e-6}]}
+    assert calibrate.exchange_open_time(rec) == pytest.approx(35e-6)
+    with pytest.raises(SystemExit, match="exchange_opens"):
+        calibrate.exchange_open_time({"per_rank": [{"rank": 0}]})
+
+
+def test_calibrate_core_speed_spread_pools_each_runs_deviations(bench_script):
+    # bench/simgrid/calibrate.py: the ranks of a run against that run's mean (a run slower as a whole
+    # adds nothing), pooled: sqrt(sum of squares / sum of (ranks - 1)).
+    calibrate = bench_script("bench/simgrid/calibrate.py")
+    d = 0.01
+    runs = [[math.exp(-d), math.exp(d)], [5 * math.exp(-d), 5 * math.exp(d)], [2.0, 2.0]]
+    # squares: 2 d^2, 2 d^2, 0 over 3 degrees of freedom
+    assert calibrate.core_speed_spread(runs) == pytest.approx(math.sqrt(4 * d * d / 3))
+    assert calibrate.core_speed_spread([[1.0]]) == 0.0 and calibrate.core_speed_spread([]) == 0.0
+
+
 def test_run_sim_json_and_command(tmp_path, capsys):
     costs = tmp_path / "costs.json"
     costs.write_text(json.dumps({"jacobi.update": 2e-9, "halo.element": 1e-9}))

@@ -192,3 +192,21 @@ def test_halo_message_charges_each_message_at_both_ends_and_may_be_left_out(tmp_
         assert a["messages_sent"] == b["messages_sent"] == 2001 and b["messages_received"] == 2001
         grown = (b["time"]["halo"] - a["time"]["halo"]) / b["messages_sent"]
         assert grown == pytest.approx(2 * per_message, rel=0.02)
+
+
+def test_halo_open_charges_each_exchange_opened(tmp_path, costs):
+    # halo.open (optional): the host's time to open a plan exchange. Synchronous Schwarz opens three
+    # (the initial true residual's, the main phase's, the final true residual's); each costs the
+    # charge more, on both ranks alike, so the run is 3 charges longer.
+    args = ["schwarz", "--mode", "sync", "--local", "16"]
+    per_open = 1e-4
+    with_kind = tmp_path / "with.json"
+    with_kind.write_text(json.dumps({"costs": {**{k: COST for k in KINDS}, "halo.open": per_open}}))
+    p0, without = simulate(tmp_path, costs, 2, args, name="without.json")
+    p1, charged = simulate(tmp_path, str(with_kind), 2, args, name="with.json")
+    assert p0.returncode == 0 and p1.returncode == 0, (p0.stderr + p1.stderr)[-2000:]
+    assert without["iterations"] == charged["iterations"]
+    for a, b in zip(without["per_rank"], charged["per_rank"]):
+        assert a["exchange_opens"] == b["exchange_opens"] == 3
+        assert (b["exchange_open_seconds"] - a["exchange_open_seconds"]) / 3 == pytest.approx(per_open, rel=0.02)
+    assert charged["wall_time"] - without["wall_time"] == pytest.approx(3 * per_open, rel=0.05)

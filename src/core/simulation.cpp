@@ -32,9 +32,10 @@ constexpr const char* cost_kinds[] = {
     "cg.pipecg.vector", "cg.groppcg.vector", "pc.none", "pc.jacobi", "pc.bjacobi-ic0", "schwarz.solve",
     "schwarz.residual"};
 // Kinds a cost model may leave out (then charged nothing): those added after cost models were
-// recorded that runs still use (docs/data). halo.message, since 2026-11-26: desync's own work per
-// message a channel sends or takes in, beyond the link's latency (bench/simgrid/calibrate.py).
-constexpr const char* optional_cost_kinds[] = {"halo.message"};
+// recorded that runs still use (docs/data). Since 2026-11-26: halo.message, desync's own work per
+// message a channel sends or takes in, beyond the link's latency; halo.open, the host's time to open
+// a plan exchange (bench/simgrid/calibrate.py).
+constexpr const char* optional_cost_kinds[] = {"halo.message", "halo.open"};
 
 bool optional_kind(std::string_view kind) {
   for (const char* k : optional_cost_kinds)

@@ -11,10 +11,20 @@
 #include <utility>
 #include <vector>
 
+#include "desync/communication/plan_exchange.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/history.hpp"
+#include "desync/run/record.hpp"
 
 namespace desync::run::detail {
+
+/// The per-rank set-up figures of the halo exchanges: how many plan exchanges this process opened
+/// (one per phase and per true-residual check) and the seconds opening them took, inside the solve's
+/// time (in "other" or "finish" of its split).
+inline RankFields& exchange_open_fields(RankFields& f) {
+  const auto s = comm::exchange_open_stats();
+  return f.integer("exchange_opens", s.opens).number("exchange_open_seconds", s.seconds);
+}
 
 /// The "options" object: every option's effective value under its key.
 template <class Json>

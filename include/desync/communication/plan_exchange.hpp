@@ -100,6 +100,17 @@ struct PlanExchangeConfig {
   int threads = 0;
 };
 
+/// Every plan exchange this process has opened so far (constructed: the channel communicator split,
+/// the channels connected) and the seconds that took, for the run record's set-up figures
+/// (exchange_opens, exchange_open_seconds). Opening costs more than a few iterations of a small
+/// problem (2 ranks of this machine: 15-110 us for the communicator split alone, the first in a
+/// process the dearest), and a solver opens one per phase and per true-residual check.
+struct ExchangeOpenStats {
+  long opens = 0;
+  double seconds = 0;
+};
+ExchangeOpenStats exchange_open_stats();
+
 class PlanExchange {
  public:
   /// Collective over `comm` (the plan's peers are ranks of it): checks the plan and the config on

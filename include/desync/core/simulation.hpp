@@ -17,8 +17,8 @@ namespace desync::core {
 #ifdef DESYNC_SMPI
 inline constexpr bool simulated_build = true;
 /// Charges `units` units of work of `kind` to this rank's simulated clock. Throws InputError when
-/// DESYNC_SIM is missing or has no cost for `kind`, unless the kind is optional ("halo.message":
-/// then nothing is charged).
+/// DESYNC_SIM is missing or has no cost for `kind`, unless the kind is optional ("halo.message",
+/// "halo.open": then nothing is charged).
 void charge(const char* kind, double units);
 #else
 inline constexpr bool simulated_build = false;

@@ -22,6 +22,7 @@ import re
 import shlex
 import shutil
 import signal
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -458,15 +459,29 @@ def write_platform(folder, p, slots=None):
 # --------------------------------------------------------------------------------------------------
 
 
-def rank_speeds(ranks, cores, spread=0.0, seed=0, slow_rank=None, slow_factor=None):
+def core_speed_factors(ranks, sigma, seed=0):
+    """One factor per rank for --core-speed-spread: the lognormal (mu 0, sigma) distribution's
+    quantiles at (i + 0.5) / ranks, i = 0 .. ranks - 1, in an order shuffled by random.Random(seed).
+    Quantiles rather than draws, so that even 2 ranks always differ as the distribution says (at
+    sigma 0.02: 0.987 and 1.014) instead of by whatever two draws happen to give."""
+    normal = statistics.NormalDist()
+    factors = [math.exp(sigma * normal.inv_cdf((i + 0.5) / ranks)) for i in range(ranks)]
+    random.Random(seed).shuffle(factors)
+    return factors
+
+
+def rank_speeds(ranks, cores, spread=0.0, seed=0, slow_rank=None, slow_factor=None, core_spread=0.0):
     """One speed factor per rank: 1.0; under a spread s, a lognormal factor (mu 0, sigma s) per node,
-    drawn in node order from random.Random(seed), the same for every rank of the node; the slow rank's
-    factor divided by slow_factor."""
+    drawn in node order from random.Random(seed), the same for every rank of the node; under a core
+    spread c, each rank's factor times its core's (core_speed_factors); the slow rank's factor
+    divided by slow_factor."""
     speeds = [1.0] * ranks
     if spread:
         rng = random.Random(seed)
         factors = [rng.lognormvariate(0.0, spread) for _ in range(-(-ranks // cores))]
         speeds = [factors[r // cores] for r in range(ranks)]
+    if core_spread:
+        speeds = [s * f for s, f in zip(speeds, core_speed_factors(ranks, core_spread, seed))]
     if slow_rank is not None:
         speeds[slow_rank] /= slow_factor
     return speeds
@@ -577,6 +592,8 @@ def command_run(args, program):
             raise UserError(f"--slow-factor: must be positive, not {args.slow_factor:g}")
     if not args.speed_spread >= 0:
         raise UserError(f"--speed-spread: must be 0 or more, not {args.speed_spread:g}")
+    if not 0 <= args.core_speed_spread < 1:
+        raise UserError(f"--core-speed-spread: must be at least 0 and below 1, not {args.core_speed_spread:g}")
     user_cfg = parse_cfg(args.cfg)
     costs, costs_file = load_costs(args.costs) if args.costs else ({}, None)
     try:
@@ -623,9 +640,9 @@ def command_run(args, program):
         sim_path = os.path.join(folder, "sim.json")
         sim = {"platform": p, "ranks": ranks, "costs": costs, "costs_file": costs_file,
                "rank_speed": rank_speeds(ranks, p["cores"], args.speed_spread, args.seed, args.slow_rank,
-                                         args.slow_factor),
-               "rank_speed_model": {"speed_spread": args.speed_spread, "seed": args.seed,
-                                    "slow_rank": args.slow_rank, "slow_factor": args.slow_factor},
+                                         args.slow_factor, args.core_speed_spread),
+               "rank_speed_model": {"speed_spread": args.speed_spread, "core_speed_spread": args.core_speed_spread,
+                                    "seed": args.seed, "slow_rank": args.slow_rank, "slow_factor": args.slow_factor},
                "smpirun": cmd, "config": user_cfg,
                # what a second of the cost model is in flops (smpi/host-speed): desync executes
                # charge x this many flops, on a host of the platform's speed
@@ -878,7 +895,11 @@ def build_parser():
     r.add_argument("--slow-factor", type=float, metavar="F", help="... by this factor (its speed is 1/F)")
     r.add_argument("--speed-spread", type=float, default=0.0, metavar="SIGMA",
                    help="per-node speed factors, lognormal with this sigma (default 0: none)")
-    r.add_argument("--seed", type=int, default=0, help="seed of the per-node speed factors (default 0)")
+    r.add_argument("--core-speed-spread", type=float, default=0.0, metavar="SIGMA",
+                   help="per-core speed factors too: the lognormal quantiles of this sigma, one per rank in a seeded "
+                        "order (default 0: none; bench/simgrid/calibrate.py measures this machine's as "
+                        "core_speed_spread)")
+    r.add_argument("--seed", type=int, default=0, help="seed of the per-node and per-core speed factors (default 0)")
     r.add_argument("--cfg", action="append", metavar="KEY:VALUE", help="a SimGrid configuration item, "
                    "overriding desync-sim's (repeatable), e.g. --cfg smpi/test:1e-6")
     r.add_argument("--out", metavar="DIR", help="keep platform.xml, hostfile, platform.json and sim.json here "

@@ -241,6 +241,7 @@ RankFields rank_fields(const solvers::RankStats& s) {
       .integer("delay_max", d.max)
       .integer("delay_ahead", d.ahead)
       .integers("delay_histogram", std::vector<std::int64_t>(d.histogram.begin(), d.histogram.end()));
+  detail::exchange_open_fields(f);
   f.time_part("compute", s.time.compute)
       .time_part("halo", s.time.halo)
       .time_part("reduction", s.time.reduction)

@@ -249,6 +249,7 @@ RankFields rank_fields(const decomposition::CartGrid& grid, const solvers::PdeRe
       .integer("noise_pauses", r.noise_pauses)
       .integer("at_fallbacks", r.pending_at_fallbacks)
       .flag("streaming_stores", r.stores == solvers::PdeStores::streaming);
+  detail::exchange_open_fields(f);
   // Per neighbour (face): the delays used (the paper's Figure 9), waits forced by the bound,
   // notifications (levels) consumed.
   for (const auto& face : r.faces) {

@@ -253,6 +253,7 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
       .integer("factor_nonzeros", r.factor_nonzeros)
       .number("factor_seconds", r.factor_seconds)
       .number("source_share", r.run.source_share);
+  detail::exchange_open_fields(f);
   // Yamazaki et al.'s Figure 9 categories: Reduce, P2P, SpMV (the local residual), Update (the
   // interface part of the right-hand side), Solve (the subdomain solve).
   f.time_part("reduce", s.time.reduction)
