@@ -106,7 +106,7 @@ void ChannelCore::arrived_message(const double* packed) {
 }
 
 void ChannelCore::arrived_piece(const double* piece) {
-  core::charge("halo.message", 1.0);  // simulated cluster: taking the MPI message in (see Channel::send)
+  core::charge_deferred("halo.message", 1.0);  // simulated cluster: taking the message in (see Channel::send)
   Header h;
   std::memcpy(&h, piece, sizeof h);
   const double* payload = piece + header_doubles;
@@ -321,11 +321,12 @@ void Channel::send(std::int64_t time_level) {
     if (time_level < 0) throw InputError("channel: bounded mode levels start at 0 or above");
     core_.last_sent = time_level;
   }
-  // Simulated cluster: this end's work on the message (the channel's and MPI's posting and
-  // completing of its requests) beyond what the link's latency holds, one charge per MPI message,
-  // before it leaves (LogP's send overhead; the receiving end's is charged as it arrives).
-  core::charge("halo.message", static_cast<double>(core_.pieces()));
   backend_->send(time_level);
+  // Simulated cluster: this end's work on the message (the channel's and MPI's posting and
+  // completing of its requests) beyond what the link's latency holds, one charge per MPI message
+  // (LogP's send overhead; the receiving end's is charged as it arrives), executed with the next
+  // charged work (core::charge_deferred: one execution per message slows the simulator).
+  core::charge_deferred("halo.message", static_cast<double>(core_.pieces()));
   ++core_.stats.messages_sent;
 }
 

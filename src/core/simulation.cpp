@@ -53,6 +53,8 @@ struct Model {
   /// Flops per second of the platform's cores: a pause of s seconds executes s x platform_flops
   /// flops, so it lasts s seconds whatever smpi/host-speed says of the calibrated seconds.
   double platform_flops = 1e9;
+  /// Work charged with charge_deferred, executed with the next charge() or pause().
+  mutable double pending_flops = 0;
 };
 
 const Model& model() {
@@ -120,19 +122,39 @@ void execute_flops(double flops) {
 }
 }  // namespace
 
-void charge(const char* kind, double units) {
-  const Model& m = model();
+namespace {
+/// Calibrated seconds of `units` of this rank's work of `kind`, as flops at the cost model's flops
+/// per second; 0 for an optional kind the model lacks.
+double work_flops(const Model& m, const char* kind, double units) {
   const auto it = m.costs.find(kind);
-  if (it == m.costs.end() && optional_kind(kind)) return;
+  if (it == m.costs.end() && optional_kind(kind)) return 0.0;
   if (it == m.costs.end())
     throw InputError(fmt::format("DESYNC_SIM: the cost model has no entry \"{}\" (seconds per unit); calibrate it "
                                  "with bench/simgrid/calibrate.py",
                                  kind));
-  // Calibrated seconds of this rank's work, at the cost model's flops per second.
-  execute_flops(units * it->second / m.speed * m.host_flops);
+  return units * it->second / m.speed * m.host_flops;
+}
+}  // namespace
+
+void charge(const char* kind, double units) {
+  const Model& m = model();
+  const double flops = work_flops(m, kind, units) + m.pending_flops;
+  m.pending_flops = 0;
+  execute_flops(flops);
+}
+
+void charge_deferred(const char* kind, double units) {
+  const Model& m = model();
+  m.pending_flops += work_flops(m, kind, units);
 }
 
 double pause(double seconds) {
+  // Work still pending first: it is not part of the pause.
+  const Model& m = model();
+  if (m.pending_flops > 0) {
+    execute_flops(m.pending_flops);
+    m.pending_flops = 0;
+  }
   // Seconds of the modelled machine's time, not calibrated work: at the platform core's speed.
   const double t0 = wall_time();
   execute_flops(seconds * model().platform_flops);
