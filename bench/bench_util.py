@@ -9,6 +9,7 @@ import platform
 import shlex
 import statistics
 import subprocess
+import sys
 
 
 def add_desync_option(parser):
@@ -111,6 +112,15 @@ def machine_info(args, script):
     except (OSError, subprocess.SubprocessError):
         info["git"] = "unknown"
     return info
+
+
+def desync_sim_command(option):
+    """The desync-sim launcher as a list: the --desync-sim option's command, split like a shell line,
+    or this interpreter running desync_tools.sim (measure_host_link and the simulated runs put
+    python/src on PYTHONPATH)."""
+    if option:
+        return shlex.split(option)
+    return [sys.executable, "-m", "desync_tools.sim"]
 
 
 def measure_host_link(launcher, mpirun, output, timeout=600, script="bench"):

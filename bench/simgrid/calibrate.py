@@ -63,7 +63,8 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
-from bench_util import add_launch_options, child_env, machine_info, measure_host_link, write_json  # noqa: E402
+from bench_util import (add_launch_options, child_env, desync_sim_command, machine_info,  # noqa: E402
+                        measure_host_link, write_json)
 
 
 def run(args, ranks, argv):
@@ -183,8 +184,8 @@ def main():
             link = json.load(f)
     else:
         args.host_calibration = os.path.join("build", "sim", "host.json")
-        launcher = shlex.split(args.desync_sim) if args.desync_sim else [sys.executable, "-m", "desync_tools.sim"]
-        link = measure_host_link(launcher, args.mpirun, args.host_calibration, script="calibrate")
+        link = measure_host_link(desync_sim_command(args.desync_sim), args.mpirun, args.host_calibration,
+                                 script="calibrate")
     latency = float(link["latency_s"])
     n, it = args.local, args.iterations
     pts = float(n) ** 3

@@ -39,7 +39,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from bench_util import child_env, measure_host_link, write_json  # noqa: E402
+from bench_util import child_env, desync_sim_command, measure_host_link, write_json  # noqa: E402
 
 # (solver, [(variant name, desync arguments)], problem arguments); the first variant is the reference.
 CASES = [
@@ -51,12 +51,6 @@ CASES = [
     ("schwarz", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async", "--transport", "p2p"])],
      ["--local", "32"]),
 ]
-
-
-def sim_command(args):
-    if args.desync_sim:
-        return shlex.split(args.desync_sim)
-    return [sys.executable, "-m", "desync_tools.sim"]
 
 
 def record_of(cmd, env, out, timeout):
@@ -90,7 +84,7 @@ def run_case(args, ranks, solver, extra, real):
                 plat += ["--speed", f"{1e9 * args.cores / ranks:.6g}f", "--cfg", "smpi/host-speed:1000000000f"]
             if args.core_speed_spread:
                 plat += ["--core-speed-spread", f"{args.core_speed_spread:.6g}"]
-            cmd = sim_command(args) + ["run", *plat, "--np", str(ranks), "--costs", args.costs,
+            cmd = desync_sim_command(args.desync_sim) + ["run", *plat, "--np", str(ranks), "--costs", args.costs,
                                        "--out", os.path.join(tmp, "sim"), "--",
                                        args.desync_smpi, solver, *extra, "--quiet", "--json", out]
         rec, wall = record_of(cmd, env, out, args.timeout)
@@ -193,7 +187,7 @@ def main():
         print(f"validate: warning: {w}", file=sys.stderr, flush=True)
     if not args.host_calibration:
         args.host_calibration = os.path.join("build", "sim", "host.json")
-        measure_host_link(sim_command(args), args.mpirun, args.host_calibration, args.timeout, "validate")
+        measure_host_link(desync_sim_command(args.desync_sim), args.mpirun, args.host_calibration, args.timeout, "validate")
     with open(args.host_calibration) as f:
         link = json.load(f)
     cases = [(ranks, solver, [(name, extra + common) for name, extra in variants])

@@ -326,6 +326,8 @@ def error_of(args, capsys):
     (["run", "--np", "4", "--dry-run", "--", "./app", "two words"], "white space"),
     (["run", "--np", "4", "--out", "a b", "--dry-run", "--", "./app"], "white space"),
     (["run", "--np", "4", "--dry-run"], "after --"),
+    (["run", "--np", "4", "--core-speed-spread", "-0.1", "--dry-run", "--", "./app"], "--core-speed-spread: must be"),
+    (["run", "--np", "4", "--core-speed-spread", "1.5", "--dry-run", "--", "./app"], "below 1"),
 ])
 def test_bad_input_one_message(tmp_path, capsys, monkeypatch, args, words):
     monkeypatch.chdir(tmp_path)

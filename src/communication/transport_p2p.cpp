@@ -1,10 +1,11 @@
 // Transport p2p: MPI two-sided. Each message travels as `pieces` MPI sends (one per racy piece, one
 // in async mode): MPI_Issend in the asynchronous modes, where acknowledged = the synchronous send
 // completed, i.e. the receiving end matched it; standard MPI_Isend in the synchronous and bounded
-// modes, whose exchange itself keeps the sender within a few levels of its receiver. The receiving end keeps max_in_flight * pieces receives posted into private slots and reposts
-// each the moment the channel sees it complete (during any call on the channel), so a sender is
-// never held up by an application that does not call recv(). MPI forbids reading a buffer a pending
-// receive may write, hence the slots.
+// modes, whose exchange itself keeps the sender within a few levels of its receiver. The receiving
+// end keeps max_in_flight * pieces receives posted into private slots and reposts each the moment
+// the channel sees it complete (during any call on the channel), so a sender is never held up by an
+// application that does not call recv(). MPI forbids reading a buffer a pending receive may write,
+// hence the slots.
 #include <algorithm>
 #include <vector>
 
