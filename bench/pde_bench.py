@@ -118,9 +118,10 @@ def verify(args):
 
 
 def parse_noise(extra):
-    """Jitter probability and factor from a desync noise option string (defaults 0.1 and 2)."""
+    """Jitter probability, factor and basis (compute or step) from a desync noise option string
+    (defaults 0.1, 2 and compute)."""
     toks = shlex.split(extra)
-    p, f = 0.1, 2.0
+    p, f, basis = 0.1, 2.0, "compute"
     if "jitter" not in toks:
         return None
     for i, t in enumerate(toks[:-1]):
@@ -128,21 +129,25 @@ def parse_noise(extra):
             p = float(toks[i + 1])
         if t == "--jitter-factor":
             f = float(toks[i + 1])
-    return p, f
+        if t == "--jitter-basis":
+            basis = toks[i + 1]
+    return p, f, basis
 
 
-def model_ratio(p, f, steps, L, ranks=2, trials=20, seed=7, work=0.0):
+def model_ratio(p, f, steps, L, ranks=2, trials=20, seed=7, work=0.0, basis="compute"):
     """Idealised jitter model, instant messages: each rank's step takes 1 (its compute) plus f with
     probability p. Synchronous: step n ends on every rank at max over ranks (of the previous end,
     here all neighbours on a ring) plus its own step time. Weakly synchronous with bound L: a rank may
     start step n once its neighbours have finished step n - L. Returns mean T_ws / T_sync.
     `work`: further time of every step besides its compute, in units of the compute, that the pause
     does not scale with (the step's packing, sending and installing of halos: messages still travel
-    instantly); 0 is the issue's model."""
+    instantly); 0 is the issue's model. `basis` step: the pause is f times the whole step, 1 + work
+    (desync pde --jitter-basis step), so the ratio does not depend on the work."""
     rng = random.Random(seed)
     ratios = []
     for _ in range(trials):
-        draws = [[1 + work + (f if rng.random() < p else 0) for _ in range(steps)] for _ in range(ranks)]
+        pause = f * (1 + work) if basis == "step" else f
+        draws = [[1 + work + (pause if rng.random() < p else 0) for _ in range(steps)] for _ in range(ranks)]
         nb = [[(r - 1) % ranks, (r + 1) % ranks] for r in range(ranks)]
         sync = [0.0] * ranks
         ws = [[0.0] * (steps + 1) for _ in range(ranks)]  # ws[r][n]: end of step n-1 on rank r
@@ -209,7 +214,8 @@ def compare(args):
                 model = model_work = None  # sync is the reference; bounded without noise: 1
                 if mode == "bounded" and pf:
                     model = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks)
-                    model_work = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks, work=work)
+                    model_work = model_ratio(pf[0], pf[1], args.steps, args.max_delay, args.ranks, work=work,
+                                             basis=pf[2])
                 elif mode == "bounded":
                     model = model_work = 1.0
                 row = {"transport": t, "noise": noise_name, "mode": mode, **{k: med[k] for k in med},

@@ -202,6 +202,54 @@ TEST_P(Bounded, ReaderNeverMoreThanLBehindAndWaitsOnlyWhenNeeded) {
 
 INSTANTIATE_TEST_SUITE_P(ChannelLevels, Bounded, ::testing::Values(0, 1, 3));
 
+// ChannelConfig::retain_behind: the reader may ask for levels tr - retain_behind .. tr, and an
+// arrival reuses the newest entry below that. In strict lockstep (each level delivered before the
+// peer sends the next) the ring then cycles through retain_behind + 2 entries, the receive image
+// among them, instead of all T + 1 (the oldest-entry rule: 2 L + 3); with the default (L) through
+// L + 2. Then rank 1 sleeps so that rank 0 reads behind: levels tr - retain_behind .. tr stay
+// readable, each with its own data, at every step.
+TEST(ChannelLevels, BoundedRetainBehindReusesFewEntries) {
+  Pair pair;
+  if (!pair.active()) GTEST_SKIP() << "no partner rank";
+  const int L = 4;
+  const std::size_t n = 11;
+  auto run = [&](int retain) {
+    auto c = config(pair.peer(), n, 1, ChannelMode::bounded, 0, L);
+    c.retain_behind = retain;
+    const int behind = retain < 0 ? L : retain;
+    std::vector<const double*> entries;
+    std::vector<std::string> problems;
+    Channel ch(pair.comm(), c);
+    const std::int64_t T = ch.history(), lockstep = 3 * T, steps = lockstep + 40;
+    for (std::int64_t own = 0; own < steps; ++own) {  // no ASSERT: the peer must not be left waiting
+      fill(ch, pair.me(), own);
+      ch.send(own);
+      if (own < lockstep) {
+        if (!poll_until([&] { ch.can_recv(); return ch.newest_level() >= own; }))
+          problems.push_back("level " + std::to_string(own) + " never arrived");
+      }
+      if (pair.me() == 1 && own == lockstep + 10) std::this_thread::sleep_for(std::chrono::milliseconds(300));
+      const std::int64_t tr = ch.recv_bounded(own);
+      if (own < lockstep && tr != own) problems.push_back("lockstep step " + std::to_string(own) + " delivered " + std::to_string(tr));
+      if (own - tr > L) problems.push_back("step " + std::to_string(own) + " delivered " + std::to_string(tr));
+      for (std::int64_t lv = std::max<std::int64_t>(0, tr - behind); lv <= tr; ++lv)
+        if (auto e = check(ch.level_data(lv), n, pair.peer(), lv); !e.empty())
+          problems.push_back("step " + std::to_string(own) + ": " + e);
+      if (own >= T && own < lockstep &&
+          std::find(entries.begin(), entries.end(), ch.recv_buffer()) == entries.end())
+        entries.push_back(ch.recv_buffer());
+      if (own < lockstep) pair.barrier();  // the peer sends own + 1 only after this delivery
+    }
+    if (problems.size() > 5) problems.resize(5);
+    for (const auto& p : problems) ADD_FAILURE() << "retain_behind " << retain << ": " << p;
+    ch.close();
+    return entries.size();
+  };
+  EXPECT_EQ(run(1), 3u) << "retain_behind 1: levels tr - 1 and tr, and the arrival";
+  EXPECT_EQ(run(-1), static_cast<std::size_t>(L + 2)) << "the default keeps L levels behind tr";
+  EXPECT_EQ(RequestLedger::outstanding(), 0);
+}
+
 // L = 0 is the synchronous exchange: a small recurrence u <- u/2 + r/4 + own driven by the received
 // r gives bitwise the same states and levels with recv_bounded(own) as with wait_recv(own).
 TEST(ChannelLevels, BoundedWithZeroDelayIsTheSynchronousExchange) {
@@ -242,6 +290,9 @@ TEST(ChannelLevels, BoundedModeRejectsBadInput) {
   EXPECT_THROW(Channel(comm, bounded(2, 1)), InputError);  // T < L + 2
   EXPECT_THROW(Channel(comm, bounded(0, -1)), InputError);
   EXPECT_THROW(Channel(comm, config(0, 5, 1, ChannelMode::async, -1)), InputError);
+  auto behind = bounded(0, 1);
+  behind.retain_behind = -2;
+  EXPECT_THROW(Channel(comm, behind), InputError);
   EXPECT_EQ(RequestLedger::outstanding(), 0);
   Pair pair;
   if (!pair.active()) return;

@@ -83,4 +83,18 @@ TEST(Noise, PausesArePaid) {
   Noise always(j, 3);
   EXPECT_GE(always.after_sweep(0.002), 0.004);
   EXPECT_EQ(always.pauses(), 1);
+  // JitterBasis::step: the pause multiplies the step time the solver gives, and none is paid
+  // without one (the PDE stepper's warm-up).
+  j.jitter_basis = desync::core::JitterBasis::step;
+  Noise stepped(j, 3);
+  EXPECT_EQ(stepped.after_sweep(0.002), 0.0);
+  EXPECT_EQ(stepped.pauses(), 0);
+  const double paid = stepped.after_sweep(0.001, 0.003);
+  EXPECT_GE(paid, 0.006);
+  EXPECT_LT(paid, 0.5);
+  EXPECT_EQ(stepped.pauses(), 1);
+  double next = 1.0;
+  long pauses = 0;
+  EXPECT_EQ(desync::core::noise_pause(j, -1.0, 0.0, next, 0.0, pauses), 0.0);
+  EXPECT_EQ(pauses, 0);
 }

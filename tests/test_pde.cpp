@@ -285,6 +285,31 @@ TEST(Pde, RealAsynchronyStaysWithinTheBound) {
   EXPECT_LT(d[1], 1e-3);
 }
 
+// --jitter-basis step: the warm-up runs without jitter and gives each rank its step time (the median
+// of its warm-up steps); every timed step then pauses twice that (probability 1 here). The default
+// basis pauses after every step, warm-up included, twice the step's update.
+TEST(Pde, JitterStepBasisPausesTwiceTheWarmupStep) {
+  auto grid = grid_3d(8);
+  auto o = options(PdeProblem::burgers3d);
+  o.scalars = 1;
+  o.warmup = 6;
+  o.steps = 4;
+  o.noise.jitter = true;
+  o.noise.jitter_probability = 1.0;
+  o.noise.jitter_factor = 2.0;
+  const auto compute = solvers::solve_pde(grid, o);
+  EXPECT_EQ(compute.noise_pauses, 10);
+  EXPECT_EQ(compute.jitter_step_seconds, 0.0);
+  o.noise.jitter_basis = core::JitterBasis::step;
+  const auto step = solvers::solve_pde(grid, o);
+  EXPECT_EQ(step.noise_pauses, 4);
+  EXPECT_GT(step.jitter_step_seconds, 0.0);
+  EXPECT_GE(step.times.noise, 4 * 2 * step.jitter_step_seconds * 0.999);
+  // The step time holds the update and more: at least the update's share of a timed step.
+  EXPECT_GE(step.jitter_step_seconds, 0.5 * step.times.compute / static_cast<double>(o.steps));
+  EXPECT_TRUE(bitwise_equal(compute.u, step.u)) << "noise changes timing, never the numbers";
+}
+
 TEST(Pde, BadInputIsRefusedOnEveryRank) {
   auto grid = grid_1d(16 * desync_test::world_size());
   auto o = options(PdeProblem::advection_diffusion1d);

@@ -32,3 +32,15 @@ def test_jitter_model_with_the_steps_work_saves_less(bench_script):
     r = [pb.model_ratio(0.1, 2.0, 1000, 10, work=w) for w in (0.25, 0.5, 0.75, 1.0)]
     assert r0 < r[0] < r[1] < r[2] < r[3] < 1.0
     assert math.isclose(r[2], 0.921, abs_tol=0.005)
+
+
+def test_jitter_model_with_step_basis_does_not_depend_on_the_work(bench_script):
+    # desync pde --jitter-basis step pauses twice the whole step (1 + w), not twice its compute: every
+    # duration scales by 1 + w, so the ratio is the model whatever w (same draws, same seed).
+    pb = bench_script("bench/pde_bench.py")
+    r0 = pb.model_ratio(0.1, 2.0, 1000, 10)
+    for w in (0.5, 0.75):
+        assert math.isclose(pb.model_ratio(0.1, 2.0, 1000, 10, work=w, basis="step"), r0, rel_tol=1e-12)
+    assert pb.parse_noise("--noise jitter --jitter-basis step") == (0.1, 2.0, "step")
+    assert pb.parse_noise("--noise jitter --jitter-factor 3") == (0.1, 3.0, "compute")
+    assert pb.parse_noise("--slow-rank 1") is None

@@ -130,10 +130,21 @@ void ChannelCore::arrived_piece(const double* piece) {
     ++stats.messages_discarded;
     return;
   }
-  // The victim: the entry (other than the receive image) holding the oldest level.
+  // The victim. Bounded mode: an entry below what the reader may still ask for (delivered level -
+  // retain_behind; recv_bounded() never goes back), the newest such: it was read last, so it is
+  // likely still in cache, and a reader in step with its peer cycles through retain_behind + 3
+  // entries instead of T + 1. Otherwise (and in async mode) the entry, other than the receive
+  // image, holding the oldest level.
   std::size_t victim = ring.size();
-  for (std::size_t e = 0; e < ring.size(); ++e)
-    if (e != delivered && (victim == ring.size() || ring[e].level < ring[victim].level)) victim = e;
+  if (config.mode == ChannelMode::bounded && level >= 0) {
+    const std::int64_t reachable = level - config.retain_behind;
+    for (std::size_t e = 0; e < ring.size(); ++e)
+      if (e != delivered && ring[e].level < reachable && (victim == ring.size() || ring[e].level > ring[victim].level))
+        victim = e;
+  }
+  if (victim == ring.size())
+    for (std::size_t e = 0; e < ring.size(); ++e)
+      if (e != delivered && (victim == ring.size() || ring[e].level < ring[victim].level)) victim = e;
   if (ring[victim].level >= h.time_level) {  // older than all T retained arrivals
     ++stats.messages_discarded;
     return;
@@ -211,6 +222,9 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
     if (c.config.history < L + 2)
       throw InputError("channel: bounded mode needs history >= max_delay + 2 (history " +
                        std::to_string(config.history) + ", max_delay " + std::to_string(L) + ")");
+    if (config.retain_behind < -1)
+      throw InputError("channel: retain_behind must be >= 0 (-1: max_delay)");
+    c.config.retain_behind = config.retain_behind < 0 ? L : std::min(config.retain_behind, L);
     // A peer keeping the bound sends at most levels tr - L + 1 .. tr + L + 1 beyond what this end
     // took in during its last recv_bounded(tr): 2 L + 1 messages in flight (docs/channel.md).
     c.config.max_in_flight = std::max(config.max_in_flight, 2 * L + 1);

@@ -42,8 +42,9 @@ OneSidedBackend::OneSidedBackend(ChannelCore& core, Completion completion, bool 
     : TransportBackend(core), completion_(completion), local_flush_after_put_(local_flush_after_put) {
   // Two put sources, used in turn: a source is reused only after its put completed, so the
   // sender's working set stays two messages (in cache) however many slots the receiver has.
-  send_buffers_.assign(std::min<std::size_t>(slots(), 2), std::vector<double>(core.packed_size()));
+  send_buffers_.assign(std::min<std::size_t>(slots(), 2), std::vector<double>(slot_doubles()));
   stamp_out_.assign(slots(), none);
+  slot_sequence_.assign(slots(), -1);
   control_.assign(control_words(), 0);
 }
 
@@ -103,22 +104,23 @@ void OneSidedBackend::take_arrivals() {
   read_control(control_.data());
   acked_ = std::max(acked_, control_[acks]);
   peer_done_ = control_[done];
-  // Consume the notifications in order (Algorithm 2, lines 17-24): message k sits in slot k % R;
-  // at most R per read, since a slot is rewritten only after our acknowledgement.
+  // Consume the notifications in order (Algorithm 2, lines 17-24): message `consumed_` sits in the
+  // slot whose stamp carries that number; at most R per read, since a slot is rewritten only after
+  // our acknowledgement.
   consumed_slots_.clear();
   for (std::size_t n = 0; n < slots(); ++n) {
-    const std::size_t s = static_cast<std::size_t>(consumed_) % slots();
-    const std::int64_t tag = control_[counters + s];
-    if (tag == none) break;
+    std::size_t s = 0;
+    while (s < slots() && control_[counters + s] != consumed_) ++s;
+    if (s == slots()) break;  // the next message is not notified yet
     if (consumed_slots_.empty()) sync_local();
+    const auto* slot = reinterpret_cast<const double*>(local_region() + slot_offset(s));
     if (!closing_) {  // draining: drop
-      const auto* packed = reinterpret_cast<const double*>(local_region() + slot_offset(s));
-      std::int64_t level = 0;
-      std::memcpy(&level, packed, sizeof level);  // the packed header's time level
-      if (level != tag)
-        throw std::logic_error("one-sided channel: notification of level " + std::to_string(tag) +
-                               " observed before its data (slot holds level " + std::to_string(level) + ")");
-      core_.arrived_message(packed);
+      std::int64_t sequence = 0;
+      std::memcpy(&sequence, slot, sizeof sequence);
+      if (sequence != consumed_)
+        throw std::logic_error("one-sided channel: notification of message " + std::to_string(consumed_) +
+                               " observed before its data (slot holds message " + std::to_string(sequence) + ")");
+      core_.arrived_message(slot + 1);
     }
     consumed_slots_.push_back(s);
     ++consumed_;
@@ -159,13 +161,18 @@ void OneSidedBackend::send(std::int64_t time_level) {
     while (sent_ - acked_ >= static_cast<std::int64_t>(slots())) progress(true);
   }
   if (completion_ == Completion::before_next_put) complete_pending();
-  const std::size_t s = static_cast<std::size_t>(sent_) % slots();
+  // The lowest slot the receiver has taken in (its message's number is below acked_): one exists,
+  // since fewer than R messages are unacknowledged.
+  std::size_t s = 0;
+  while (slot_sequence_[s] >= acked_) ++s;
+  slot_sequence_[s] = sent_;
   // The pending puts are the last pending_.size() sends; the one that used this source must be
   // complete before the source is rewritten.
   if (!local_flush_after_put_ && pending_.size() >= send_buffers_.size()) complete_pending();
   double* buf = send_buffers_[static_cast<std::size_t>(sent_) % send_buffers_.size()].data();
-  core_.pack(buf, time_level);
-  put_notify(buf, slot_bytes(), s, time_level);
+  std::memcpy(buf, &sent_, sizeof sent_);  // the slot's first word: the message's number
+  core_.pack(buf + 1, time_level);
+  put_notify(buf, slot_bytes(), s, sent_);
   ++sent_;
   if (local_flush_after_put_) complete_local();
   if (completion_ == Completion::in_send)

@@ -6,16 +6,20 @@
 //
 //   control[0]      acks   messages of ours the peer has taken in (peer writes)
 //   control[1]      done   1 once the peer has closed and all its traffic is complete (peer writes)
-//   control[2 + s]  stamp  notification of slot s: the time level of the message the slot holds, or
-//                          NotifiedPut::none (peer sets it, this end resets it when consumed)
-//   slots           max_in_flight packed messages (ChannelCore::pack); message k lands in slot k % R
+//   control[2 + s]  stamp  notification of slot s: the sequence number of the message the slot
+//                          holds, or NotifiedPut::none (peer sets it, this end resets it when consumed)
+//   slots           max_in_flight slots, each the message's sequence number followed by the packed
+//                   message (ChannelCore::pack, whose header carries the time level)
 //
-// Sender, message k: wait until k - acks < R (slot k % R was taken in by the receiver), then a
-// notified put of the packed message into the peer's slot k % R carrying its level; the completion
-// scheme decides when the notification is made visible. Receiver, in every call on the channel: read
-// its control words atomically; take in the slots consumed % R, (consumed + 1) % R, ... while each
-// carries a notification (at most R per call: a slot is rewritten only after our ack); reset those
-// stamps to none; set the sender's ack counter atomically. A slot is read only after its
+// Sender, message k (its k-th): wait until k - acks < R, then a notified put of the message into the
+// lowest slot of the peer whose last message the receiver has taken in (its sequence number is below
+// acks), notified with k; the completion scheme decides when the notification is made visible. The
+// lowest free slot, not slot k % R: a receiver that keeps up (one or two messages in flight) finds
+// every message in the same one or two slots, which stay in cache, however many slots a bounded
+// exchange needs for its worst case (2 L + 1). Receiver, in every call on the channel: read its
+// control words atomically; take in message consumed, consumed + 1, ... (the slot whose stamp is that
+// number) while one is notified (at most R per call: a slot is rewritten only after our ack); reset
+// those stamps to none; set the sender's ack counter atomically. A slot is read only after its
 // notification was observed and rewritten only after its acknowledgement, so the plain copy out of
 // it never races with a put.
 #include <cstdint>
@@ -28,7 +32,7 @@ namespace desync::comm::detail {
 
 /// Notified put (foMPI-NA's MPI_Put_notify; the notified RMA of the weakly-synchronous exchange in
 /// docs/channel.md): a put whose arrival the target observes only once the data is complete at the
-/// target, carrying a 64-bit tag (here the message's time level). The target polls one notification
+/// target, carrying a 64-bit tag (here the message's sequence number). The target polls one notification
 /// word per slot and consumes it after copying the slot.
 ///
 /// MPI-3 and OpenSHMEM have no notified put; OneSidedBackend emulates it (put, remote completion,
@@ -88,7 +92,9 @@ class OneSidedBackend : public TransportBackend, public NotifiedPut {
   std::size_t slots() const { return static_cast<std::size_t>(core_.config.max_in_flight); }
   std::size_t control_words() const { return counters + slots(); }
   std::size_t control_bytes() const { return (control_words() * sizeof(std::int64_t) + 63) / 64 * 64; }
-  std::size_t slot_bytes() const { return core_.packed_size() * sizeof(double); }
+  /// A slot: the message's sequence number (one double's room), then the packed message.
+  std::size_t slot_doubles() const { return 1 + core_.packed_size(); }
+  std::size_t slot_bytes() const { return slot_doubles() * sizeof(double); }
   std::size_t slot_offset(std::size_t s) const { return control_bytes() + s * slot_bytes(); }
   static std::size_t stamp_offset(std::size_t s) { return (counters + s) * sizeof(std::int64_t); }
 
@@ -129,6 +135,7 @@ class OneSidedBackend : public TransportBackend, public NotifiedPut {
   bool local_flush_after_put_;
   std::vector<std::vector<double>> send_buffers_;  // the puts' sources, in turn (at most 2)
   std::vector<std::int64_t> stamp_out_;            // per slot: source of its pending stamp store
+  std::vector<std::int64_t> slot_sequence_;        // per slot of the peer: our last message put there (-1: none)
   std::vector<std::size_t> pending_;               // slots put but not yet notified
   std::int64_t counter_out_[counters] = {0, 0};    // sources of the counter stores
   std::vector<std::int64_t> control_;              // last read of this end's control words

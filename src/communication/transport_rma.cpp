@@ -13,7 +13,7 @@
 // then collide (seen here as "unlink(2) /dev/shm/osc_rdma...: No such file" and wrong data). A message is one contiguous MPI_Put (header and payload
 // packed together), sent as an emulated notified put (transport_onesided.hpp): its arrival is
 // signalled only after the data is complete at the target (MPI_Win_flush), by an
-// MPI_Accumulate(MPI_REPLACE) of the slot's stamp with the message's time level.
+// MPI_Accumulate(MPI_REPLACE) of the slot's stamp with the message's sequence number.
 //
 // Defined behaviour of the target-side reads:
 //  * Control words (counters, slot stamps) are touched only by accumulate operations on MPI_INT64_T:

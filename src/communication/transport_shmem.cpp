@@ -8,7 +8,7 @@
 //
 // Protocol (transport_onesided.hpp), the emulated notified put: shmem_putmem of the packed message,
 // shmem_fence (delivery of the data is ordered before what follows to the same PE), then the flag:
-// an atomic set of the slot's stamp to the message's time level. The receiver reads its control
+// an atomic set of the slot's stamp to the message's sequence number. The receiver reads its control
 // words with atomic fetches on its own PE, resets consumed stamps with atomic sets, and acknowledges
 // with an atomic set of the sender's ack counter. Slot data is read with plain loads only after its
 // stamp was seen; the sender rewrites a slot only after its acknowledgement.

@@ -16,11 +16,11 @@ struct Noise::State {
   long pauses = 0;
 };
 
-double noise_pause(const NoiseOptions& o, double sweep_seconds, double now, double& next_interrupt, double uniform,
+double noise_pause(const NoiseOptions& o, double jitter_seconds, double now, double& next_interrupt, double uniform,
                    long& pauses) {
   double pause = 0;
-  if (o.jitter && uniform < o.jitter_probability) {
-    pause += o.jitter_factor * sweep_seconds;
+  if (o.jitter && uniform < o.jitter_probability && jitter_seconds >= 0) {
+    pause += o.jitter_factor * jitter_seconds;
     ++pauses;
   }
   if (o.periodic && o.interrupt_period > 0) {
@@ -43,13 +43,14 @@ Noise::Noise(const NoiseOptions& options, int rank) : options_(options), rank_(r
 Noise::~Noise() = default;
 Noise::Noise(Noise&&) noexcept = default;
 
-double Noise::after_sweep(double sweep_seconds) const {
+double Noise::after_sweep(double sweep_seconds, double step_seconds) const {
   double pause = slow() ? (options_.slow_factor - 1.0) * sweep_seconds : 0.0;
   if (options_.jitter || options_.periodic) {
     std::lock_guard lock(state_->mutex);
     const double now = wall_time() - state_->start;
     const double uniform = static_cast<double>(state_->rng() >> 11) * 0x1.0p-53;  // [0, 1), portable
-    pause += noise_pause(options_, sweep_seconds, now, state_->next_interrupt, uniform, state_->pauses);
+    const double basis = options_.jitter_basis == JitterBasis::sweep ? sweep_seconds : step_seconds > 0 ? step_seconds : -1;
+    pause += noise_pause(options_, basis, now, state_->next_interrupt, uniform, state_->pauses);
   }
   return pause > 0 ? core::pause(pause) : 0.0;
 }

@@ -112,6 +112,12 @@ struct ChannelConfig {
   /// least 2 L + 1, the most messages a peer can have sent beyond what this end has taken in while
   /// both keep the bound, so sending every level never blocks unless the bound requires it.
   int max_delay = 0;
+  /// bounded mode only: levels behind the delivered one that level_data() must still return (-1:
+  /// max_delay, every level within the bound). A smaller value lets an arrival reuse the entry of a
+  /// level that just fell out of reach, so a reader in step with its peer cycles through a few
+  /// entries (kept in cache) instead of all T. The asynchrony-tolerant halo approximation reads one
+  /// level behind (f^{n-k-1}).
+  int retain_behind = -1;
   /// The reader takes in every message in order and the exchange itself keeps the sender within a
   /// few messages of it: a synchronous exchange (one level ahead at most) or a bounded one (2 L + 1).
   /// Lets a transport use cheaper sends (p2p: standard sends, no acknowledgement to wait for).
@@ -155,7 +161,9 @@ struct ChannelCore {
   // last, never overwritten until the next delivery); the other T hold the T newest arrivals. An
   // arrival replaces the entry of the oldest level among those T (slot = "oldest retained", which
   // equals level mod T when every level arrives in order, and keeps the newest T when levels are
-  // skipped or overtake each other, as async sends may).
+  // skipped or overtake each other, as async sends may). Bounded mode first reuses an entry the
+  // reader can no longer ask for (below the delivered level - retain_behind): the newest such, the
+  // one most recently read.
   std::vector<Level> ring;
   std::size_t delivered = 0;
   std::int64_t newest_level = -1;   ///< newest level that has arrived

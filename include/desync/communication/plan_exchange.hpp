@@ -88,6 +88,9 @@ struct PlanExchangeConfig {
   Progress progress = Progress::none;
   int max_delay = 0;  ///< bounded: L, the largest delay in levels a pull accepts (>= 0)
   int history = 0;    ///< bounded/async: time levels retained per neighbour (0: the channel's default)
+  /// bounded: levels behind the installed one that level_data() must still return (-1: max_delay;
+  /// see ChannelConfig::retain_behind). Fewer keep a neighbour's ring in cache.
+  int retain_behind = -1;
   /// sync: finish() waits for every neighbour together, polling all channels until each has
   /// delivered (the MPI_Waitall variant of Yamazaki et al., 2019, section 4.1), instead of one
   /// neighbour after the other (one MPI_Wait each, their standard variant).
@@ -155,7 +158,8 @@ class PlanExchange {
   std::int64_t time_level(std::size_t n) const;
   /// async/bounded: neighbour n's data of a retained time level, in the order of its receive
   /// offsets (nullptr if that level is not held, or n is a local neighbour); bounded mode keeps the
-  /// last `history` levels, so a solver can combine several (e.g. an asynchrony-tolerant stencil).
+  /// levels from the installed one - retain_behind up, so a solver can combine several (e.g. an
+  /// asynchrony-tolerant stencil).
   const double* level_data(std::size_t n, std::int64_t level) const;
   /// Neighbour n's receive offsets as runs (what install_neighbour copies by), for a solver that
   /// writes computed halo values itself.

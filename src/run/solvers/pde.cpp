@@ -58,6 +58,7 @@ class PdeCommand final : public SolverCommand {
   std::vector<std::pair<std::string, std::string>> effective() const;
 
   std::string problem = "burgers3d", mode = "sync", scheme = "at", delay_model = "none", stores = "auto";
+  std::string jitter_basis = "compute";
   std::string local, global, dims;
   detail::TransportOptions channels;
   detail::NoiseCli noise_cli;        // --noise and its parameters
@@ -112,6 +113,11 @@ void PdeCommand::add_options(CLI::App& app) {
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's steps take this many times as long")
       ->capture_default_str();
   noise_cli.add(app, s.noise);
+  app.add_option("--jitter-basis", jitter_basis,
+                 "jitter: what a pause is a multiple of: compute (the step's update) | step (the rank's median "
+                 "whole step over the warm-up, communication and approximation included; the warm-up then runs "
+                 "without jitter)")
+      ->capture_default_str();
   app.add_flag("--paired", paired,
                "Also run the synchronous algorithm from the same start and report the difference of the fields");
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
@@ -159,6 +165,17 @@ void PdeCommand::finalise(MPI_Comm comm) {
   channels.apply(s);
   noise_cli.apply(s.noise);
   detail::check_driven_options(1.0, 0, 0, s.noise, nranks);
+  if (jitter_basis == "compute")
+    s.noise.jitter_basis = core::JitterBasis::sweep;
+  else if (jitter_basis == "step")
+    s.noise.jitter_basis = core::JitterBasis::step;
+  else
+    throw InputError("--jitter-basis '" + jitter_basis + "': unknown basis (expected compute or step)");
+  if (s.noise.jitter_basis == core::JitterBasis::step && !s.noise.jitter)
+    throw InputError("--jitter-basis step: applies to --noise jitter only");
+  if (s.noise.jitter_basis == core::JitterBasis::step && s.warmup < 5)
+    throw InputError(fmt::format("--jitter-basis step: the step time is the median of the warm-up steps; "
+                                 "--warmup {} is fewer than 5", s.warmup));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
   auto number = [](const std::string& t, const char* what) {
@@ -236,6 +253,7 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
           {"save", save_path},
           {"save-every", std::to_string(s.save_every)}};
   noise_cli.effective(out, s.noise);
+  out.push_back({"jitter-basis", jitter_basis});
   return out;
 }
 
@@ -247,6 +265,7 @@ RankFields rank_fields(const decomposition::CartGrid& grid, const solvers::PdeRe
       .integer("iterations", r.timed_steps)
       .integer("messages_sent", r.messages_sent)
       .integer("noise_pauses", r.noise_pauses)
+      .number("jitter_step_seconds", r.jitter_step_seconds)
       .integer("at_fallbacks", r.pending_at_fallbacks)
       .flag("streaming_stores", r.stores == solvers::PdeStores::streaming);
   detail::exchange_open_fields(f);

@@ -408,6 +408,7 @@ class PdeRun {
     comm::PlanExchangeConfig c;
     c.mode = opt_.mode == PdeMode::bounded && !model ? comm::HaloMode::bounded : comm::HaloMode::sync;
     c.max_delay = opt_.max_delay;
+    c.retain_behind = 1;  // the halo approximation reads levels n - k and n - k - 1 only
     c.transport = opt_.transport;
     c.rma_sync = opt_.rma_sync;
     c.shmem_sync = opt_.shmem_sync;
@@ -422,6 +423,12 @@ class PdeRun {
     }
     if (model) setup_model();
     core::Noise noise(opt_.noise, grid_.rank());
+    // --jitter-basis step: the warm-up steps run without jitter and give this rank's step time, the
+    // median of their whole steps (send, consume, approximation, update); the timed steps' pauses
+    // are multiples of it.
+    const bool step_basis = opt_.noise.jitter && opt_.noise.jitter_basis == core::JitterBasis::step;
+    std::vector<double> warmup_steps;
+    double step_time = 0;
 
     if (opt_.save_every > 0) save(0);
     MPI_Barrier(grid_.comm());
@@ -450,7 +457,17 @@ class PdeRun {
       core::charge(opt_.problem == PdeProblem::burgers3d ? "pde.burgers3d.update" : "pde.advection_diffusion1d.update",
                    points_ * vars_);  // simulated cluster: the update's cost per point and variable
       const double compute_s = t_compute.seconds();
-      const double noise_s = noise.after_sweep(compute_s);
+      const double jitter_step = n < warmup ? 0.0 : step_time;  // none during the warm-up
+      if (step_basis && n < warmup) {
+        warmup_steps.push_back(send_s + consume_s + t_approx.seconds() + compute_s);
+        if (n + 1 == warmup) {
+          std::nth_element(warmup_steps.begin(), warmup_steps.begin() + static_cast<std::ptrdiff_t>(warmup_steps.size() / 2),
+                           warmup_steps.end());
+          step_time = warmup_steps[warmup_steps.size() / 2];
+          r.jitter_step_seconds = step_time;
+        }
+      }
+      const double noise_s = noise.after_sweep(compute_s, jitter_step);
       r.times.send += send_s;
       r.times.consume += consume_s + install_s_;
       r.times.approximate += approx_s;

@@ -143,6 +143,7 @@ struct PdeResult {
   PdeTimes times;
   long messages_sent = 0;
   long noise_pauses = 0;          ///< jitter pauses and periodic interruptions taken (warm-up included)
+  double jitter_step_seconds = 0;  ///< --jitter-basis step: this rank's step time the pauses multiply
   long pending_at_fallbacks = 0;  ///< AT wanted a level no longer held: the standard value was used
   PdeStores stores = PdeStores::regular;  ///< how the burgers3d update wrote (regular for the 1D problem)
   // Global quantities (the same on every rank):
