@@ -207,7 +207,10 @@ INSTANTIATE_TEST_SUITE_P(ChannelLevels, Bounded, ::testing::Values(0, 1, 3));
 // peer sends the next) the ring then cycles through retain_behind + 2 entries, the receive image
 // among them, instead of all T + 1 (the oldest-entry rule: 2 L + 3); with the default (L) through
 // L + 2. Then rank 1 sleeps so that rank 0 reads behind: levels tr - retain_behind .. tr stay
-// readable, each with its own data, at every step.
+// readable, each with its own data, at every step. The entries are counted by their buffers, which
+// stay with their entries over the one-sided transports; p2p hands each received buffer to the ring
+// and receives next into the entry's old one (ChannelCore::arrived_in_place), so there the buffers
+// circulate and only the data is checked.
 TEST(ChannelLevels, BoundedRetainBehindReusesFewEntries) {
   Pair pair;
   if (!pair.active()) GTEST_SKIP() << "no partner rank";
@@ -245,8 +248,11 @@ TEST(ChannelLevels, BoundedRetainBehindReusesFewEntries) {
     ch.close();
     return entries.size();
   };
-  EXPECT_EQ(run(1), 3u) << "retain_behind 1: levels tr - 1 and tr, and the arrival";
-  EXPECT_EQ(run(-1), static_cast<std::size_t>(L + 2)) << "the default keeps L levels behind tr";
+  const std::size_t one = run(1), all = run(-1);
+  if (desync_test::one_sided()) {
+    EXPECT_EQ(one, 3u) << "retain_behind 1: levels tr - 1 and tr, and the arrival";
+    EXPECT_EQ(all, static_cast<std::size_t>(L + 2)) << "the default keeps L levels behind tr";
+  }
   EXPECT_EQ(RequestLedger::outstanding(), 0);
 }
 

@@ -125,10 +125,25 @@ void ChannelCore::arrived_piece(const double* piece) {
     stats.messages_discarded = stats.pieces_discarded / static_cast<long>(pieces());
     return;
   }
+  const std::size_t victim = take_arrival(h.time_level);
+  if (victim != static_cast<std::size_t>(-1))
+    std::memcpy(ring[victim].data.data() + header_doubles, payload, config.message_size * sizeof(double));
+}
+
+void ChannelCore::arrived_in_place(std::vector<double>& packed) {
+  core::charge_deferred("halo.message", 1.0);  // simulated cluster: taking the message in (see Channel::send)
+  Header h;
+  std::memcpy(&h, packed.data(), sizeof h);
+  const std::size_t victim = take_arrival(h.time_level);
+  if (victim != static_cast<std::size_t>(-1)) std::swap(ring[victim].data, packed);
+}
+
+std::size_t ChannelCore::take_arrival(std::int64_t lv) {
+  constexpr auto none = static_cast<std::size_t>(-1);
   ++stats.messages_arrived;
-  if (h.time_level <= level) {  // older than what was delivered: never deliverable
+  if (lv <= level) {  // older than what was delivered: never deliverable
     ++stats.messages_discarded;
-    return;
+    return none;
   }
   // The victim. Bounded mode: an entry below what the reader may still ask for (delivered level -
   // retain_behind; recv_bounded() never goes back), the newest such: it was read last, so it is
@@ -145,14 +160,14 @@ void ChannelCore::arrived_piece(const double* piece) {
   if (victim == ring.size())
     for (std::size_t e = 0; e < ring.size(); ++e)
       if (e != delivered && (victim == ring.size() || ring[e].level < ring[victim].level)) victim = e;
-  if (ring[victim].level >= h.time_level) {  // older than all T retained arrivals
+  if (ring[victim].level >= lv) {  // older than all T retained arrivals
     ++stats.messages_discarded;
-    return;
+    return none;
   }
   if (ring[victim].level > level) ++stats.messages_discarded;  // undelivered, pushed out of the ring
-  std::memcpy(ring[victim].data.data(), payload, config.message_size * sizeof(double));
-  ring[victim].level = h.time_level;
-  newest_level = std::max(newest_level, h.time_level);
+  ring[victim].level = lv;
+  newest_level = std::max(newest_level, lv);
+  return victim;
 }
 
 std::size_t ChannelCore::find(std::int64_t lv) const {
@@ -242,7 +257,8 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
     c.image.assign(config.message_size, 0.0);
   } else {
     // T + 1 entries: the receive image (zeros, level -1, until the first delivery) and T arrivals.
-    c.ring.assign(static_cast<std::size_t>(c.config.history) + 1, {-1, std::vector<double>(config.message_size, 0.0)});
+    c.ring.assign(static_cast<std::size_t>(c.config.history) + 1,
+                  {-1, std::vector<double>(config.message_size + detail::ChannelCore::header_doubles, 0.0)});
     c.delivered = 0;
   }
 
@@ -361,7 +377,7 @@ bool Channel::can_recv() {
 const double* Channel::level_data(std::int64_t level) const {
   if (core_.config.mode == ChannelMode::racy) return nullptr;
   const std::size_t e = core_.find(level);
-  return e == static_cast<std::size_t>(-1) ? nullptr : core_.ring[e].data.data();
+  return e == static_cast<std::size_t>(-1) ? nullptr : core_.ring[e].payload();
 }
 
 std::int64_t Channel::recv() {

@@ -198,7 +198,12 @@ class P2PBackend final : public TransportBackend {
     for (int n = 0; n < count; ++n) {
       const auto s = static_cast<std::size_t>(completed_[static_cast<std::size_t>(n)]);
       if (closing_) continue;  // draining: drop, the reposting policy is test_close's
-      core_.arrived_piece(recv_slots_[s].data());
+      // A whole message goes into the ring without a copy: the ring's entry becomes this slot's next
+      // receive buffer (the same size).
+      if (pieces_ == 1 && core_.config.mode != ChannelMode::racy)
+        core_.arrived_in_place(recv_slots_[s]);
+      else
+        core_.arrived_piece(recv_slots_[s].data());
       post_receive(s);
     }
   }

@@ -144,10 +144,13 @@ class TransportBackend;
 struct ChannelCore {
   static constexpr std::size_t header_doubles = 2;  ///< packed header: time level, piece index
 
-  /// One retained whole message. level -1: empty.
+  /// One retained whole message, kept packed (ChannelCore::pack's layout: header, then payload) so
+  /// that a transport can hand over the buffer it received into instead of copying it
+  /// (arrived_in_place). level -1: empty.
   struct Level {
     std::int64_t level = -1;
     std::vector<double> data;
+    const double* payload() const { return data.data() + header_doubles; }
   };
 
   ChannelConfig config;
@@ -180,6 +183,13 @@ struct ChannelCore {
   void arrived_piece(const double* piece);
   /// Feeds a whole packed message (as pack() wrote it).
   void arrived_message(const double* packed);
+  /// async and bounded modes, one piece: takes the whole packed message in `packed` (packed_size()
+  /// doubles) into the ring by exchanging buffers, without copying; `packed` then holds a buffer of
+  /// the same size to receive into next.
+  void arrived_in_place(std::vector<double>& packed);
+  /// The ring entry an arrival of level `lv` replaces, after the bookkeeping of an arrival (npos:
+  /// the arrival is discarded).
+  std::size_t take_arrival(std::int64_t lv);
   /// Index of the ring entry holding `lv` (npos if not retained).
   std::size_t find(std::int64_t lv) const;
   /// Makes ring[e] the receive image; arrivals between the old and the new level count discarded.
@@ -232,7 +242,7 @@ class Channel {
   /// Receive image: async, the last delivered message; racy, pieces written as they land.
   /// async: the pointer may change at each recv(); fetch it again after every call.
   const double* recv_buffer() const {
-    return core_.config.mode == ChannelMode::racy ? core_.image.data() : core_.ring[core_.delivered].data.data();
+    return core_.config.mode == ChannelMode::racy ? core_.image.data() : core_.ring[core_.delivered].payload();
   }
   /// racy: atomic (relaxed) load of element m of the receive image.
   double read_racy(std::size_t m) const {
