@@ -147,7 +147,7 @@ std::size_t ChannelCore::take_arrival(std::int64_t lv) {
   }
   // The victim. Bounded mode: an entry below what the reader may still ask for (delivered level -
   // retain_behind; recv_bounded() never goes back), the newest such: it was read last, so it is
-  // likely still in cache, and a reader in step with its peer cycles through retain_behind + 3
+  // likely still in cache, and a reader in step with its peer cycles through retain_behind + 2
   // entries instead of T + 1. Otherwise (and in async mode) the entry, other than the receive
   // image, holding the oldest level.
   std::size_t victim = ring.size();

@@ -49,7 +49,9 @@ double Noise::after_sweep(double sweep_seconds, double step_seconds) const {
     std::lock_guard lock(state_->mutex);
     const double now = wall_time() - state_->start;
     const double uniform = static_cast<double>(state_->rng() >> 11) * 0x1.0p-53;  // [0, 1), portable
-    const double basis = options_.jitter_basis == JitterBasis::sweep ? sweep_seconds : step_seconds > 0 ? step_seconds : -1;
+    // JitterBasis::step without a step time yet (the PDE stepper's warm-up): -1, no jitter.
+    const double step_basis = step_seconds > 0 ? step_seconds : -1;
+    const double basis = options_.jitter_basis == JitterBasis::sweep ? sweep_seconds : step_basis;
     pause += noise_pause(options_, basis, now, state_->next_interrupt, uniform, state_->pauses);
   }
   return pause > 0 ? core::pause(pause) : 0.0;

@@ -461,9 +461,9 @@ class PdeRun {
       if (step_basis && n < warmup) {
         warmup_steps.push_back(send_s + consume_s + t_approx.seconds() + compute_s);
         if (n + 1 == warmup) {
-          std::nth_element(warmup_steps.begin(), warmup_steps.begin() + static_cast<std::ptrdiff_t>(warmup_steps.size() / 2),
-                           warmup_steps.end());
-          step_time = warmup_steps[warmup_steps.size() / 2];
+          const auto middle = warmup_steps.begin() + static_cast<std::ptrdiff_t>(warmup_steps.size() / 2);
+          std::nth_element(warmup_steps.begin(), middle, warmup_steps.end());
+          step_time = *middle;
           r.jitter_step_seconds = step_time;
         }
       }
