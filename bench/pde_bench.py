@@ -18,8 +18,9 @@
            median of each repetition's ratio, "paired", with its smallest and largest), the delays, and an
            idealised model of the same noise with instant messages (see model_ratio below), and
            beside it ("+work") the same model with each step also spending the bounded stepper's
-           measured communication and approximation work without noise, which the pauses do not
-           scale with (the jitter pauses for a multiple of the step's computation).
+           measured communication and approximation work without noise, which the pauses scale with
+           only under desync pde's default --jitter-basis step (the pause is a multiple of the whole
+           step: the +work model equals the model); with --jitter-basis compute they do not.
 
              python3 bench/pde_bench.py compare --points 64 --steps 1000 --noise "--noise jitter" --json c.json
 
@@ -119,9 +120,9 @@ def verify(args):
 
 def parse_noise(extra):
     """Jitter probability, factor and basis (compute or step) from a desync noise option string
-    (defaults 0.1, 2 and compute)."""
+    (desync pde's defaults 0.1, 2 and step)."""
     toks = shlex.split(extra)
-    p, f, basis = 0.1, 2.0, "compute"
+    p, f, basis = 0.1, 2.0, "step"
     if "jitter" not in toks:
         return None
     for i, t in enumerate(toks[:-1]):

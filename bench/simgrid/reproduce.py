@@ -80,14 +80,19 @@ def studies(full):
                                         "--tol", "1e-30", "--time-limit", limit, "--check-every", every, *slow], sim))
     out.append(("jacobi-slow-core", "Bethune et al., 2011, section 6.1", rows))
     # Aditya et al., 2019, Figures 8 and 12: sync against weakly synchronous under jitter; weak
-    # scaling at 16^3 points per rank, strong scaling of a 96^3 grid.
+    # scaling at 16^3 points per rank, strong scaling of a 96^3 grid. One rank a node, as the paper
+    # ran (one MPI process and 12 OpenMP threads a node; section 6.1): every halo message crosses the
+    # network. (With 16 ranks a node the bounded runs also cost SimGrid's solver 8-20 times the host
+    # time of the synchronous ones: 99 s against 10 s at 125 ranks, over 30 min at 512; with one rank
+    # a node 13 s at 125 ranks and 103 s at 512, docs/reproduction.md.)
     pde_modes = (["--mode", "sync"], ["--mode", "bounded", "--transport", "p2p"])
+    pde_node = ["--cores", "1"]
     rows = []
     for p in ([64, 216, 512] if full else [64]):
         for mode in pde_modes:
             rows.append((f"pde {mode[1]} P={p} jitter", p,
                          ["pde", "--problem", "burgers3d", "--local", "16", "--steps", "100", *mode, "--noise", "jitter"],
-                         []))
+                         pde_node))
     out.append(("pde-jitter", "Aditya et al., 2019, Figures 8, 9 and 12 (weak)", rows))
     if full:
         rows = []
@@ -95,7 +100,7 @@ def studies(full):
             for mode in pde_modes:
                 rows.append((f"pde {mode[1]} P={p} 96^3 jitter", p,
                              ["pde", "--problem", "burgers3d", "--global", "96", "--steps", "100", *mode,
-                              "--noise", "jitter"], []))
+                              "--noise", "jitter"], pde_node))
         out.append(("pde-strong", "Aditya et al., 2019, Figure 8 (strong)", rows))
     # Horikoshi et al., 2022, Table 3: time per iteration as ranks grow, over 25 iterations (50 until
     # 2026-11-26: the set's budget; the 1024-rank runs cost 250-350 s of host time each with 50).

@@ -42,5 +42,6 @@ def test_jitter_model_with_step_basis_does_not_depend_on_the_work(bench_script):
     for w in (0.5, 0.75):
         assert math.isclose(pb.model_ratio(0.1, 2.0, 1000, 10, work=w, basis="step"), r0, rel_tol=1e-12)
     assert pb.parse_noise("--noise jitter --jitter-basis step") == (0.1, 2.0, "step")
-    assert pb.parse_noise("--noise jitter --jitter-factor 3") == (0.1, 3.0, "compute")
+    assert pb.parse_noise("--noise jitter --jitter-factor 3") == (0.1, 3.0, "step")
+    assert pb.parse_noise("--noise jitter --jitter-basis compute") == (0.1, 2.0, "compute")
     assert pb.parse_noise("--slow-rank 1") is None

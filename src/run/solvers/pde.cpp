@@ -58,7 +58,8 @@ class PdeCommand final : public SolverCommand {
   std::vector<std::pair<std::string, std::string>> effective() const;
 
   std::string problem = "burgers3d", mode = "sync", scheme = "at", delay_model = "none", stores = "auto";
-  std::string jitter_basis = "compute";
+  std::string jitter_basis = "step";
+  CLI::Option* jitter_basis_option = nullptr;  // given explicitly: checked against --noise
   std::string local, global, dims;
   detail::TransportOptions channels;
   detail::NoiseCli noise_cli;        // --noise and its parameters
@@ -113,11 +114,12 @@ void PdeCommand::add_options(CLI::App& app) {
   app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's steps take this many times as long")
       ->capture_default_str();
   noise_cli.add(app, s.noise);
-  app.add_option("--jitter-basis", jitter_basis,
-                 "jitter: what a pause is a multiple of: compute (the step's update) | step (the rank's median "
-                 "whole step over the warm-up, communication and approximation included; the warm-up then runs "
-                 "without jitter)")
-      ->capture_default_str();
+  jitter_basis_option =
+      app.add_option("--jitter-basis", jitter_basis,
+                     "jitter: what a pause is a multiple of: step (the rank's median whole step over the warm-up, "
+                     "communication and approximation included; the warm-up then runs without jitter) | compute "
+                     "(the step's update only, as desync's other solvers' sweep)")
+          ->capture_default_str();
   app.add_flag("--paired", paired,
                "Also run the synchronous algorithm from the same start and report the difference of the fields");
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
@@ -171,11 +173,12 @@ void PdeCommand::finalise(MPI_Comm comm) {
     s.noise.jitter_basis = core::JitterBasis::step;
   else
     throw InputError("--jitter-basis '" + jitter_basis + "': unknown basis (expected compute or step)");
-  if (s.noise.jitter_basis == core::JitterBasis::step && !s.noise.jitter)
-    throw InputError("--jitter-basis step: applies to --noise jitter only");
-  if (s.noise.jitter_basis == core::JitterBasis::step && s.warmup < 5)
-    throw InputError(fmt::format("--jitter-basis step: the step time is the median of the warm-up steps; "
-                                 "--warmup {} is fewer than 5", s.warmup));
+  if (jitter_basis_option->count() > 0 && !s.noise.jitter)
+    throw InputError("--jitter-basis " + jitter_basis + ": applies to --noise jitter only");
+  if (s.noise.jitter && s.noise.jitter_basis == core::JitterBasis::step && s.warmup < 5)
+    throw InputError(fmt::format("--jitter-basis step (the default): the step time is the median of the warm-up "
+                                 "steps; --warmup {} is fewer than 5 (or give --jitter-basis compute)",
+                                 s.warmup));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
   auto number = [](const std::string& t, const char* what) {
