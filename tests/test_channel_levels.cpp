@@ -16,6 +16,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "desync/communication/channel.hpp"
@@ -129,19 +130,29 @@ TEST(ChannelLevels, RingRetainsTheNewestTLevelsExactly) {
 // level tr satisfies own - L <= tr <= own (tr == own during the first T steps), recv_buffer() holds
 // level tr's data, levels tr - L .. tr are retained with their data, and a forced wait happens only
 // if the newest level available just before the call was below the constraint. Rank 0 is forced to
-// wait while rank 1 sleeps. Closing leaves no request pending.
+// wait while rank 1 sleeps. Closing leaves no request pending. The second parameter, when not 0,
+// is ChannelConfig::posted_receives with standard sends (sender_bounded, as the PDE stepper's
+// exchange): over p2p fewer receives than messages in flight, the later ones waiting in MPI's queue.
 namespace {
-class Bounded : public ::testing::TestWithParam<int> {};
+class Bounded : public ::testing::TestWithParam<std::pair<int, int>> {};
 }  // namespace
 
 TEST_P(Bounded, ReaderNeverMoreThanLBehindAndWaitsOnlyWhenNeeded) {
-  const int L = GetParam();
+  const int L = GetParam().first;
   Pair pair;
   if (!pair.active()) GTEST_SKIP() << "no partner rank";
   const std::size_t n = 9;
   const std::int64_t steps = 60, sleep_at = 30;
   {
-    Channel ch(pair.comm(), config(pair.peer(), n, 1, ChannelMode::bounded, 0, L));
+    ChannelConfig cc = config(pair.peer(), n, 1, ChannelMode::bounded, 0, L);
+    if (GetParam().second > 0) {
+      cc.sender_bounded = true;
+      cc.posted_receives = GetParam().second;
+    }
+    Channel ch(pair.comm(), cc);
+    if (desync_test::test_transport() == desync::comm::Transport::p2p) {  // nothing sent yet: the posted receives
+      EXPECT_EQ(RequestLedger::outstanding(), GetParam().second > 0 ? GetParam().second : ch.config().max_in_flight);
+    }
     const int T = ch.history();
     EXPECT_EQ(T, 2 * L + 2);
     EXPECT_GE(ch.config().max_in_flight, 2 * L + 1);
@@ -200,7 +211,13 @@ TEST_P(Bounded, ReaderNeverMoreThanLBehindAndWaitsOnlyWhenNeeded) {
   EXPECT_EQ(RequestLedger::outstanding(), 0);
 }
 
-INSTANTIATE_TEST_SUITE_P(ChannelLevels, Bounded, ::testing::Values(0, 1, 3));
+INSTANTIATE_TEST_SUITE_P(ChannelLevels, Bounded,
+                         ::testing::Values(std::pair{0, 0}, std::pair{1, 0}, std::pair{3, 0}, std::pair{3, 1},
+                                           std::pair{3, 3}),
+                         [](const ::testing::TestParamInfo<std::pair<int, int>>& info) {
+                           return "L" + std::to_string(info.param.first) +
+                                  (info.param.second ? "_posted" + std::to_string(info.param.second) : "");
+                         });
 
 // ChannelConfig::retain_behind: the reader may ask for levels tr - retain_behind .. tr, and an
 // arrival reuses the newest entry below that. In strict lockstep (each level delivered before the

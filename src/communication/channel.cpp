@@ -98,6 +98,11 @@ void ChannelCore::pack(double* out, std::int64_t time_level) const {
   }
 }
 
+void ChannelCore::pack_header(double* out, std::int64_t time_level) const {
+  const Header h{time_level, 0};
+  std::memcpy(out, &h, sizeof h);
+}
+
 void ChannelCore::arrived_message(const double* packed) {
   for (std::size_t c = 0; c < pieces(); ++c) {
     arrived_piece(packed);
@@ -237,6 +242,7 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
     if (c.config.history < L + 2)
       throw InputError("channel: bounded mode needs history >= max_delay + 2 (history " +
                        std::to_string(config.history) + ", max_delay " + std::to_string(L) + ")");
+    if (config.posted_receives < 0) throw InputError("channel: posted_receives must be >= 0 (0: max_in_flight)");
     if (config.retain_behind < -1)
       throw InputError("channel: retain_behind must be >= 0 (-1: max_delay)");
     c.config.retain_behind = config.retain_behind < 0 ? L : std::min(config.retain_behind, L);
@@ -341,6 +347,11 @@ Channel::~Channel() {
 int Channel::in_flight() const { return backend_->in_flight(); }
 
 bool Channel::can_send() { return backend_->can_send(); }
+
+double* Channel::send_buffer() {
+  double* slot = backend_->send_payload();
+  return slot ? slot : core_.staging.data();
+}
 
 void Channel::send(std::int64_t time_level) {
   if (core_.config.mode == ChannelMode::bounded) {

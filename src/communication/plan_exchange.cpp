@@ -81,6 +81,7 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
       config_.history < config_.max_delay + 2)
     problem = "bounded exchange: " + std::to_string(config_.history) + " retained levels are fewer than L + 2 = " +
               std::to_string(config_.max_delay + 2);
+  if (problem.empty() && config_.posted_receives < 0) problem = "plan exchange: posted_receives must be >= 0";
   if (problem.empty() && config_.mode == HaloMode::bounded && config_.retain_behind < -1)
     problem = "bounded exchange: retain_behind must be >= 0 (-1: L)";
   if (problem.empty() && config_.mode == HaloMode::racy && config_.racy_chunks < 1)
@@ -146,6 +147,7 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
       c.sender_bounded = config_.mode == HaloMode::sync || config_.mode == HaloMode::bounded;
       c.history = config_.history;  // 0: the channel's default (2; bounded: 2 L + 2)
       c.retain_behind = config_.retain_behind;
+      c.posted_receives = config_.posted_receives;
       c.racy_chunks = config_.racy_chunks;
       c.tag = config_.tag_base + nb.send_tag;
       c.recv_tag = config_.tag_base + nb.recv_tag;

@@ -31,7 +31,12 @@ class TransportBackend {
   virtual void connect(std::int64_t /*peer_value*/) {}
   /// Fewer than max_in_flight messages unacknowledged (makes progress first).
   virtual bool can_send() = 0;
-  /// Sends core.staging tagged `time_level`; blocks while no slot is free.
+  /// Where the next message's payload goes, if the backend takes it straight into its own send slot
+  /// (no copy from core.staging at send): that slot's payload, held for the next send(); blocks
+  /// while no slot is free, as send() would. nullptr: the message is packed in core.staging.
+  virtual double* send_payload() { return nullptr; }
+  /// Sends the message (the slot send_payload() gave, or core.staging) tagged `time_level`; blocks
+  /// while no slot is free.
   virtual void send(std::int64_t time_level) = 0;
   /// Takes in whatever has arrived (and acknowledges it), completes deferred work that is due.
   /// block: this process is about to wait in the channel layer; first complete every deferred

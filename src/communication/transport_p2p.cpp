@@ -4,8 +4,8 @@
 // modes, whose exchange itself keeps the sender within a few levels of its receiver. The receiving
 // end keeps max_in_flight * pieces receives posted into private slots and reposts each the moment
 // the channel sees it complete (during any call on the channel), so a sender is never held up by an
-// application that does not call recv(). MPI forbids reading a buffer a pending receive may write,
-// hence the slots.
+// application that does not call recv() (ChannelConfig::posted_receives may ask for fewer). MPI
+// forbids reading a buffer a pending receive may write, hence the slots.
 #include <algorithm>
 #include <vector>
 
@@ -30,7 +30,12 @@ class P2PBackend final : public TransportBackend {
     piece_capacity_ = largest + ChannelCore::header_doubles;
     send_slots_.assign(R, std::vector<double>(core.packed_size()));
     send_requests_.assign(R * pieces_, MPI_REQUEST_NULL);
-    recv_slots_.assign(R * pieces_, std::vector<double>(piece_capacity_));
+    // Receives kept posted: max_in_flight messages' worth, or fewer when the configuration asks
+    // (messages beyond them wait in MPI's queue, in order, until a receive is posted again).
+    const auto posted = core.config.sender_bounded && core.config.posted_receives > 0
+                            ? std::min(R, static_cast<std::size_t>(core.config.posted_receives))
+                            : R;
+    recv_slots_.assign(posted * pieces_, std::vector<double>(piece_capacity_));
     recv_requests_.assign(recv_slots_.size(), MPI_REQUEST_NULL);
     completed_.resize(std::max(recv_requests_.size(), send_requests_.size()));
   }
@@ -44,22 +49,27 @@ class P2PBackend final : public TransportBackend {
     return free_send_slot() != npos;
   }
 
+  // A one-piece message is packed straight into the send slot it leaves from: one pass over the
+  // halo values instead of two (a pack into the staging area, then a copy of 8 x message_size bytes
+  // into the slot at each send).
+  double* send_payload() override {
+    if (pieces_ != 1) return nullptr;
+    if (held_ == npos) held_ = acquire_slot();
+    return send_slots_[held_].data() + ChannelCore::header_doubles;
+  }
+
   void send(std::int64_t time_level) override {
-    progress_sends();
-    std::size_t slot = free_send_slot();
-    if (slot == npos) {
-      ++core_.stats.blocked_sends;
-      while (slot == npos) {
-        // Keep receiving while blocked so two ends that both wait cannot deadlock.
-        progress_receives(false);
-        int index = 0;
-        MPI_Waitany(static_cast<int>(send_requests_.size()), send_requests_.data(), &index, MPI_STATUS_IGNORE);
-        if (index != MPI_UNDEFINED) RequestLedger::retired();
-        slot = free_send_slot();
-      }
+    std::size_t slot = held_;
+    held_ = npos;
+    double* out = nullptr;
+    if (slot != npos) {
+      out = send_slots_[slot].data();
+      core_.pack_header(out, time_level);  // the payload is in place (send_payload)
+    } else {
+      slot = acquire_slot();
+      out = send_slots_[slot].data();
+      core_.pack(out, time_level);
     }
-    double* out = send_slots_[slot].data();
-    core_.pack(out, time_level);
     for (std::size_t c = 0; c < pieces_; ++c) {
       const std::size_t len = core_.piece_size(c) + ChannelCore::header_doubles;
       // The asynchronous modes send synchronously (MPI_Issend): a send completes once matched, so
@@ -144,6 +154,25 @@ class P2PBackend final : public TransportBackend {
   }
 
  private:
+  // A free send slot, the lowest (the most recently used are likely still in cache); blocks while
+  // none is.
+  std::size_t acquire_slot() {
+    progress_sends();
+    std::size_t slot = free_send_slot();
+    if (slot == npos) {
+      ++core_.stats.blocked_sends;
+      while (slot == npos) {
+        // Keep receiving while blocked so two ends that both wait cannot deadlock.
+        progress_receives(false);
+        int index = 0;
+        MPI_Waitany(static_cast<int>(send_requests_.size()), send_requests_.data(), &index, MPI_STATUS_IGNORE);
+        if (index != MPI_UNDEFINED) RequestLedger::retired();
+        slot = free_send_slot();
+      }
+    }
+    return slot;
+  }
+
   void post_receive(std::size_t slot) {
     mark_unreceived(recv_slots_[slot].data());  // simulated clusters: see progress_receives
     MPI_Irecv(recv_slots_[slot].data(), static_cast<int>(piece_capacity_), MPI_DOUBLE, core_.config.peer,
@@ -255,6 +284,7 @@ class P2PBackend final : public TransportBackend {
   std::vector<MPI_Request> recv_requests_;
   std::vector<int> completed_;
   std::vector<MPI_Request> reap_;  // reap_sends: the sends, then one finished receive
+  std::size_t held_ = npos;        // the slot send_payload() gave for the next send
   std::int64_t close_out_ = 0, close_in_ = -1;
   MPI_Request control_[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   long pieces_sent_ = 0, pieces_received_ = 0;

@@ -122,6 +122,10 @@ struct ChannelConfig {
   /// few messages of it: a synchronous exchange (one level ahead at most) or a bounded one (2 L + 1).
   /// Lets a transport use cheaper sends (p2p: standard sends, no acknowledgement to wait for).
   bool sender_bounded = false;
+  /// p2p with sender_bounded: receives kept posted (0: max_in_flight, so that every message in
+  /// flight has one). Fewer keep the receive buffers in cache; messages beyond them wait in MPI's
+  /// queue in order until a receive is posted again, at the reader's next call. Ignored elsewhere.
+  int posted_receives = 0;
 };
 
 struct ChannelStats {
@@ -179,6 +183,8 @@ struct ChannelCore {
   std::size_t packed_size() const { return config.message_size + header_doubles * pieces(); }
   /// Writes the staging area as a packed message tagged `time_level` into out[0, packed_size()).
   void pack(double* out, std::int64_t time_level) const;
+  /// The header of a one-piece message whose payload is already in place at out + header_doubles.
+  void pack_header(double* out, std::int64_t time_level) const;
   /// Feeds one arrived packed piece (header + payload) into the ring or the racy image.
   void arrived_piece(const double* piece);
   /// Feeds a whole packed message (as pack() wrote it).
@@ -221,10 +227,13 @@ class Channel {
 
   /// True if a send would not block: fewer than max_in_flight messages are unacknowledged.
   bool can_send();
-  /// Staging area for the next message (message_size doubles): fill it, then call send().
-  double* send_buffer() { return core_.staging.data(); }
-  /// Sends the staging area tagged with `time_level`. Blocks until a slot is free if none is
-  /// (check can_send() first to avoid that). On return the staging area may be reused.
+  /// Where the next message goes (message_size doubles): fill it, then call send(). The same area
+  /// until send(); afterwards ask again (p2p packs a whole message straight into a free send slot,
+  /// without a copy at send(): finding one blocks as send() would, so check can_send() first to
+  /// avoid that; elsewhere it is the channel's staging area).
+  double* send_buffer();
+  /// Sends what send_buffer() holds, tagged with `time_level`. Blocks until a slot is free if none
+  /// is (check can_send() first to avoid that).
   void send(std::int64_t time_level);
 
   /// async: true if a message newer than the last delivered one has arrived. racy: always true.

@@ -91,6 +91,9 @@ struct PlanExchangeConfig {
   /// bounded: levels behind the installed one that level_data() must still return (-1: max_delay;
   /// see ChannelConfig::retain_behind). Fewer keep a neighbour's ring in cache.
   int retain_behind = -1;
+  /// bounded over p2p: receives kept posted per neighbour (0: 2 L + 1; see
+  /// ChannelConfig::posted_receives).
+  int posted_receives = 0;
   /// sync: finish() waits for every neighbour together, polling all channels until each has
   /// delivered (the MPI_Waitall variant of Yamazaki et al., 2019, section 4.1), instead of one
   /// neighbour after the other (one MPI_Wait each, their standard variant).

@@ -60,6 +60,7 @@ class PdeCommand final : public SolverCommand {
   std::string problem = "burgers3d", mode = "sync", scheme = "at", delay_model = "none", stores = "auto";
   std::string jitter_basis = "step";
   CLI::Option* jitter_basis_option = nullptr;  // given explicitly: checked against --noise
+  CLI::Option* p2p_receives_option = nullptr;  // given explicitly: checked against --mode/--transport
   std::string local, global, dims;
   detail::TransportOptions channels;
   detail::NoiseCli noise_cli;        // --noise and its parameters
@@ -79,6 +80,11 @@ void PdeCommand::add_options(CLI::App& app) {
   app.add_option("--mode", mode, detail::method_help(pde_modes))->capture_default_str();
   app.add_option("--max-delay", s.max_delay, "bounded: L, the largest delay in steps a halo value may have")
       ->capture_default_str();
+  p2p_receives_option =
+      app.add_option("--p2p-receives", s.p2p_receives,
+                     "bounded over p2p: receives kept posted per neighbour, 1 .. 2L+1 (default L, at least 1: the "
+                     "paper's pre-posting for the L levels; fewer keep the buffers in cache, later levels wait in "
+                     "MPI's queue)");
   app.add_option("--scheme", scheme,
                  "at (asynchrony-tolerant: halo values extrapolated from the two newest levels) | standard (the "
                  "newest level used as if current)")
@@ -159,6 +165,13 @@ void PdeCommand::finalise(MPI_Comm comm) {
   else
     throw InputError("--delay-model '" + delay_model + "': unknown model (expected none, uniform or max)");
   if (s.max_delay < 0) throw InputError(fmt::format("--max-delay {}: L must be >= 0", s.max_delay));
+  if (p2p_receives_option->count() > 0) {
+    if (mode != "bounded" || channels.transport != "p2p")
+      throw InputError("--p2p-receives: applies to --mode bounded --transport p2p only");
+    if (s.p2p_receives < 1 || s.p2p_receives > 2 * s.max_delay + 1)
+      throw InputError(fmt::format("--p2p-receives {}: must be in 1 .. 2L+1 = {} (--max-delay {})", s.p2p_receives,
+                                   2 * s.max_delay + 1, s.max_delay));
+  }
   if (s.threads < 0) throw InputError("--threads must be >= 0");
   s.stores = detail::parse_auto_choice<solvers::PdeStores>(
       "--stores", stores, {{"regular", solvers::PdeStores::regular}, {"streaming", solvers::PdeStores::streaming}});
@@ -227,6 +240,7 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
   std::vector<std::pair<std::string, std::string>> out = {{"problem", problem},
           {"mode", mode},
           {"max-delay", std::to_string(s.max_delay)},
+          {"p2p-receives", std::to_string(s.p2p_receives > 0 ? s.p2p_receives : std::max(s.max_delay, 1))},
           {"scheme", scheme},
           {"delay-model", delay_model},
           {"delay-seed", std::to_string(s.delay_seed)},

@@ -75,6 +75,9 @@ struct PdeOptions {
   PdeMode mode = PdeMode::sync;
   PdeScheme scheme = PdeScheme::at;
   int max_delay = 10;                       ///< L (bounded), >= 0
+  /// bounded over p2p: receives kept posted per neighbour, 1 .. 2 L + 1 (0: L, at least 1, as
+  /// Aditya et al., 2019, section 5, pre-post for the L levels of the bound)
+  int p2p_receives = 0;
   DelayModel delay_model = DelayModel::none;
   std::uint64_t delay_seed = 1;
   std::int64_t steps = 1000;                ///< timed steps after the warm-up (end_time == 0)
