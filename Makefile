@@ -83,7 +83,7 @@ bench: deps build-sim
 	python3 bench/simgrid/calibrate.py --desync build/bench/desync -o build/sim/costs.json
 	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set quick --json build/sim/quick.json
 
-# The whole reproduction set at 16-1024 simulated ranks (docs/reproduction.md; about 1 hour here, two
+# The whole reproduction set at 16-1024 simulated ranks (docs/reproduction.md; about half an hour here, two
 # simulations at a time).
 bench-sim: deps build build-sim
 	@# calibrate.py measures the host's link into build/sim/host.json first; validate.py uses it.
