@@ -82,9 +82,8 @@ void PdeCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   p2p_receives_option =
       app.add_option("--p2p-receives", s.p2p_receives,
-                     "bounded over p2p: receives kept posted per neighbour, 1 .. 2L+1 (default L, at least 1: the "
-                     "paper's pre-posting for the L levels; fewer keep the buffers in cache, later levels wait in "
-                     "MPI's queue)");
+                     "bounded over p2p: receives kept posted per neighbour, 1 .. 2L+1 (default L, at least 1, as "
+                     "Aditya et al. (2019) pre-post for the L levels; later levels wait in MPI's queue)");
   app.add_option("--scheme", scheme,
                  "at (asynchrony-tolerant: halo values extrapolated from the two newest levels) | standard (the "
                  "newest level used as if current)")
