@@ -235,6 +235,7 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
   }
   c.config.racy_chunks = chunks;
   if (config.history < 0) throw InputError("channel: history must be >= 0 (0: automatic)");
+  if (config.posted_receives < 0) throw InputError("channel: posted_receives must be >= 0 (0: max_in_flight)");
   if (config.mode == ChannelMode::bounded) {
     const int L = config.max_delay;
     if (L < 0) throw InputError("channel: max_delay must be >= 0");
@@ -242,7 +243,6 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
     if (c.config.history < L + 2)
       throw InputError("channel: bounded mode needs history >= max_delay + 2 (history " +
                        std::to_string(config.history) + ", max_delay " + std::to_string(L) + ")");
-    if (config.posted_receives < 0) throw InputError("channel: posted_receives must be >= 0 (0: max_in_flight)");
     if (config.retain_behind < -1)
       throw InputError("channel: retain_behind must be >= 0 (-1: max_delay)");
     c.config.retain_behind = config.retain_behind < 0 ? L : std::min(config.retain_behind, L);

@@ -239,7 +239,8 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
   std::vector<std::pair<std::string, std::string>> out = {{"problem", problem},
           {"mode", mode},
           {"max-delay", std::to_string(s.max_delay)},
-          {"p2p-receives", std::to_string(s.p2p_receives > 0 ? s.p2p_receives : std::max(s.max_delay, 1))},
+          {"p2p-receives", mode == "bounded" && channels.transport == "p2p" ? std::to_string(solvers::pde_p2p_receives(s))
+                                                                             : std::string("-")},
           {"scheme", scheme},
           {"delay-model", delay_model},
           {"delay-seed", std::to_string(s.delay_seed)},

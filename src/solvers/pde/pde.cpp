@@ -410,7 +410,7 @@ class PdeRun {
     c.max_delay = opt_.max_delay;
     c.retain_behind = 1;  // the halo approximation reads levels n - k and n - k - 1 only
     // Section 5: the weakly-synchronous NB variant pre-posts receives for the L levels of the bound.
-    c.posted_receives = opt_.p2p_receives > 0 ? opt_.p2p_receives : std::max(opt_.max_delay, 1);
+    c.posted_receives = pde_p2p_receives(opt_);
     c.transport = opt_.transport;
     c.rma_sync = opt_.rma_sync;
     c.shmem_sync = opt_.shmem_sync;

@@ -30,6 +30,7 @@
 // neighbour and, each step and for each neighbour, uses the level n - k with k drawn from 0..L-1.
 #include <mpi.h>
 
+#include <algorithm>
 #include <array>
 #include <cstdint>
 #include <functional>
@@ -102,6 +103,13 @@ struct PdeOptions {
   /// Called after every step with (steps done, steps in all): progress reports.
   std::function<void(std::int64_t, std::int64_t)> on_step;
 };
+
+/// The receives a bounded exchange over p2p keeps posted per neighbour: p2p_receives, or L (at least
+/// 1) when it is 0.
+inline int pde_p2p_receives(const PdeOptions& o) {
+  return o.p2p_receives > 0 ? o.p2p_receives : std::max(o.max_delay, 1);
+}
+
 
 /// The stability limit of forward Euler with central differences on the options' problem and grid
 /// spacing: min(Δx² / (2 d D_max), 2 D_min / U²) with d the dimension, D the diffusivities and U the
