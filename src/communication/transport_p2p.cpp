@@ -205,7 +205,11 @@ class P2PBackend final : public TransportBackend {
     // test succeeded. With one pass such a message waited for the next call: with one receive
     // posted, both ranks of a 2-rank bounded run without noise read their neighbour's previous
     // level at 99 % of their steps. (Simulated runs keep one pass: each MPI_Testsome there costs
-    // simulated time.)
+    // simulated time.) A call takes in at most max_in_flight messages (pieces), what a sender can
+    // have in flight, so that a reader's ring of history levels keeps every level a call took in
+    // until the reader looks (a fast asynchronous sender would otherwise keep one call going).
+    const long most = static_cast<long>(core_.config.max_in_flight) * static_cast<long>(pieces_);
+    long taken = 0;
     for (bool first = true;; first = false) {
       int count = 0;
       if (core::simulated_build && !block) {
@@ -232,6 +236,7 @@ class P2PBackend final : public TransportBackend {
       if (count == MPI_UNDEFINED || count == 0) return;
       RequestLedger::retired(count);
       pieces_received_ += count;
+      taken += count;
       for (int n = 0; n < count; ++n) {
         const auto s = static_cast<std::size_t>(completed_[static_cast<std::size_t>(n)]);
         if (closing_) continue;  // draining: drop, the reposting policy is test_close's
@@ -243,7 +248,7 @@ class P2PBackend final : public TransportBackend {
           core_.arrived_piece(recv_slots_[s].data());
         post_receive(s);
       }
-      if (closing_ || core::simulated_build) return;
+      if (closing_ || core::simulated_build || taken >= most) return;
     }
   }
 
