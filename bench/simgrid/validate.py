@@ -67,13 +67,13 @@ def solver_of(case):
     return case.split("+", 1)[0]
 
 
-def ratios_agree(real_rounds, real_ratio, sim_ratio):
-    """The issue's criterion, the relaxed variant's ratio to its reference on the same side of 1 in
-    the real and the simulated run; where the real rounds' own ratios fall on both sides of 1 (the
-    two variants are level on this machine, and the median's side is chance), the simulated ratio
-    within the range of the real rounds' ratios instead. Returns (agree, how): how is "same side",
-    "level" (agree through the range) or "differ"."""
-    if (real_ratio - 1) * (sim_ratio - 1) >= 0:
+def ratios_agree(real_rounds, sim_ratio):
+    """The issue's criterion, the relaxed variant's ratio to its reference (real: the median of the
+    rounds' ratios) on the same side of 1 in the real and the simulated run; where the real rounds'
+    own ratios fall on both sides of 1 (the two variants are level on this machine, and the median's
+    side is chance), the simulated ratio within the range of the real rounds' ratios instead.
+    Returns (agree, how): how is "same side", "level" (agree through the range) or "differ"."""
+    if (statistics.median(real_rounds) - 1) * (sim_ratio - 1) >= 0:
         return True, "same side"
     lo, hi = min(real_rounds), max(real_rounds)
     if lo < 1 < hi and lo <= sim_ratio <= hi:
@@ -255,11 +255,11 @@ def main():
                 row["ratio_real"] = row["ratio_sim"] = row["ratio_real_rounds"] = row["ratio_agreement"] = None
                 same_side = True
             else:
-                rounds = round_ratios(runs, real[(ranks, solver, base[0])])
-                row["ratio_real"] = statistics.median(rounds)
-                row["ratio_real_rounds"] = rounds
+                reference = real[(ranks, solver, base[0])]
+                row["ratio_real"] = paired_ratio(runs, reference)
+                row["ratio_real_rounds"] = round_ratios(runs, reference)
                 row["ratio_sim"] = s["time"] / base[1]["time_sim"]
-                same_side, row["ratio_agreement"] = ratios_agree(rounds, row["ratio_real"], row["ratio_sim"])
+                same_side, row["ratio_agreement"] = ratios_agree(row["ratio_real_rounds"], row["ratio_sim"])
             row["ok"] = abs(it_dev) <= 0.10 and abs(t_dev) <= 0.30 and same_side
             rows.append(row)
             ratio = lambda v: f"{v:.3f}" if v is not None else "-"  # noqa: E731
