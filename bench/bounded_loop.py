@@ -12,20 +12,20 @@ face, landing in that many buffers in turn (0/10: synchronous, landing in 10 buf
 """
 import argparse
 import math
+import os
 import shlex
 import statistics
 import subprocess
 import sys
-import os
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import child_env, write_json  # noqa: E402
+from bench_util import add_mpirun_option, child_env, write_json  # noqa: E402
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--exe", default="build/bench/desync_bench_bounded_loop", help="desync_bench_bounded_loop")
-    ap.add_argument("--mpirun", default=os.environ.get("MPIRUN", "mpirun"), help="launcher, split like a shell line")
+    add_mpirun_option(ap, "mpirun --bind-to core")  # MPICH: --mpirun mpirun.mpich
     ap.add_argument("--variants", nargs="+", default=["1", "10", "1/10", "0/10"],
                     help="RECEIVES (0..21) or RECEIVES/BUFFERS (BUFFERS >= RECEIVES), besides the reference 0")
     ap.add_argument("--steps", type=int, default=1000)
@@ -43,11 +43,10 @@ def main():
     if args.rounds < 2 or args.steps < 1:
         ap.error("--rounds >= 2, --steps >= 1")
     times = {v: [] for v in variants}
-    bind = ["--bind-to", "core"] if "mpich" not in args.mpirun else []
     for _ in range(args.rounds):
         for v in variants:
             receives, _, buffers = v.partition("/")
-            cmd = shlex.split(args.mpirun) + ["-np", "2", *bind, args.exe, receives, str(args.steps)]
+            cmd = shlex.split(args.mpirun) + ["-np", "2", args.exe, receives, str(args.steps)]
             cmd += [buffers] if buffers else []
             p = subprocess.run(cmd, env=child_env(), capture_output=True, text=True, timeout=args.timeout)
             fields = p.stdout.split()

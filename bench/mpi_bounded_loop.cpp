@@ -16,10 +16,9 @@
 //   mpirun -np 2 --bind-to core desync_bench_bounded_loop RECEIVES STEPS [BUFFERS]
 #include <mpi.h>
 
-#include <cstdio>
 #include <algorithm>
+#include <cstdio>
 #include <cstdlib>
-#include <string>
 #include <utility>
 #include <vector>
 
