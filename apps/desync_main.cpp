@@ -16,6 +16,7 @@
 #include "desync/communication/channel.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
+#include "desync/core/waiting.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/registry.hpp"
 
@@ -28,6 +29,7 @@ namespace {
 using namespace desync;
 
 int finish(int code) {
+  core::stop_watchdog();
   comm::finalize_transports_and_mpi();  // shmem_finalize first when OpenSHMEM was started
   return code;
 }
@@ -99,6 +101,11 @@ int main(int argc, char** argv) {
   try {
     // A simulated cluster: the cost model is read and checked on every rank before any work.
     if (core::simulated_build) (void)core::simulation_description();
+    // The last resort against a hang (DESYNC_WAIT_LIMIT, docs/usage.md): a rank that waits longer
+    // than the limit for a peer ends the run with a message naming what it waited for. Not on a
+    // simulated cluster, whose ranks are threads of one process.
+    const double wait_limit = core::wait_limit_from_environment();
+    if (!core::simulated_build) core::start_watchdog(wait_limit, rank);
     if (bench_comm_app->parsed()) {
       bench_comm.finalise(MPI_COMM_WORLD);
       return finish(run::bench_comm_main(bench_comm, MPI_COMM_WORLD));

@@ -11,6 +11,7 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
+#include "desync/core/waiting.hpp"
 #include "transport_backend.hpp"
 
 namespace desync::comm {
@@ -206,6 +207,7 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config) : Channel(comm, con
   if (core_.config.transport == Transport::rma) rma.push_back(backend_.get());
   detail::rma_assign_regions(rma);
   post_handshake();
+  core::WaitScope waiting("the other end of a new channel", core_.config.peer);
   MPI_Waitall(2, control_requests_, MPI_STATUSES_IGNORE);
   RequestLedger::retired(2);
   finish_handshake();
@@ -323,7 +325,10 @@ std::vector<std::unique_ptr<Channel>> Channel::connect(MPI_Comm comm, const std:
     requests.push_back(ch->control_requests_[0]);
     requests.push_back(ch->control_requests_[1]);
   }
-  MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  {
+    core::WaitScope waiting("the other ends of new channels (every neighbour must create its end)");
+    MPI_Waitall(static_cast<int>(requests.size()), requests.data(), MPI_STATUSES_IGNORE);
+  }
   RequestLedger::retired(static_cast<long>(requests.size()));
   for (auto& ch : channels) ch->finish_handshake();
   // Transport set-up that could block pairwise goes in increasing key order on every process: the
@@ -403,7 +408,10 @@ std::int64_t Channel::wait_recv(std::int64_t min_level) {
   // A synchronous exchange: the peer may be waiting for what this process sent. Deferred completions
   // (overlap schemes) happen now, even if what we wait for is already here and we never block.
   detail::complete_all_deferred();
-  while (c.newest_level < min_level) backend_->progress(true);
+  if (c.newest_level < min_level) {
+    core::WaitScope waiting("a halo message of the level it needs (synchronous exchange)", c.config.peer);
+    while (c.newest_level < min_level) backend_->progress(true);
+  }
   // No further progress here: it could replace the wanted level by the next one. Deliver the
   // oldest retained level >= min_level that is newer than the delivered one.
   std::size_t best = c.ring.size();
@@ -450,6 +458,7 @@ std::int64_t Channel::recv_bounded(std::int64_t own_level) {
   if (tr < tc) {
     ++c.stats.forced_waits;
     detail::complete_all_deferred();
+    core::WaitScope waiting("a halo level within the delay bound L (bounded exchange)", c.config.peer);
     while (tr < tc) {
       backend_->progress(true);
       advance();
@@ -481,6 +490,7 @@ void Channel::close_all(std::span<Channel* const> channels) {
     if (ch->state_ != State::closed) open.push_back(ch);
   for (Channel* ch : open) ch->begin_close();
   core::PollBackoff waiting;  // a simulated cluster's clock moves on while the peers catch up
+  core::WaitScope closing("its neighbours to close their ends of its channels");
   for (;;) {
     bool all = true;
     for (Channel* ch : open) all = ch->test_close() && all;

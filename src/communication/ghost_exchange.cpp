@@ -8,6 +8,7 @@
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
+#include "desync/core/waiting.hpp"
 
 namespace desync::comm {
 
@@ -200,7 +201,10 @@ bool GhostExchange::test_pending() {
 
 void GhostExchange::wait_pending() {
   if (pending_ == 0) return;
-  MPI_Waitall(pending_, requests_.data(), MPI_STATUSES_IGNORE);
+  {
+    core::WaitScope waiting("its neighbours' ghost values (neighbourhood exchange)");
+    MPI_Waitall(pending_, requests_.data(), MPI_STATUSES_IGNORE);
+  }
   RequestLedger::retired(pending_);
   pending_ = 0;
   // Received: scatter into the ghost buffer.

@@ -6,10 +6,12 @@
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
+#include "desync/core/waiting.hpp"
 
 namespace desync::comm {
 
 void allreduce_sum(MPI_Comm comm, std::span<double> values) {
+  core::WaitScope waiting("an allreduce (every rank's part of a sum)");
   MPI_Allreduce(MPI_IN_PLACE, values.data(), static_cast<int>(values.size()), MPI_DOUBLE, MPI_SUM, comm);
 }
 

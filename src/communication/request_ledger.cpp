@@ -1,5 +1,7 @@
 #include "desync/communication/request_ledger.hpp"
 
+#include "desync/core/waiting.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -32,6 +34,7 @@ bool test_request(MPI_Request& request, MPI_Status* status) {
 
 void wait_request(MPI_Request& request, MPI_Status* status) {
   if (request == MPI_REQUEST_NULL) return;
+  core::WaitScope waiting("an MPI request (a peer's message or its part of a reduction)");
   MPI_Wait(&request, status);
   RequestLedger::retired();
 }

@@ -1,5 +1,7 @@
 #include "transport_onesided.hpp"
 
+#include "desync/core/waiting.hpp"
+
 #include <algorithm>
 #include <cstring>
 #include <stdexcept>
@@ -158,6 +160,7 @@ void OneSidedBackend::send(std::int64_t time_level) {
   progress(false);
   if (sent_ - acked_ >= static_cast<std::int64_t>(slots())) {
     ++core_.stats.blocked_sends;
+    core::WaitScope waiting("an acknowledgement that frees a send slot (one-sided flow control)", core_.config.peer);
     while (sent_ - acked_ >= static_cast<std::int64_t>(slots())) progress(true);
   }
   if (completion_ == Completion::before_next_put) complete_pending();

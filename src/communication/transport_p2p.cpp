@@ -11,6 +11,7 @@
 
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/simulation.hpp"
+#include "desync/core/waiting.hpp"
 #include "transport_backend.hpp"
 
 namespace desync::comm::detail {
@@ -161,6 +162,7 @@ class P2PBackend final : public TransportBackend {
     std::size_t slot = free_send_slot();
     if (slot == npos) {
       ++core_.stats.blocked_sends;
+      core::WaitScope waiting("a free send slot (the peer must receive a message first)", core_.config.peer);
       while (slot == npos) {
         // Keep receiving while blocked so two ends that both wait cannot deadlock.
         progress_receives(false);

@@ -1,6 +1,7 @@
 #include "desync/linalg/vector.hpp"
 
 #include "desync/core/timer.hpp"
+#include "desync/core/waiting.hpp"
 #include <cstdint>
 
 #include "desync/communication/reduction.hpp"
@@ -346,6 +347,7 @@ void GlobalSum::start(const double* values, int n) {
     MPI_Iallreduce(send_.data(), recv_.data(), n_, MPI_DOUBLE, MPI_SUM, comm_, &request_);
     comm::RequestLedger::posted();
   } else {
+    core::WaitScope waiting("an allreduce (every rank's part of the Krylov scalars)");
     MPI_Allreduce(send_.data(), recv_.data(), n_, MPI_DOUBLE, MPI_SUM, comm_);
   }
   stats_.seconds += now() - t0;
@@ -376,6 +378,7 @@ const double* GlobalSum::wait() {
 void GlobalSum::sum_now(double* values, int n) {
   if (active_) wait();
   const double t0 = now();
+  core::WaitScope waiting("an allreduce (every rank's part of the Krylov scalars)");
   MPI_Allreduce(MPI_IN_PLACE, values, n, MPI_DOUBLE, MPI_SUM, comm_);
   stats_.seconds += now() - t0;
   ++stats_.count;

@@ -16,6 +16,7 @@ enum ExitCode : int {
   exit_bad_input = 2,      // invalid option, size or combination; nothing was run
   exit_numerical = 3,      // NaN, Inf or runaway growth stopped the run
   exit_internal = 4,       // an MPI or I/O failure during the run
+  exit_wait_limit = 5,     // a rank waited longer than DESYNC_WAIT_LIMIT for a peer (core/waiting.hpp)
 };
 
 /// Invalid user input, detected identically on every rank (or agreed on collectively).

@@ -58,6 +58,7 @@ class JacobiCommand final : public SolverCommand {
   std::string dims = "0x0x0";       // --dims: process grid, 0 = chosen by MPI_Dims_create
   std::string mode = "sync";        // --mode
   std::string reduction = "iallreduce";
+  std::string idle = "yield";       // --idle: spin | yield (skip does not apply to a sweep)
   detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync
   detail::NoiseCli noise_cli;        // --noise and its parameters
   std::string prefetch = "auto";    // --prefetch: auto | on | off (sweep kernel software prefetch)
@@ -91,6 +92,10 @@ void JacobiCommand::add_options(CLI::App& app) {
   app.add_option("--inflight", s.inflight, "async/racy: halo messages in flight per neighbour (R)")
       ->capture_default_str();
   app.add_option("--racy-chunks", s.racy_chunks, "racy: pieces each halo message travels in")
+      ->capture_default_str();
+  app.add_option("--idle", idle,
+                 "async/racy, a pass in which no new halo value has arrived: yield (give the core up once, then "
+                 "sweep) | spin (sweep at once, as Bethune et al., 2011)")
       ->capture_default_str();
   app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree | doubling")
       ->capture_default_str();
@@ -143,6 +148,10 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   else
     throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
   s.reduction = comm::parse_reduction(reduction);
+  s.idle = core::parse_idle_policy(idle);
+  if (s.idle == core::IdlePolicy::skip)
+    throw InputError("--idle skip: a Jacobi sweep keeps converging its block without new halo values (expected spin "
+                     "or yield; skip is for desync schwarz)");
   channels.apply(s);
   s.prefetch = detail::parse_auto_choice<solvers::SweepPrefetch>(
       "--prefetch", prefetch, {{"on", solvers::SweepPrefetch::on}, {"off", solvers::SweepPrefetch::off}});
@@ -191,6 +200,7 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
           {"inflight", std::to_string(s.inflight)},
           {"racy-chunks", std::to_string(s.racy_chunks)},
           {"reduction", reduction},
+          {"idle", idle},
           {"transport", channels.transport},
           {"rma-sync", channels.rma_sync},
           {"shmem-sync", channels.shmem_sync},
@@ -227,6 +237,7 @@ RankFields rank_fields(const solvers::RankStats& s) {
       .integer("iterations", s.iterations)
       .integer("polish_iterations", s.polish_iterations)
       .integer("reductions", s.reductions)
+      .integer("idle_passes", s.idle_passes)
       .integer("threads", s.threads)
       .integer("thread_iterations_min", s.thread_iterations_min)
       .integer("thread_iterations_max", s.thread_iterations_max)

@@ -55,6 +55,7 @@ class SchwarzCommand final : public SolverCommand {
   std::string alpha = "auto";
   std::string termination;          // --termination: allreduce (sync) | tree (async default) | iallreduce
   std::string sync_wait = "one";    // --sync-wait: one | all (sync)
+  std::string idle = "skip";        // --idle: skip | yield | spin (async)
   detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync (async)
   detail::NoiseCli noise_cli;        // --noise and its parameters
   solvers::SchwarzOptions solver;
@@ -94,6 +95,11 @@ void SchwarzCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--inflight", s.inflight, "async: interface messages in flight per neighbour (R >= 1)")
       ->capture_default_str();
+  app.add_option("--idle", idle,
+                 "async, a pass in which no new interface value has arrived: skip (no solve: it would repeat the "
+                 "iterate; yield the core, solve again when values arrive or a vote needs the residual) | yield "
+                 "(give the core up once, then solve) | spin (solve at once, as Yamazaki et al., 2019)")
+      ->capture_default_str();
   channels.add(app, "async: interface values over p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)");
   app.add_flag("--polish", s.polish, "If the final true residual is above --tol, continue synchronously until it is not");
   app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
@@ -125,6 +131,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     throw InputError("--sync-wait '" + sync_wait + "': unknown wait (expected one or all)");
   if (sync_wait == "all" && s.asynchronous) throw InputError("--sync-wait all goes with --mode sync");
   s.wait_all = sync_wait == "all";
+  s.idle = core::parse_idle_policy(idle);
   channels.apply(s);
   noise_cli.apply(s.noise);
   detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
@@ -212,6 +219,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
           {"sync-wait", sync_wait},
           {"check-every", std::to_string(s.check_every)},
           {"inflight", std::to_string(s.inflight)},
+          {"idle", idle},
           {"transport", channels.transport},
           {"rma-sync", channels.rma_sync},
           {"shmem-sync", channels.shmem_sync},
@@ -238,6 +246,7 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
       .integer("iterations", s.iterations)
       .integer("polish_iterations", s.polish_iterations)
       .integer("reductions", s.reductions)
+      .integer("idle_passes", s.idle_passes)
       .integer("messages_sent", s.halo.messages_sent)
       .integer("messages_received", s.halo.messages_received)
       .integer("messages_discarded", s.halo.messages_discarded)

@@ -2,6 +2,7 @@
 // Figure 1 and section 3.1 for the synchronous and asynchronous loops and the restarted
 // non-blocking convergence test; paper 001, section 4 for the same structure around a subdomain
 // solve (exchange interface values, solve locally, local residual, global agreement to stop).
+#include "desync/core/error.hpp"
 #include "desync/core/monitor.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
@@ -11,6 +12,8 @@
 #include <cstdio>
 #include <memory>
 #include <span>
+#include <stdexcept>
+#include <thread>
 #include <utility>
 
 #include <fmt/format.h>
@@ -161,47 +164,95 @@ void IterationDriver::run_async(LocalIteration& local) {
     tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);
   else
     reduction = comm::make_reduction(opt_.reduction, comm_, vote_count);
+  const bool may_skip = opt_.idle == IdlePolicy::skip && local.update_repeats_without_new_data();
   std::int64_t it = 0;
   bool local_done = false;  // reached max_iters or time_limit: wait for the global decision
   core::PollBackoff waiting;
   bool non_finite = false;
   bool fresh_residual = false;  // this iteration's update computed the local residual
   double last_local_sq = 0;
+  // IdlePolicy::skip. The update's candidate depends on the external values alone
+  // (update_repeats_without_new_data), so after any update the iterate is the fixed point of the
+  // values it was computed from: until something new arrives, another update would reproduce it.
+  // An update made with nothing new (a repeat) computes, if it computes one, the residual of the
+  // current iterate itself.
+  long received_at_update = -1;  // external messages received when the last update ran (-1: none yet)
+  bool repeated = false;         // the last update was a repeat: the iterate went out unchanged before it
+  bool residual_known = false;   // the last update was a repeat and computed the residual
+  std::int64_t rest_passes = 0;  // skipped passes since the last update
+  bool skipping = false;         // the last pass made no update
+  bool resend = false;           // the last push left a neighbour without the current iterate (no free slot)
+  std::optional<core::WaitScope> awaiting_decision;  // at a limit: the watchdog names what this rank waits for
   for (;;) {
     if (!local_done) {
       core::Stopwatch t_halo;
-      if (it % opt_.exchange_period == 0) local.push(it);
+      // Skip: an iterate that a repeat reproduced, or a skipped pass kept, went out already (sending
+      // it again would only make the neighbours repeat their updates), unless a send found no slot.
+      if (skipping || (may_skip && repeated) ? resend : it % opt_.exchange_period == 0) {
+        const long skipped_sends = local.exchange_stats().sends_skipped;
+        local.push(it);
+        resend = local.exchange_stats().sends_skipped != skipped_sends;
+      }
       local.pull(it);  // the newest external values that have arrived
       st.time.halo += t_halo.seconds();
-      perturb(local, it);
-
-      fresh_residual = (tree || !reduction->active()) && it >= next_test_;
-      core::Stopwatch t_update;
-      if (fresh_residual) {
-        last_local_sq = local.update(it, true);
-        next_test_ = it + opt_.check_every;
-      } else {
-        local.update(it, false);
+      const long received = local.exchange_stats().messages_received;
+      const bool idle = received_at_update >= 0 && received == received_at_update;
+      const bool test_open = tree ? !tree->voted() : !reduction->active();  // a vote can go out now
+      const bool perturbing = noise_.perturb_now(it);
+      // At rest: an update would reproduce the iterate. It is skipped unless an open test needs the
+      // residual of the current iterate and none has been computed: then one update computes it.
+      const bool at_rest = may_skip && idle && !perturbing;
+      skipping = at_rest && (residual_known || !test_open);
+      if (idle) {
+        ++st.idle_passes;
+        // Nothing new: give the core up once, so that a rank sharing it (more ranks than cores)
+        // runs; where every rank has its own core this returns at once.
+        if (opt_.idle != IdlePolicy::spin) std::this_thread::yield();
       }
-      const double update_s = t_update.seconds();
-      st.time.compute += update_s;
-      st.time.noise += noise_.after_sweep(update_s);
-      non_finite = non_finite || !std::isfinite(last_local_sq);
-      if (fresh_residual) record_local(it, last_local_sq);
-      local.advance();
-      ++it;
-      if (it >= opt_.max_iters || over_time()) local_done = true;
+      if (skipping) {
+        // The known residual of the unchanged iterate serves any test that is open. A rank that
+        // rests max_iters passes in a row (its tolerance below what its data allows, say) stops as
+        // at max_iters: --max-iters bounds a run whose ranks all rest.
+        fresh_residual = residual_known && test_open;
+        ++rest_passes;
+        if (rest_passes >= opt_.max_iters || over_time()) local_done = true;
+      } else {
+        rest_passes = 0;
+        received_at_update = received;
+        perturb(local, it);
+        fresh_residual = test_open && (it >= next_test_ || at_rest);
+        core::Stopwatch t_update;
+        if (fresh_residual) {
+          last_local_sq = local.update(it, true);
+          next_test_ = it + opt_.check_every;
+        } else {
+          local.update(it, false);
+        }
+        const double update_s = t_update.seconds();
+        st.time.compute += update_s;
+        st.time.noise += noise_.after_sweep(update_s);
+        non_finite = non_finite || !std::isfinite(last_local_sq);
+        if (fresh_residual) record_local(it, last_local_sq);
+        repeated = idle;
+        residual_known = idle && fresh_residual && !perturbing;
+        local.advance();
+        ++it;
+        if (it >= opt_.max_iters || over_time()) local_done = true;
+      }
     } else {
       fresh_residual = false;
       // Keep receiving so that neighbours' sends complete; no new updates. Nothing else to do
       // until the decision comes: on a simulated cluster the clock moves on (core::PollBackoff).
+      if (!awaiting_decision)
+        awaiting_decision.emplace("the other ranks' votes to stop (it is at --max-iters or --time-limit)");
       core::Stopwatch t_halo;
       local.pull(it);
       waiting.idle();
+      if (opt_.idle != IdlePolicy::spin) std::this_thread::yield();
       st.time.halo += t_halo.seconds();
     }
 
-    core::Stopwatch t_red;
+  core::Stopwatch t_red;
     if (tree) {
       // Yamazaki et al. (2019), section 4.3: vote once, when locally converged by the minimum-
       // residual rule; a rank at a limit or failing (non-finite, or its own residual alone beyond
@@ -212,7 +263,7 @@ void IterationDriver::run_async(LocalIteration& local) {
                                                      opt_.divergence_factor * initial_residual_;
         if (converged || diverging || non_finite || local_done) {
           double votes[vote_count];
-          fill_votes(votes, last_local_sq, it >= opt_.max_iters, over_time(), non_finite, converged);
+          fill_votes(votes, last_local_sq, it >= opt_.max_iters || rest_passes >= opt_.max_iters, over_time(), non_finite, converged);
           tree->vote(votes);
         }
       }
@@ -231,7 +282,7 @@ void IterationDriver::run_async(LocalIteration& local) {
     if (!reduction->active() && (fresh_residual || local_done)) {
       double votes[vote_count];
       // (A vote without a fresh residual, at a limit, reads the local state as it stands.)
-      fill_votes(votes, last_local_sq, it >= opt_.max_iters, over_time(), non_finite,
+      fill_votes(votes, last_local_sq, it >= opt_.max_iters || rest_passes >= opt_.max_iters, over_time(), non_finite,
                  locally_converged(fresh_residual ? last_local_sq : HUGE_VAL, true));
       reduction->start(votes);
     }

@@ -27,6 +27,7 @@ inline IterationOptions jacobi_iteration_options(const JacobiOptions& o) {
   it.monitor = o.monitor;
   it.reduction = o.reduction;
   it.noise = o.noise;
+  it.idle = o.idle;
   return it;
 }
 

@@ -358,6 +358,8 @@ class SchwarzRun : public LocalIteration {
   }
   void advance() override { std::swap(x_, next_); }
   void perturb(double value) override { x_[static_cast<std::size_t>(sub_.block_ext[0])] = value; }
+  // The candidate is A_p^{-1} (b_p + Robin data of the ghosts): the external values alone decide it.
+  bool update_repeats_without_new_data() const override { return true; }
 
   const decomposition::CartGrid& grid_;
   const SchwarzOptions& opt_;
@@ -401,6 +403,7 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   it.termination_transport.transport = o.transport;
   it.termination_transport.rma_sync = o.rma_sync;
   it.termination_transport.shmem_sync = o.shmem_sync;
+  it.idle = o.idle;
   it.rank_history = true;  // the per-rank local residual histories (their Figures 15-16)
   SchwarzRun run(grid, o, it);
   SchwarzResult r = run.run();

@@ -42,6 +42,7 @@
 #include "desync/communication/termination.hpp"
 #include "desync/core/noise.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/core/waiting.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"  // StopReason, JacobiResult (the result of every driven run)
 
 namespace desync::solvers {
@@ -53,6 +54,8 @@ namespace desync::solvers {
 ///                     far met it stays converged (Yamazaki et al., 2019, section 4.3). The global
 ///                     residual is still recorded, estimated from the local ones (their section 7.2).
 enum class StopRule { global_residual, every_rank_local };
+
+using core::IdlePolicy;  // what an asynchronous rank does when nothing new has arrived
 
 /// The settings the driver reads (JacobiOptions maps onto them; see jacobi_iteration_options()).
 struct IterationOptions {
@@ -74,6 +77,8 @@ struct IterationOptions {
   comm::ChannelConfig termination_transport;
   /// Record this rank's local residual at each test (JacobiResult::rank_history).
   bool rank_history = false;
+  /// async: a pass in which nothing new has arrived (see IdlePolicy).
+  IdlePolicy idle = IdlePolicy::yield;
 };
 
 /// The most points JacobiResult::rank_history keeps: beyond, every other point is dropped and
@@ -124,6 +129,11 @@ class LocalIteration : public LocalProblem {
   virtual void advance() = 0;
   /// Noise: overwrite one value of the current iterate (paper 000 perturbations, --perturb-*).
   virtual void perturb(double value) = 0;
+  /// True if update() computes its candidate from the external values alone, so that an update
+  /// with the same external values as the previous one reproduces the current iterate bit for bit
+  /// (a subdomain solve; not a Jacobi sweep, which keeps converging its interior). IdlePolicy::skip
+  /// needs it.
+  virtual bool update_repeats_without_new_data() const { return false; }
 };
 
 /// Runs a solver's iterations (see the top of this file). Collective over `comm`: every rank

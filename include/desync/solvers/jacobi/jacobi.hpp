@@ -22,6 +22,7 @@
 #include "desync/decomposition/field.hpp"
 #include "desync/problems/laplace3d.hpp"
 #include "desync/core/noise.hpp"
+#include "desync/core/waiting.hpp"
 #include "desync/core/stop.hpp"
 #include "desync/core/history.hpp"
 #include "desync/solvers/jacobi/jacobi_stats.hpp"
@@ -31,6 +32,9 @@ namespace desync::solvers {
 
 struct JacobiOptions {
   comm::HaloMode mode = comm::HaloMode::sync;
+  /// async, racy: a pass in which no new halo value has arrived (core::IdlePolicy; skip does not
+  /// apply: a sweep keeps converging the block's interior).
+  core::IdlePolicy idle = core::IdlePolicy::yield;
   int halo_period = 1;        ///< N: swap halos every N iterations
   /// R: halo messages in flight per neighbour (async, racy). Paper 000 started with 100 and found
   /// one buffer fastest (section 6.3); docs/benchmarks.md has the measurements behind the default.

@@ -26,6 +26,9 @@ struct RankStats {
   std::int64_t iterations = 0;         ///< sweeps done by the main (sync or async) phase
   std::int64_t polish_iterations = 0;  ///< synchronous sweeps added by --polish
   long reductions = 0;                 ///< convergence tests completed
+  /// async: passes in which nothing new had arrived since the rank's last update (IdlePolicy);
+  /// with --idle skip these made no update and are not in `iterations`.
+  std::int64_t idle_passes = 0;
   /// OpenMP threads sweeping this rank's block (0: the plain MPI solver). With threads,
   /// `iterations` is the fewest sweeps any thread made and these are the thread extremes.
   int threads = 0;

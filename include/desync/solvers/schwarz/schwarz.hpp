@@ -36,6 +36,7 @@
 #include "desync/communication/halo_plan.hpp"
 #include "desync/communication/reduction.hpp"
 #include "desync/core/noise.hpp"
+#include "desync/core/waiting.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"  // JacobiResult: the result of every driven run
@@ -72,6 +73,10 @@ struct SchwarzOptions {
   /// not yet taken its previous message skips sending its newest values; a neighbour twice as slow
   /// then gets values one iteration older than it could (see docs/benchmarks.md).
   int inflight = 2;
+  /// async: a pass in which no new interface value has arrived (core::IdlePolicy). skip: the
+  /// subdomain solve would repeat its result, so none is made until something arrives or a
+  /// convergence test needs the residual.
+  core::IdlePolicy idle = core::IdlePolicy::skip;
   comm::Transport transport = comm::Transport::p2p;
   comm::RmaSync rma_sync = comm::RmaSync::flush;
   comm::ShmemSync shmem_sync = comm::ShmemSync::put;
