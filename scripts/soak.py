@@ -5,8 +5,9 @@ each under a timeout, each checked for what must hold whatever the draw.
   python3 scripts/soak.py run  --desync build/mpich/desync --mpirun mpirun.mpich --minutes 2
   python3 scripts/soak.py run  --desync build/openmpi/desync --mpirun mpirun --oshrun oshrun --runs 1000 \\
                                --json soak.json
-  python3 scripts/soak.py check --desync build/mpich/desync --mpirun mpirun.mpich --ranks 3 --balance 10 -- \\
+  python3 scripts/soak.py check --desync build/mpich/desync --mpirun mpirun.mpich --ranks 3 --converge -- \\
                                schwarz --mode async --transport rma ...
+  python3 scripts/soak.py summary soak-openmpi.json soak-mpich.json   # the table of docs/soak.md
 
 A draw (`run`) picks a solver (jacobi, schwarz, pde, cg), its mode or method, a transport (p2p, rma,
 and shmem where --oshrun is given) with a completion scheme, 1 to 4 ranks, a slow rank, noise and
@@ -232,10 +233,48 @@ def cmd_check(args):
     return 0 if ok else 1
 
 
+def describe(command):
+    """(solver, ranks, transport with scheme) of a recorded run's command line."""
+    words = shlex.split(command)
+    solver = next((w for w in words if w in SOLVERS), "?")
+    ranks = words[words.index("-np") + 1] if "-np" in words else "?"
+    transport = words[words.index("--transport") + 1] if "--transport" in words else "p2p"
+    for flag in ("--rma-sync", "--shmem-sync"):
+        if flag in words:
+            transport += " " + words[words.index(flag) + 1]
+    return solver, ranks, transport
+
+
+def cmd_summary(args):
+    """A markdown table per file: runs and failures by solver, by rank count and by transport."""
+    for path in args.files:
+        with open(path) as f:
+            doc = json.load(f)
+        results = doc["results"]
+        seconds = sum(r.get("seconds", 0) for r in results)
+        print(f"`{os.path.basename(path)}`: {doc['runs']} runs (seed {doc['seed']}, launcher `{doc['mpirun']}`"
+              f"{', `' + doc['oshrun'] + '`' if doc.get('oshrun') else ''}), {doc['failed']} failed, "
+              f"{sum(1 for r in results if r.get('rc') == 0)} converged (exit 0), "
+              f"{sum(1 for r in results if r.get('rc') == 1)} not (exit 1), {seconds / 60:.1f} minutes of runs\n")
+        for title, key in (("solver", 0), ("ranks", 1), ("transport", 2)):
+            counts = {}
+            for r in results:
+                k = describe(r["command"])[key]
+                runs, failed = counts.get(k, (0, 0))
+                counts[k] = (runs + 1, failed + (0 if r["ok"] else 1))
+            print(f"| {title} | " + " | ".join(str(k) for k in sorted(counts)) + " |")
+            print("|---|" + "---|" * len(counts))
+            print("| runs (failed) | " + " | ".join(f"{counts[k][0]} ({counts[k][1]})" for k in sorted(counts)) + " |")
+            print()
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = p.add_subparsers(dest="what", required=True)
+    sm = sub.add_parser("summary")
+    sm.add_argument("files", nargs="+", help="JSON files written by run --json")
     for name in ("run", "check"):
         s = sub.add_parser(name)
         s.add_argument("--desync", default=os.environ.get("DESYNC", "build/openmpi/desync"))
@@ -260,6 +299,8 @@ def main(argv=None):
                         "rank that updates on unchanged values while a neighbour starves)")
     c.add_argument("command", nargs=argparse.REMAINDER, help="-- then desync's arguments (solver first)")
     args = p.parse_args(argv)
+    if args.what == "summary":
+        return cmd_summary(args)
     if args.what == "run":
         if args.runs is None and args.minutes is None:
             p.error("run: give --runs or --minutes")

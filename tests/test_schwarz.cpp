@@ -314,6 +314,36 @@ TEST_F(SchwarzRuns, AsyncIallreduceTerminationAndRankHistories) {
   EXPECT_LE(t.run.source_share, 1.0);
 }
 
+// --idle skip (the default): a subdomain solve depends on the interface values alone, so a rank makes
+// no solve while nothing new has arrived, except one that computes the residual of its current
+// iterate for a vote: at most two updates per message received (plus the first solve and its
+// repeat). --idle spin solves every pass. Both converge to the direct solve.
+TEST_F(SchwarzRuns, AsyncSkipSolvesOnlyOnNewValues) {
+  const int n = world_size();
+  decomposition::CartGrid grid(MPI_COMM_WORLD, {24, 24, 1}, decomposition::choose_dims(n, {0, 0, 1}));
+  for (auto idle : {core::IdlePolicy::skip, core::IdlePolicy::spin}) {
+    for (bool tree : {true, false}) {
+      auto o = options(true);
+      o.idle = idle;
+      o.tree_termination = tree;
+      o.polish = true;
+      const auto r = solvers::solve_schwarz(grid, o, u);
+      const auto& st = r.run.stats;
+      EXPECT_TRUE(r.run.converged) << core::to_string(idle) << " tree " << tree << ": true residual "
+                                   << r.run.true_residual;
+      EXPECT_LT(block_difference(grid, u), 1e-5) << core::to_string(idle);
+      if (idle == core::IdlePolicy::skip) {
+        EXPECT_LE(st.iterations, 2 * st.halo.messages_received + 2)
+            << "tree " << tree << ": " << st.iterations << " solves on " << st.halo.messages_received
+            << " messages (" << st.idle_passes << " passes found nothing new)";
+      }
+      if (n == 1 && idle == core::IdlePolicy::skip) {
+        EXPECT_EQ(st.iterations, 2);  // the solve, and its repeat for the vote
+      }
+    }
+  }
+}
+
 // 3D: sync at every rank count (including subdomains without any source, where the local criterion
 // falls back to the shared reference) meets the tolerance and matches the direct solve; async too.
 TEST_F(SchwarzRuns, Laplace3DSyncAndAsyncMatchTheDirectSolve) {

@@ -220,7 +220,7 @@ void IterationDriver::run_async(LocalIteration& local) {
         rest_passes = 0;
         received_at_update = received;
         perturb(local, it);
-        fresh_residual = test_open && (it >= next_test_ || at_rest);
+        fresh_residual = (tree || !reduction->active()) && (it >= next_test_ || at_rest);
         core::Stopwatch t_update;
         if (fresh_residual) {
           last_local_sq = local.update(it, true);
