@@ -99,7 +99,11 @@ def machine_info(args, script):
     try:
         v = subprocess.run(shlex.split(args.mpirun) + ["--version"], stdout=subprocess.PIPE,
                            stderr=subprocess.STDOUT, text=True, timeout=30).stdout
-        info["mpi"] = v.strip().splitlines()[0] if v.strip() else ""
+        lines = [line.strip() for line in v.strip().splitlines()]
+        info["mpi"] = lines[0] if lines else ""
+        if info["mpi"].startswith("HYDRA"):  # MPICH's launcher: its version is on a later line
+            version = next((line.split(":", 1)[1].strip() for line in lines if line.startswith("Version:")), "?")
+            info["mpi"] = f"MPICH Hydra {version}"
     except (OSError, subprocess.SubprocessError):
         info["mpi"] = "unknown"
     blas = "/etc/alternatives/libblas.so.3-" + platform.machine() + "-linux-gnu"  # Debian's BLAS alternative

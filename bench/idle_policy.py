@@ -12,12 +12,15 @@ how many runs converged and how many did not end before the timeout.
 
   python3 bench/idle_policy.py --desync build/mpich/desync --mpirun mpirun.mpich --reps 5 --json idle.json
   python3 bench/idle_policy.py --desync build/openmpi/desync --mpirun "mpirun --oversubscribe" --reps 5
+  python3 bench/idle_policy.py --table idle-mpich.json idle-openmpi.json   # the tables of docs/benchmarks.md
 
 Cases: `schwarz` (Yamazaki et al.'s 2D Poisson problem with classical Schwarz, --local 15 --overlap 1
 --inflight 1 --check-every 1 --termination tree, over p2p and rma with --rma-sync overlap: the case
-that hung under MPICH at 3 ranks) and `jacobi` (Bethune et al.'s 3D Laplace problem, --local 16,
---check-every 10 --polish, over p2p and rma), at 2 ranks (one per core here) and 3 (more ranks than
-cores). Standard library only.
+that hung under MPICH at 3 ranks), `schwarz64` (the same with 64 x 64 points per rank), `jacobi`
+(Bethune et al.'s 3D Laplace problem, --local 16, --check-every 10, over p2p and rma) and
+`jacobi32` (--local 32); every asynchronous run with --polish, so that each time is the time to a
+true residual within the tolerance. At 2 ranks (one per core here) and 3 (more ranks than cores).
+Standard library only.
 """
 import argparse
 import json
@@ -31,12 +34,16 @@ import time
 
 from bench_util import add_launch_options, child_env, interleaved, machine_info, median, write_json
 
+# Every asynchronous run polishes: its time is the time to a true residual within the tolerance.
+SCHWARZ = ["schwarz", "--problem", "poisson2d", "--overlap", "1", "--tol", "1e-7", "--alpha", "inf", "--check-every", "1"]
 CASES = {
-    "schwarz": (["schwarz", "--problem", "poisson2d", "--local", "15", "--overlap", "1", "--tol", "1e-7",
-                 "--alpha", "inf", "--check-every", "1"],
-                ["--termination", "tree", "--inflight", "1"], ("spin", "yield", "skip")),
-    "jacobi": (["jacobi", "--local", "16", "--tol", "1e-4", "--check-every", "10"],
-               ["--polish"], ("spin", "yield")),
+    "schwarz": (SCHWARZ + ["--local", "15"], ["--termination", "tree", "--inflight", "1", "--polish"],
+                ("spin", "yield", "skip")),
+    "schwarz64": (SCHWARZ + ["--local", "64"], ["--termination", "tree", "--inflight", "1", "--polish"],
+                  ("spin", "yield", "skip")),
+    "jacobi": (["jacobi", "--local", "16", "--tol", "1e-4", "--check-every", "10"], ["--polish"], ("spin", "yield")),
+    "jacobi32": (["jacobi", "--local", "32", "--tol", "1e-4", "--check-every", "10"], ["--polish"],
+                 ("spin", "yield")),
 }
 TRANSPORTS = {"p2p": ["--transport", "p2p"], "rma": ["--transport", "rma", "--rma-sync", "overlap"]}
 
@@ -77,17 +84,47 @@ def run(cmd, timeout):
     return proc.returncode
 
 
+def table(paths):
+    """Markdown tables (one per file) of the rows a run wrote with --json."""
+    for path in paths:
+        with open(path) as f:
+            doc = json.load(f)
+        m = doc["machine"]
+        mpi = m.get("mpi", "?")
+        if mpi.startswith("HYDRA"):  # records written before bench_util read Hydra's version line
+            mpi = "MPICH (Hydra launcher)"
+        print(f"`{os.path.basename(path)}`: {mpi}, {m.get('cpus', '?')} CPUs, {doc['reps']} repetitions, "
+              f"timeout {doc['timeout']:g} s\n")
+        print("| case | ranks | transport | policy | median wall s | / sync (paired) | iterations, least / most busy rank "
+              "| idle passes (all ranks) | converged | did not end |")
+        print("|---|---|---|---|---|---|---|---|---|---|")
+        for r in doc["rows"]:
+            if r["timeouts"] == r["runs"]:
+                wall, ratio, its, idle = "—", "—", "—", "—"
+            else:
+                wall, ratio = f"{r['wall_median']:.3f}", ("" if r["policy"] == "sync" else f"{r['ratio_to_sync']:.2f}")
+                its = f"{r['it_min_median']:.0f} / {r['it_max_median']:.0f}"
+                idle = "" if r["policy"] == "sync" else f"{r['idle_passes_median']:.0f}"
+            print(f"| {r['case']} | {r['ranks']} | {r['transport']} | {r['policy']} | {wall} | {ratio} | {its} | {idle} | "
+                  f"{r['converged']}/{r['runs'] - r['timeouts']} | {r['timeouts']} |")
+        print()
+    return 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     add_launch_options(p)
     p.add_argument("--reps", type=int, default=5)
     p.add_argument("--ranks", type=int, nargs="+", default=[2, 3])
-    p.add_argument("--cases", nargs="+", choices=sorted(CASES), default=["schwarz", "jacobi"])
+    p.add_argument("--cases", nargs="+", choices=sorted(CASES), default=["schwarz", "schwarz64", "jacobi", "jacobi32"])
     p.add_argument("--transports", nargs="+", choices=sorted(TRANSPORTS), default=["p2p", "rma"])
     p.add_argument("--timeout", type=float, default=30.0, help="seconds before a run counts as not ending")
     p.add_argument("--json", default=None)
+    p.add_argument("--table", nargs="+", metavar="JSON", help="print the tables of earlier runs' --json files and exit")
     args = p.parse_args(argv)
+    if args.table:
+        return table(args.table)
     cfgs = configs(args)
     runs = {cfg: {} for cfg in cfgs}  # cfg -> rep -> record summary (None: timed out)
     with tempfile.TemporaryDirectory(prefix="desync-idle-") as tmp:
