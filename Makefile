@@ -50,11 +50,11 @@ build-sim: deps $(SMPI)/CMakeCache.txt
 # The demo builds only what it runs: the desync executable, no test suite.
 demo: deps $(OMPI)/CMakeCache.txt
 	cmake --build $(OMPI) -j $(JOBS) --target desync_cli
-	@echo "== synchronous Jacobi, 2 ranks, 50^3 cells per rank (paper 000 default problem)"
+	@echo "== synchronous Jacobi, 2 ranks, 50^3 cells per rank (the default problem of Bethune et al., 2011)"
 	mpirun -np 2 $(OMPI)/desync jacobi --mode sync --local 50
 	@echo "== asynchronous Jacobi, same problem, with synchronous polish of the final answer"
 	mpirun -np 2 $(OMPI)/desync jacobi --mode async --local 50 --polish
-	@echo "== racy Jacobi with rank 1 running at half speed (paper 000, section 6.1)"
+	@echo "== racy Jacobi with rank 1 running at half speed (Bethune et al., 2011, section 6.1)"
 	mpirun -np 2 $(OMPI)/desync jacobi --mode racy --local 50 --polish --slow-rank 1 --slow-factor 2
 
 test-openmpi: build

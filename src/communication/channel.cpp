@@ -202,7 +202,8 @@ void ChannelCore::deliver_newest() {
 // ----------------------------------------------------------------------------------------------
 // Channel.
 
-Channel::Channel(MPI_Comm comm, const ChannelConfig& config) : Channel(comm, config, true) {
+Channel::Channel(MPI_Comm comm, const ChannelConfig& config) : comm_(comm) {
+  configure(config);
   std::vector<detail::TransportBackend*> rma;
   if (core_.config.transport == Transport::rma) rma.push_back(backend_.get());
   detail::rma_assign_regions(rma);
@@ -215,14 +216,16 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config) : Channel(comm, con
   if (!rma.empty()) detail::rma_create_window(comm_, rma);
 }
 
-Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm) {
+Channel::Channel(MPI_Comm comm) : comm_(comm), state_(State::closed) {}
+
+void Channel::configure(const ChannelConfig& config) {
   if (config.peer == MPI_PROC_NULL || config.peer < 0) throw InputError("channel: invalid peer rank");
   if (config.message_size == 0) throw InputError("channel: message size must be positive");
   if (config.max_in_flight < 1) throw InputError("channel: max_in_flight must be >= 1");
   if (config.tag < 0 || config.tag >= max_channel_tag) throw InputError("channel: tag out of range");
   if (!transport_built(config.transport))
     throw InputError("channel: transport shmem: desync was built without OpenSHMEM");
-  MPI_Comm_rank(comm, &rank_);
+  MPI_Comm_rank(comm_, &rank_);
   send_tag_ = config.tag;
   recv_tag_ = config.recv_tag < 0 ? config.tag : config.recv_tag;
   if (recv_tag_ >= max_channel_tag) throw InputError("channel: recv_tag out of range");
@@ -279,6 +282,7 @@ Channel::Channel(MPI_Comm comm, const ChannelConfig& config, bool) : comm_(comm)
     case Transport::rma: backend_ = detail::make_rma_backend(core_, comm_); break;
     case Transport::shmem: backend_ = detail::make_shmem_backend(core_, comm_); break;
   }
+  state_ = State::open;
 }
 
 std::array<int, 4> Channel::order_key() const {
@@ -314,7 +318,10 @@ void Channel::finish_handshake() {
 std::vector<std::unique_ptr<Channel>> Channel::connect(MPI_Comm comm, const std::vector<ChannelConfig>& configs) {
   std::vector<std::unique_ptr<Channel>> channels;
   channels.reserve(configs.size());
-  for (const auto& c : configs) channels.emplace_back(new Channel(comm, c, true));
+  for (const auto& c : configs) {
+    channels.emplace_back(new Channel(comm));
+    channels.back()->configure(c);
+  }
   std::vector<detail::TransportBackend*> rma;
   for (auto& ch : channels)
     if (ch->core_.config.transport == Transport::rma) rma.push_back(ch->backend_.get());

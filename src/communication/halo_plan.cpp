@@ -13,18 +13,6 @@ namespace desync::comm {
 
 using decomposition::Index3;
 
-std::size_t HaloPlan::send_entries() const {
-  std::size_t s = 0;
-  for (const auto& n : neighbours) s += n.send.size();
-  return s;
-}
-
-std::size_t HaloPlan::recv_entries() const {
-  std::size_t s = 0;
-  for (const auto& n : neighbours) s += n.recv.size();
-  return s;
-}
-
 int HaloPlan::remote_peers() const {
   std::set<int> peers;
   for (const auto& n : neighbours)

@@ -11,18 +11,15 @@
 namespace desync::comm {
 namespace {
 std::atomic<long> g_outstanding{0};
-std::atomic<long> g_total{0};
 // A signalling NaN with a payload no computation produces, and no channel header (time level >= -1).
 constexpr std::uint64_t unreceived_mark = 0x7ff4'de5c'0000'0d5eULL;
 }  // namespace
 
 void RequestLedger::posted(long n) {
   g_outstanding.fetch_add(n, std::memory_order_relaxed);
-  g_total.fetch_add(n, std::memory_order_relaxed);
 }
 void RequestLedger::retired(long n) { g_outstanding.fetch_sub(n, std::memory_order_relaxed); }
 long RequestLedger::outstanding() { return g_outstanding.load(std::memory_order_relaxed); }
-long RequestLedger::total_posted() { return g_total.load(std::memory_order_relaxed); }
 
 bool test_request(MPI_Request& request, MPI_Status* status) {
   if (request == MPI_REQUEST_NULL) return true;

@@ -113,12 +113,6 @@ int CartGrid::rank_at(Index3 coords) const {
   return r;
 }
 
-Index3 CartGrid::block_extent(Index3 coords) const {
-  Index3 n{};
-  for (int a = 0; a < 3; ++a) n[a] = block_size(global_[a], dims_[a], coords[a]);
-  return n;
-}
-
 int CartGrid::num_neighbours() const {
   int n = 0;
   for (int f = 0; f < num_faces; ++f) n += on_global_boundary(f) ? 0 : 1;

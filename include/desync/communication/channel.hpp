@@ -1,5 +1,5 @@
 #pragma once
-// Asynchronous point-to-point channel between two ranks (paper 000, section 4.2).
+// Asynchronous point-to-point channel between two ranks (Bethune et al., 2011, section 4.2).
 //
 // A channel carries fixed-size messages of doubles in both directions, each tagged with the sender's
 // time level (its iteration number when the message was packed). Handles of individual operations
@@ -294,7 +294,11 @@ class Channel {
  private:
   enum class State { open, closing, closed };
 
-  Channel(MPI_Comm comm, const ChannelConfig& config, bool defer_handshake);
+  /// An end not yet configured nor connected (connect() makes several, then one handshake); closed
+  /// (nothing to close) until configure() succeeds.
+  explicit Channel(MPI_Comm comm);
+  /// Checks `config`, sets up the transport-independent state and creates the backend; opens the end.
+  void configure(const ChannelConfig& config);
   void post_handshake();
   void finish_handshake();
   void begin_close();

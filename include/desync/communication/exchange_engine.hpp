@@ -1,6 +1,6 @@
 #pragma once
 // How a synchronous halo (ghost) exchange moves data, and how it is pushed forward while the caller
-// computes the rows that need no halo value (paper 002, Listings 3-5).
+// computes the rows that need no halo value (Hoefler et al., 2007, Listings 3-5).
 #include <string>
 
 namespace desync::comm {

@@ -1,5 +1,5 @@
 #pragma once
-// Ghost exchange: the communication layer of the distributed operators (paper 002, Listings 3-5).
+// Ghost exchange: the communication layer of the distributed operators (Hoefler et al., 2007, Listings 3-5).
 //
 // A thin layer over a comm::HaloPlan built from a GhostPlanSpec (per neighbour rank: the owned
 // entries it needs, the number of ghost entries it provides; make_ghost_plan). Every exchange packs

@@ -6,7 +6,7 @@
 // Each face's channel carries the sender's boundary layer tagged with its time level (iteration).
 // The consistency contract is set by the mode:
 //   sync   staleness bound 0: exchange() returns only when every halo holds the neighbour's values
-//          of exactly the requested time level (paper 000, 3.1.1).
+//          of exactly the requested time level (Bethune et al., 2011, 3.1.1).
 //   async  unbounded staleness, whole messages: push() sends where a slot is free and skips
 //          otherwise; pull() installs the newest whole message per face (3.1.2).
 //   racy   unbounded staleness, element-wise: pull() installs the newest value of every element,

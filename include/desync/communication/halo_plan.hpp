@@ -16,9 +16,9 @@
 //   make_structured_plan  a CartGrid block stored as a decomposition::Field of halo width w (per
 //                         axis, >= 0): faces, edges and corners (26 directions in 3D, 8 in 2D,
 //                         2 in 1D; axes of width 0 take no part), or faces only; periodic axes
-//                         wrap. The overlapping subdomains of optimized Schwarz (paper 001,
+//                         wrap. The overlapping subdomains of optimized Schwarz (Yamazaki et al., 2019,
 //                         section 4: overlap gamma, corners included, 2D) and the periodic 3D
-//                         halos of the asynchrony-tolerant schemes (paper 003, sections 4-5) are
+//                         halos of the asynchrony-tolerant schemes (Aditya et al., 2019, sections 4-5) are
 //                         such plans.
 //   make_ghost_plan       an assembled matrix's ghost columns (GhostPlanSpec: what is sent to each
 //                         rank, how many ghost entries each rank provides): send offsets into x,
@@ -55,8 +55,6 @@ struct HaloPlan {
 
   /// Served by a local copy (the peer is this rank).
   bool is_local(std::size_t n) const { return neighbours[n].peer == rank; }
-  std::size_t send_entries() const;
-  std::size_t recv_entries() const;
   /// Distinct peers other than this rank.
   int remote_peers() const;
   /// Empty when the plan is well formed on this rank (peers in [0, size), tags in range, each

@@ -1,6 +1,6 @@
 #pragma once
 // Plan exchange: moves the entries of a comm::HaloPlan through one comm::Channel per remote plan
-// neighbour, over any transport (p2p, rma, shmem), with one of the consistency modes of paper 000,
+// neighbour, over any transport (p2p, rma, shmem), with one of the consistency modes of Bethune et al. (2011),
 // section 3.1, and in split phase so the caller can compute what needs no halo value meanwhile.
 //
 //   mode   sync   staleness 0: finish() returns only when every halo entry holds the neighbour's

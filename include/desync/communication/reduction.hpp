@@ -1,6 +1,6 @@
 #pragma once
 // Global sums for convergence tests: blocking, non-blocking with MPI_Iallreduce, the paper's
-// asynchronous binary-tree reduction over point-to-point messages (paper 000, section 3.1.2), and
+// asynchronous binary-tree reduction over point-to-point messages (Bethune et al., 2011, section 3.1.2), and
 // recursive doubling over point-to-point messages.
 #include <mpi.h>
 
@@ -51,7 +51,7 @@ class NonblockingReduction {
   std::vector<double> result_;
 };
 
-/// iallreduce: MPI_Iallreduce; tree: the asynchronous binary tree (paper 000); doubling: recursive
+/// iallreduce: MPI_Iallreduce; tree: the asynchronous binary tree (Bethune et al., 2011); doubling: recursive
 /// doubling over point-to-point messages, a round per test() (log2 p rounds; for simulated
 /// clusters whose MPI_Iallreduce is all-to-all).
 enum class ReductionKind { iallreduce, tree, doubling };

@@ -12,8 +12,6 @@ class RequestLedger {
   static void retired(long n = 1);
   /// Requests posted and not yet completed, cancelled or freed on this process.
   static long outstanding();
-  /// Total requests ever posted on this process.
-  static long total_posted();
 };
 
 /// MPI_Test that retires the request in the ledger when it completes.

@@ -2,7 +2,7 @@
 // Deliberate perturbations, so tolerance to slow or faulty processes is measured, not claimed.
 //
 //   slow rank      rank `slow_rank` makes each sweep take `slow_factor` times as long by spinning
-//                  (slow_factor - 1) x the sweep's own duration after it (paper 000, section 6.1:
+//                  (slow_factor - 1) x the sweep's own duration after it (Bethune et al., 2011, section 6.1:
 //                  a core running at half speed is slow_factor 2). Spinning, not sleeping: a slow
 //                  core does not service communication either.
 //   jitter         every rank, after each sweep or step, with probability `jitter_probability`

@@ -61,8 +61,6 @@ class CartGrid {
   /// Rank of the block at process coordinates `coords` (x, y, z), wrapped along periodic axes;
   /// MPI_PROC_NULL outside a non-periodic axis. May be this rank itself (a periodic axis of 1 rank).
   int rank_at(Index3 coords) const;
-  /// Extent of the block at process coordinates `coords` (each inside [0, dims)).
-  Index3 block_extent(Index3 coords) const;
   /// Rank across `face`, MPI_PROC_NULL on the global boundary (never on a periodic axis).
   int neighbour(int face) const { return neighbours_[face]; }
   bool on_global_boundary(int face) const { return neighbours_[face] == MPI_PROC_NULL; }

@@ -1,6 +1,6 @@
 #pragma once
 // The assembled operator: y = A x for a row-distributed CSR (block size 1) or BCSR (block size 3)
-// matrix, with the ghost exchange hidden behind the interior rows (paper 002, Listings 3-5).
+// matrix, with the ghost exchange hidden behind the interior rows (Hoefler et al., 2007, Listings 3-5).
 //
 // Setup (collective): the owned block columns get local indices 0..n-1, the other columns
 // ("ghosts") are numbered n, n+1, ... in ascending global order, which groups them by owning rank.

@@ -3,7 +3,7 @@
 //
 // Vectors are this rank's owned entries (see csr.hpp for the distribution). apply() is collective
 // among neighbouring ranks: it exchanges ghost values through the communication layer, hiding the
-// exchange behind the rows that need no ghost value where the engine allows (paper 002, Listings
+// exchange behind the rows that need no ghost value where the engine allows (Hoefler et al., 2007, Listings
 // 3-5): start the exchange, compute the interior rows, finish the exchange, compute the boundary
 // rows. Every engine gives bitwise the same y (each row is summed in the same order).
 #include <mpi.h>

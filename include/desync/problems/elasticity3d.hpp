@@ -1,5 +1,5 @@
 #pragma once
-// 3D linear elasticity on the unit cube (the cube problem of paper 004, section 2.1), assembled in
+// 3D linear elasticity on the unit cube (the cube problem of Horikoshi et al. (2022), section 2.1), assembled in
 // parallel as a block CSR matrix with 3x3 blocks.
 //
 // Mesh. The global node grid has nx x ny x nz nodes (the CartGrid's "cells" are nodes here; every

@@ -1,5 +1,5 @@
 #pragma once
-// The 3D Poisson problem of paper 002, section 3.1: -Δu = 0 on the unit cube, u = 1 on the boundary.
+// The 3D Poisson problem of Hoefler et al. (2007), section 3.1: -Δu = 0 on the unit cube, u = 1 on the boundary.
 //
 // Unknowns are the nx x ny x nz interior grid points (the CartGrid's global cells); A is the
 // 7-point stencil with 6 on the diagonal and -1 for each neighbour that is an unknown (no h²

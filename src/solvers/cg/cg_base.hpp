@@ -4,7 +4,7 @@
 // global sums, the work vectors, the convergence check with its true-residual verification (and the
 // replacement that follows a failed one), and the divergence and breakdown tests.
 //
-// The methods, one file each (paper 004, section 2; the listings' lines are cited beside the code):
+// The methods, one file each (Horikoshi et al., 2022, section 2; the listings' lines are cited beside the code):
 //   pcg.cpp      cg        preconditioned CG, Algorithm 1
 //   cg_cg.cpp    cg-cg     Chronopoulos/Gear CG, Algorithm 2
 //   groppcg.cpp  groppcg   Gropp's CG, the listing printed as Algorithm 3 (5 vector updates)

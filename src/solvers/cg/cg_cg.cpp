@@ -1,4 +1,4 @@
-// cg-cg: Chronopoulos/Gear CG, paper 004, Algorithm 2 (lines cited beside the code). One blocking
+// cg-cg: Chronopoulos/Gear CG, Horikoshi et al. (2022), Algorithm 2 (lines cited beside the code). One blocking
 // reduction per iteration, {(r, u), (w, u), (r, r), time flag}; q = A p is kept by the recurrence of
 // line 4 instead of a second matrix-vector product.
 //

@@ -1,4 +1,4 @@
-// groppcg: Gropp's CG, the 5-update listing that paper 004 prints as "Algorithm 3 ... Pipelined"
+// groppcg: Gropp's CG, the 5-update listing that Horikoshi et al. (2022) print as "Algorithm 3 ... Pipelined"
 // (its names are swapped: see include/desync/solvers/cg/cg.hpp). Lines cited beside the code are
 // that listing's. Two reductions per iteration: {(p, s)} overlapped with q = M^-1 s, and
 // {(r, u), (r, r), time flag} overlapped with w = A u, when non-blocking.

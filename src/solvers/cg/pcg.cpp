@@ -1,4 +1,4 @@
-// cg: preconditioned conjugate gradients, paper 004, Algorithm 1 (lines cited beside the code).
+// cg: preconditioned conjugate gradients, Horikoshi et al. (2022), Algorithm 1 (lines cited beside the code).
 // Two blocking reductions per iteration: {(p, q)}, then {(r, u), (r, r), time flag}.
 //
 // Departures from the listing: x^(k+1) = x^(k) + alpha_k p^(k) (line 5) is deferred and fused with

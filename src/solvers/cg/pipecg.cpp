@@ -1,4 +1,4 @@
-// pipecg: pipelined CG (Ghysels and Vanroose), the 8-update listing that paper 004 prints as
+// pipecg: pipelined CG (Ghysels and Vanroose), the 8-update listing that Horikoshi et al. (2022) print as
 // "Algorithm 4 ... Gropp's" (its names are swapped: see include/desync/solvers/cg/cg.hpp). Lines
 // cited beside the code are that listing's. One reduction per iteration, {(r, u), (w, u), (r, r),
 // time flag}, overlapped with m = M^-1 w and n = A m when non-blocking.

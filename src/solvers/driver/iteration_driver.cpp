@@ -1,6 +1,6 @@
-// The shared run loop of desync's stationary solvers (see iteration_driver.hpp): paper 000,
+// The shared run loop of desync's stationary solvers (see iteration_driver.hpp): Bethune et al. (2011),
 // Figure 1 and section 3.1 for the synchronous and asynchronous loops and the restarted
-// non-blocking convergence test; paper 001, section 4 for the same structure around a subdomain
+// non-blocking convergence test; Yamazaki et al. (2019), section 4 for the same structure around a subdomain
 // solve (exchange interface values, solve locally, local residual, global agreement to stop).
 #include "desync/core/error.hpp"
 #include "desync/core/monitor.hpp"
@@ -87,7 +87,7 @@ JacobiResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop& as
   core::Stopwatch t_finish;
   result_.true_residual = true_residual();
   st.time.finish += t_finish.seconds();
-  // --polish (paper 000, the extension proposed at the end of 3.1.2): only after a stop on the
+  // --polish (Bethune et al., 2011, the extension proposed at the end of 3.1.2): only after a stop on the
   // convergence test whose field does not meet the tolerance.
   if (opt_.polish && result_.stop == StopReason::converged && !(result_.true_residual <= opt_.tol)) {
     core::Stopwatch polish_clock;
@@ -112,7 +112,7 @@ IterationDriver::SyncPhase IterationDriver::begin_sync(IterationPhase phase) {
   return {polishing, polishing ? 1 : opt_.exchange_period, polishing ? std::min(opt_.check_every, 10) : opt_.check_every};
 }
 
-// Paper 000, Figure 1 with the synchronous halo swap (3.1.1); paper 001, 4.1 (two-sided exchange,
+// Bethune et al. (2011), Figure 1 with the synchronous halo swap (3.1.1); Yamazaki et al. (2019), 4.1 (two-sided exchange,
 // wait for every neighbour) and 4.3 (MPI_Allreduce of the votes).
 StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which, std::int64_t& iterations,
                                      TimeSplit& time) {
@@ -149,9 +149,9 @@ StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which
   }
 }
 
-// Paper 000, 3.1.2 and 3.1.3: never waits for a neighbour; the convergence test is a non-blocking
+// Bethune et al. (2011), 3.1.2 and 3.1.3: never waits for a neighbour; the convergence test is a non-blocking
 // reduction restarted as soon as the previous one completes (and check_every iterations after the
-// previous start). Paper 001, 4.2 (one-sided push of the newest interface values) and 4.3
+// previous start). Yamazaki et al. (2019), 4.2 (one-sided push of the newest interface values) and 4.3
 // (asynchronous binary-tree termination: --reduction tree).
 void IterationDriver::run_async(LocalIteration& local) {
   auto& st = result_.stats;

@@ -1,4 +1,4 @@
-// Jacobi solvers of paper 000, section 3.1 (Figure 1 for the loop structure).
+// Jacobi solvers of Bethune et al. (2011), section 3.1 (Figure 1 for the loop structure).
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
@@ -19,7 +19,7 @@ using decomposition::Field;
 namespace {
 
 // The MPI solver: the iteration driver's loops around a sweep of the rank's block. One local
-// iteration is one Jacobi sweep (paper 000, Figure 1) of *cur_ into *next_, its halo exchanged
+// iteration is one Jacobi sweep (Bethune et al., 2011, Figure 1) of *cur_ into *next_, its halo exchanged
 // through comm::HaloExchange.
 class JacobiRun : public LocalIteration, private detail::JacobiRunBase {
  public:

@@ -1,4 +1,4 @@
-// Jacobi with OpenMP threads inside each rank: paper 000, section 3.3 (see omp_jacobi.hpp).
+// Jacobi with OpenMP threads inside each rank: Bethune et al. (2011), section 3.3 (see omp_jacobi.hpp).
 #include "desync/core/timer.hpp"
 #include "desync/solvers/jacobi/omp_jacobi.hpp"
 
@@ -28,7 +28,7 @@ using decomposition::Index3;
 
 namespace {
 
-/// An OpenMP lock (paper 000 uses omp_set_lock / omp_unset_lock), usable with std::lock_guard.
+/// An OpenMP lock (Bethune et al. (2011) use omp_set_lock / omp_unset_lock), usable with std::lock_guard.
 class OmpLock {
  public:
   OmpLock() { omp_init_lock(&lock_); }

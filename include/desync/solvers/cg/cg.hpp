@@ -1,5 +1,5 @@
 #pragma once
-// The conjugate gradient family (paper 004, section 2; paper 002) on a distributed Operator.
+// The conjugate gradient family (Horikoshi et al., 2022, section 2; Hoefler et al. (2007)) on a distributed Operator.
 //
 //   cg       preconditioned CG (Algorithm 1): two global reductions per iteration, {(p, Ap)} and
 //            {(r, u), (r, r)}, each blocking.
@@ -11,7 +11,7 @@
 //   groppcg  Gropp's CG (5 vector recurrences): two reductions per iteration, {(p, s)} overlapped with
 //            the preconditioner q = M^-1 s and {(r, u), (r, r)} overlapped with the matrix-vector
 //            product w = A u when non-blocking (variant 4i).
-// Paper 004 prints the listings of the last two under each other's names. Its text counts "8
+// Horikoshi et al. (2022) prints the listings of the last two under each other's names. Its text counts "8
 // DAXPY's" for pipelined CG (Alg. 3) and 5 for Gropp's (Alg. 4) and calls Gropp's the one with fewer
 // computations; but the listing titled Algorithm 3 has 5 vector updates (lines 6-8, 12-13) and two
 // separate reductions, (p, q) and (r, u) (lines 3, 9): Gropp's CG; the one titled Algorithm 4 has 8

@@ -6,7 +6,7 @@
 //   bjacobi-ic0   block Jacobi: M is block diagonal with one block per rank, each rank's block being
 //                 the IC(0) factorisation L L^T of its diagonal block of A (incomplete Cholesky with
 //                 zero fill-in: L has the sparsity of the lower triangle of the block). Applying it
-//                 is a forward and a backward triangular solve (paper 004, section 2: IC(0) with
+//                 is a forward and a backward triangular solve (Horikoshi et al., 2022, section 2: IC(0) with
 //                 block-Jacobi localisation).
 #include <cstdint>
 #include <functional>

@@ -2,17 +2,17 @@
 // The run loop every stationary iterative solver of desync shares: a synchronous or asynchronous
 // main phase, the convergence votes and their reading, termination, the true residual, --polish,
 // the noise hooks, the time split and the residual history. The solver supplies what one rank does
-// in one iteration through callbacks (LocalIteration below): Jacobi (paper 000, section 3.1) a
-// sweep of its block, an optimized Schwarz method (paper 001, section 4) a subdomain solve.
+// in one iteration through callbacks (LocalIteration below): Jacobi (Bethune et al., 2011, section 3.1) a
+// sweep of its block, an optimized Schwarz method (Yamazaki et al., 2019, section 4) a subdomain solve.
 //
-// One iteration of rank p, as the driver runs it (paper 000, Figure 1; paper 001, section 4):
+// One iteration of rank p, as the driver runs it (Bethune et al., 2011, Figure 1; Yamazaki et al. (2019), section 4):
 //   sync   exchange(it) every exchange_period iterations (blocking: every neighbour's values of
 //          time level it), refresh() otherwise; the perturbation; update(it, test) -> local
 //          residual^2; the slow rank's spin; every check_every iterations (and at max_iters) a
 //          blocking allreduce of the votes, read by every rank alike; advance() unless it stops.
 //   async  push(it) every exchange_period iterations, pull(it) every iteration (the newest values
 //          that have arrived); the perturbation; update(it, fresh) -> local residual^2; advance();
-//          a non-blocking reduction of the votes (iallreduce or the binary tree of paper 000,
+//          a non-blocking reduction of the votes (iallreduce or the binary tree of Bethune et al. (2011),
 //          3.1.2) started when none is in flight and check_every iterations have passed since the
 //          previous start, tested once per iteration; every rank stops on the same completed sum.
 //          A rank at max_iters or time_limit stops updating but keeps pulling and reducing until
@@ -127,7 +127,7 @@ class LocalIteration : public LocalProblem {
   /// The candidate becomes the current iterate. Not called after a synchronous test that stops
   /// the phase: the run keeps the iterate that test judged.
   virtual void advance() = 0;
-  /// Noise: overwrite one value of the current iterate (paper 000 perturbations, --perturb-*).
+  /// Noise: overwrite one value of the current iterate (Bethune et al. (2011) perturbations, --perturb-*).
   virtual void perturb(double value) = 0;
   /// True if update() computes its candidate from the external values alone, so that an update
   /// with the same external values as the previous one reproduces the current iterate bit for bit

@@ -1,5 +1,5 @@
 #pragma once
-// Jacobi's method for the 3D Laplace problem, synchronous, asynchronous and racy (paper 000,
+// Jacobi's method for the 3D Laplace problem, synchronous, asynchronous and racy (Bethune et al., 2011,
 // sections 2 and 3.1), on the halo layer and the reductions of desync::comm.
 //
 //   sync   halo swap every `halo_period` iterations (staleness 0 at swap iterations), blocking
@@ -36,7 +36,7 @@ struct JacobiOptions {
   /// apply: a sweep keeps converging the block's interior).
   core::IdlePolicy idle = core::IdlePolicy::yield;
   int halo_period = 1;        ///< N: swap halos every N iterations
-  /// R: halo messages in flight per neighbour (async, racy). Paper 000 started with 100 and found
+  /// R: halo messages in flight per neighbour (async, racy). Bethune et al. (2011) started with 100 and found
   /// one buffer fastest (section 6.3); docs/benchmarks.md has the measurements behind the default.
   int inflight = 1;
   int racy_chunks = 2;        ///< racy: pieces each halo message travels in
@@ -47,7 +47,7 @@ struct JacobiOptions {
   double tol = 1e-4;          ///< on ||b - A u|| / ||s||, s the source part of b
   /// sync: iterations between blocking convergence tests. async/racy: minimum iterations between
   /// the starts of two non-blocking tests; 1 restarts as soon as the previous test completes
-  /// (paper 000, 3.1.2). With threads, async/racy: sweeps between a thread's residual updates
+  /// (Bethune et al., 2011, 3.1.2). With threads, async/racy: sweeps between a thread's residual updates
   /// (omp_jacobi.hpp). The command line's default is 100 in every mode.
   int check_every = 100;
   std::int64_t max_iters = 1000000;
@@ -55,7 +55,7 @@ struct JacobiOptions {
   bool polish = false;
   double divergence_factor = 1e6;  ///< stop if the residual grows beyond this times its first value
   bool monitor = false;       ///< rank 0 prints each convergence test
-  /// OpenMP threads per rank (paper 000, 3.3; see omp_jacobi.hpp). 0: the plain MPI solver, one
+  /// OpenMP threads per rank (Bethune et al., 2011, 3.3; see omp_jacobi.hpp). 0: the plain MPI solver, one
   /// thread per rank; T >= 1: each rank's block is split into T slabs along z, one per thread.
   int threads = 0;
   /// Software prefetch in the sweeps (sweep.hpp); unset: chosen per rank by sweep_prefetch_for(),

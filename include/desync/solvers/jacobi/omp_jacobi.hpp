@@ -1,5 +1,5 @@
 #pragma once
-// Jacobi's method with OpenMP threads inside each rank (paper 000, section 3.3): alone on one rank,
+// Jacobi's method with OpenMP threads inside each rank (Bethune et al., 2011, section 3.3): alone on one rank,
 // or hybrid on several ranks with halos between ranks through the halo layer (comm::HaloExchange).
 //
 // Each rank's block is split into T slabs along z, one per thread: slab t holds the planes

@@ -1,5 +1,5 @@
 #pragma once
-// One Jacobi sweep for the 7-point Laplacian (paper 000, Figure 1):
+// One Jacobi sweep for the 7-point Laplacian (Bethune et al., 2011, Figure 1):
 //   u_new(i,j,k) = 1/6 * (u(i-1,j,k) + u(i+1,j,k) + u(i,j-1,k) + u(i,j+1,k) + u(i,j,k-1) + u(i,j,k+1))
 // over the interior, reading u's halo. The neighbours are always added in this order, so every
 // implementation gives bitwise the same u_new.
