@@ -34,7 +34,8 @@ double wait_limit_from_environment();
 /// Starts the watchdog thread of this process (idempotent): every second it looks at the open
 /// WaitScope, and if one has been open longer than `limit_seconds` it prints
 ///   desync: error: rank R waited N s for WHAT (DESYNC_WAIT_LIMIT=L); giving up
-/// on standard error and ends the process with exit code 5 (exit_wait_limit) (the launcher then ends the job).
+/// on standard error and ends the process with exit code 5 (exit_wait_limit); the launcher then ends
+/// the job.
 /// limit_seconds <= 0: no thread. `rank` names the process in the message.
 void start_watchdog(double limit_seconds, int rank);
 /// Stops the watchdog thread (before MPI_Finalize; idempotent).
@@ -42,8 +43,8 @@ void stop_watchdog();
 
 /// Marks this thread as waiting for `what` (a string literal or a string that outlives the scope;
 /// e.g. "a halo message from rank 3") while it is alive. Scopes nest: the outermost one's start
-/// time counts, the innermost one's text is reported. Costs two relaxed atomic stores when entered
-/// and left; no system call.
+/// time counts, the innermost one's text is reported. Costs a few atomic loads and stores (and a
+/// clock read for the outermost) when entered and left; no system call.
 class WaitScope {
  public:
   explicit WaitScope(const char* what, int peer = -1);

@@ -2,7 +2,6 @@
 // Figure 1 and section 3.1 for the synchronous and asynchronous loops and the restarted
 // non-blocking convergence test; Yamazaki et al. (2019), section 4 for the same structure around a subdomain
 // solve (exchange interface values, solve locally, local residual, global agreement to stop).
-#include "desync/core/error.hpp"
 #include "desync/core/monitor.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
@@ -12,7 +11,6 @@
 #include <cstdio>
 #include <memory>
 #include <span>
-#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -183,6 +181,8 @@ void IterationDriver::run_async(LocalIteration& local) {
   bool skipping = false;         // the last pass made no update
   bool resend = false;           // the last push left a neighbour without the current iterate (no free slot)
   std::optional<core::WaitScope> awaiting_decision;  // at a limit: the watchdog names what this rank waits for
+  // The iteration limit: max_iters updates, or (skip) max_iters passes in a row without one.
+  const auto at_iteration_limit = [&] { return it >= opt_.max_iters || rest_passes >= opt_.max_iters; };
   for (;;) {
     if (!local_done) {
       core::Stopwatch t_halo;
@@ -215,29 +215,19 @@ void IterationDriver::run_async(LocalIteration& local) {
         // at max_iters: --max-iters bounds a run whose ranks all rest.
         fresh_residual = residual_known && test_open;
         ++rest_passes;
-        if (rest_passes >= opt_.max_iters || over_time()) local_done = true;
+        if (at_iteration_limit() || over_time()) local_done = true;
       } else {
         rest_passes = 0;
         received_at_update = received;
         perturb(local, it);
         fresh_residual = (tree || !reduction->active()) && (it >= next_test_ || at_rest);
-        core::Stopwatch t_update;
-        if (fresh_residual) {
-          last_local_sq = local.update(it, true);
-          next_test_ = it + opt_.check_every;
-        } else {
-          local.update(it, false);
-        }
-        const double update_s = t_update.seconds();
-        st.time.compute += update_s;
-        st.time.noise += noise_.after_sweep(update_s);
+        async_update(local, it, fresh_residual, last_local_sq);
         non_finite = non_finite || !std::isfinite(last_local_sq);
-        if (fresh_residual) record_local(it, last_local_sq);
         repeated = idle;
         residual_known = idle && fresh_residual && !perturbing;
         local.advance();
         ++it;
-        if (it >= opt_.max_iters || over_time()) local_done = true;
+        if (at_iteration_limit() || over_time()) local_done = true;
       }
     } else {
       fresh_residual = false;
@@ -252,7 +242,7 @@ void IterationDriver::run_async(LocalIteration& local) {
       st.time.halo += t_halo.seconds();
     }
 
-  core::Stopwatch t_red;
+    core::Stopwatch t_red;
     if (tree) {
       // Yamazaki et al. (2019), section 4.3: vote once, when locally converged by the minimum-
       // residual rule; a rank at a limit or failing (non-finite, or its own residual alone beyond
@@ -263,7 +253,7 @@ void IterationDriver::run_async(LocalIteration& local) {
                                                      opt_.divergence_factor * initial_residual_;
         if (converged || diverging || non_finite || local_done) {
           double votes[vote_count];
-          fill_votes(votes, last_local_sq, it >= opt_.max_iters || rest_passes >= opt_.max_iters, over_time(), non_finite, converged);
+          fill_votes(votes, last_local_sq, at_iteration_limit(), over_time(), non_finite, converged);
           tree->vote(votes);
         }
       }
@@ -282,7 +272,7 @@ void IterationDriver::run_async(LocalIteration& local) {
     if (!reduction->active() && (fresh_residual || local_done)) {
       double votes[vote_count];
       // (A vote without a fresh residual, at a limit, reads the local state as it stands.)
-      fill_votes(votes, last_local_sq, it >= opt_.max_iters || rest_passes >= opt_.max_iters, over_time(), non_finite,
+      fill_votes(votes, last_local_sq, at_iteration_limit(), over_time(), non_finite,
                  locally_converged(fresh_residual ? last_local_sq : HUGE_VAL, true));
       reduction->start(votes);
     }
@@ -304,6 +294,21 @@ void IterationDriver::run_async(LocalIteration& local) {
   st.time.finish += t_finish.seconds();
   st.iterations = it;
   st.halo = local.exchange_stats();
+}
+
+void IterationDriver::async_update(LocalIteration& local, std::int64_t it, bool want_residual, double& local_sq) {
+  auto& st = result_.stats;
+  core::Stopwatch t_update;
+  if (want_residual) {
+    local_sq = local.update(it, true);
+    next_test_ = it + opt_.check_every;
+  } else {
+    local.update(it, false);
+  }
+  const double update_s = t_update.seconds();
+  st.time.compute += update_s;
+  st.time.noise += noise_.after_sweep(update_s);
+  if (want_residual) record_local(it, local_sq);
 }
 
 void IterationDriver::fill_votes(double* votes, double local_sq, bool at_max_iters, bool over_time, bool non_finite,

@@ -216,6 +216,9 @@ class IterationDriver {
  private:
   StopReason run_sync(LocalIteration& local, IterationPhase which, std::int64_t& iterations, TimeSplit& time);
   void run_async(LocalIteration& local);
+  /// One update of the asynchronous loop, timed, with the slow rank's pause; want_residual: into
+  /// local_sq, recorded, and the next test no earlier than check_every iterations on.
+  void async_update(LocalIteration& local, std::int64_t it, bool want_residual, double& local_sq);
 
   MPI_Comm comm_;
   int rank_ = 0;
