@@ -1,4 +1,8 @@
-"""Helpers shared by desync's benchmark scripts (standard library only).
+"""Helpers shared by desync's benchmark scripts (standard library only): their common options, the
+environment of a launched run, the harness of the solver comparisons (cg_compare.py,
+schwarz_compare.py, time_to_solution.py: interleaved repetitions of timed runs that write a JSON
+record, their progress lines, medians, and the machine, load and failure lines under the tables) and
+the machine's description.
 
 The scripts import this module from their own directory (Python puts a script's directory first on
 sys.path), so they run as `python3 bench/<script>.py ...` from anywhere.
@@ -10,6 +14,8 @@ import shlex
 import statistics
 import subprocess
 import sys
+import tempfile
+import time
 
 
 def add_desync_option(parser):
@@ -40,6 +46,30 @@ def child_env():
     return env
 
 
+def split_choices(parser, text, allowed, what):
+    """The items of a comma-separated option value, each one of `allowed` (else a parser error)."""
+    items = [x for x in text.split(",") if x]
+    for x in items:
+        if x not in allowed:
+            parser.error(f"unknown {what} {x!r} (choose from {', '.join(allowed)})")
+    return items
+
+
+def is_executable(path):
+    """Whether `path` is a file this process may execute."""
+    return os.path.isfile(path) and os.access(path, os.X_OK)
+
+
+def one_thread_env():
+    """child_env() with one BLAS and one OpenMP thread per rank unless the caller's environment says
+    otherwise: a multithreaded BLAS (OpenBLAS as the libblas.so.3 alternative) would put several
+    threads per rank on the cores."""
+    env = child_env()
+    env.setdefault("OPENBLAS_NUM_THREADS", "1")
+    env.setdefault("OMP_NUM_THREADS", "1")
+    return env
+
+
 def interleaved(configs, reps):
     """(repetition, configuration) pairs in run order: every repetition visits all configurations,
     starting at a different point with different neighbours, every other one in reverse, so slow
@@ -64,6 +94,7 @@ def median(xs):
     """The median, NaN for no values."""
     return statistics.median(xs) if xs else float("nan")
 
+
 def count(x):
     """An iteration count as an int when it is one (desync's JSON writes 255.0 for 255)."""
     return int(x) if float(x).is_integer() else float(x)
@@ -75,6 +106,98 @@ def first_error_line(text):
         if line.strip() and not line.strip().startswith("---"):
             return line.strip()
     return "no output"
+
+
+def run_repetitions(configs, reps, run_one, prefix, progress=None):
+    """Runs `run_one(cfg, json_path)` (returning the run's record, a dict) for every (repetition,
+    configuration) of interleaved(configs, reps), json_path a file in a temporary folder named with
+    `prefix`; each record gets its "rep". progress(cfg, rec): the text of the run's progress line on
+    standard error, after "[  i/total] " (None: no progress lines). Returns the records and the
+    session: {"loadavg_before", "loadavg_after", "duration_s"} (in the order of the JSON documents)."""
+    load_before = os.getloadavg()
+    t_start = time.monotonic()
+    runs = []
+    with tempfile.TemporaryDirectory(prefix=prefix) as tmp:
+        json_path = os.path.join(tmp, "run.json")
+        total = reps * len(configs)
+        for rep, cfg in interleaved(configs, reps):
+            rec = run_one(cfg, json_path)
+            rec["rep"] = rep
+            runs.append(rec)
+            if progress is not None:
+                print(f"[{len(runs):3d}/{total}] {progress(cfg, rec)}", file=sys.stderr, flush=True)
+    duration = time.monotonic() - t_start
+    return runs, {"loadavg_before": load_before, "loadavg_after": os.getloadavg(), "duration_s": duration}
+
+
+def run_for_json(cmd, json_path, timeout, env):
+    """Runs `cmd`, which writes its JSON record to json_path (removed first), with its output captured
+    and at most `timeout` seconds. Returns (exit code, None when it timed out; its standard error, else
+    its standard output, or the timeout; seconds it took)."""
+    if os.path.exists(json_path):
+        os.remove(json_path)
+    t0 = time.monotonic()
+    try:
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                              env=env)
+        rc, err = proc.returncode, proc.stderr or proc.stdout
+    except subprocess.TimeoutExpired:
+        rc, err = None, f"timed out after {timeout:g} s"
+    return rc, err, time.monotonic() - t0
+
+
+def record_outcome(rec, rc, err, json_path, parse, source):
+    """Completes the record `rec` of a run that exited with `rc` and said `err` (run_for_json): with
+    exit code 0 (converged) or 1 (stopped without meeting the tolerance), both of which write the JSON
+    record, parse(the record)'s fields and ok True; else, or when `source`'s record cannot be read,
+    ok False and the error."""
+    if rc in (0, 1) and os.path.exists(json_path):
+        try:
+            with open(json_path) as f:
+                rec.update(parse(json.load(f)))
+            rec["ok"] = True
+        except (ValueError, KeyError, TypeError) as e:
+            rec.update({"ok": False, "error": f"unreadable JSON from {source}: {e!r}"})
+    else:
+        rec.update({"ok": False, "error": (err or "").strip()[-2000:] or f"exit code {rc}, no JSON"})
+    return rec
+
+
+def solve_progress(rec):
+    """A solver run's progress text: its solve time, iterations, true residual and whether it
+    converged, or why it failed."""
+    if not rec["ok"]:
+        return "FAILED: " + first_error_line(rec["error"])
+    return (f"{rec['solve_seconds']:.4f} s, {rec['iterations']} its, true residual {rec['true_residual']:.2e}, "
+            f"{'converged' if rec['converged'] else 'NOT converged'}")
+
+
+def load_line(session, runs, cpus=False):
+    """The load average before and after the runs (run_repetitions' session), [the CPUs,] how many
+    runs took how long."""
+    b, a = session["loadavg_before"], session["loadavg_after"]
+    return (f"load average (1, 5, 15 min): before {b[0]:.2f} {b[1]:.2f} {b[2]:.2f}, "
+            f"after {a[0]:.2f} {a[1]:.2f} {a[2]:.2f}; " + (f"{os.cpu_count()} CPUs; " if cpus else "")
+            + f"{len(runs)} runs in {session['duration_s']:.0f} s")
+
+
+def print_machine_and_load(machine, session, runs):
+    """Prints the machine line (CPU, MPI, the PETSc version the runs reported, git revision) and the
+    load line; returns the PETSc versions."""
+    petsc_versions = sorted({r["petsc_version"] for r in runs if r.get("petsc_version")})
+    print(f"machine: {machine.get('cpu', '?')}, {machine['cpus']} CPUs; {machine.get('mpi', '?')}"
+          + (f"; {petsc_versions[0]}" if petsc_versions else "") + f"; git {machine['git']}")
+    print(load_line(session, runs))
+    return petsc_versions
+
+
+def print_failures(runs, describe=first_error_line):
+    """Prints how many runs failed and the first one's command and describe(error); returns the failed
+    runs."""
+    failed = [r for r in runs if not r["ok"]]
+    if failed:
+        print(f"{len(failed)} run(s) FAILED, e.g.: {failed[0]['command']}\n  {describe(failed[0]['error'])}")
+    return failed
 
 
 def machine_info(args, script):

@@ -29,17 +29,14 @@ Standard library only. Example:
           --mpirun mpirun.openmpi --json cg_compare.json
 """
 import argparse
-import json
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
-import time
 
 import bench_util
-from bench_util import (add_desync_option, add_mpirun_option, count, first_error_line, interleaved, median,
-                        write_json)
+from bench_util import (add_desync_option, add_mpirun_option, count, is_executable, median, print_failures,
+                        print_machine_and_load, record_outcome, run_for_json, run_repetitions, solve_progress,
+                        split_choices, write_json)
 
 DESYNC_METHODS = ("cg", "cg-cg", "pipecg", "groppcg")
 PETSC_METHODS = ("cg", "cg-sr", "pipecg", "groppcg")
@@ -78,18 +75,10 @@ def parse_args(argv):
     p.add_argument("--json", help="write the configuration, machine, summary rows and every run to this file")
     p.add_argument("--quiet", action="store_true", help="no progress line per run")
     a = p.parse_args(argv)
-
-    def split(text, allowed, what):
-        items = [x for x in text.split(",") if x]
-        for x in items:
-            if x not in allowed:
-                p.error(f"unknown {what} {x!r} (choose from {', '.join(allowed)})")
-        return items
-
-    a.methods = split(a.methods, DESYNC_METHODS, "desync method")
-    a.petsc_methods = split(a.petsc_methods, PETSC_METHODS, "PETSc method")
-    a.pcs = split(a.pcs, PCS, "preconditioner")
-    a.operators = split(a.operators, OPERATORS, "operator")
+    a.methods = split_choices(p, a.methods, DESYNC_METHODS, "desync method")
+    a.petsc_methods = split_choices(p, a.petsc_methods, PETSC_METHODS, "PETSc method")
+    a.pcs = split_choices(p, a.pcs, PCS, "preconditioner")
+    a.operators = split_choices(p, a.operators, OPERATORS, "operator")
     if not a.pcs or (not a.petsc_methods and not (a.methods and a.operators)):
         p.error("nothing to run")
     parts = a.n.lower().split("x")
@@ -104,13 +93,8 @@ def parse_args(argv):
 
 
 def child_env(solver):
-    env = bench_util.child_env()
-    if solver == "petsc":
-        # PETSc's vector kernels call BLAS; a multithreaded BLAS (OpenBLAS as the libblas.so.3
-        # alternative) would put several threads per rank on the cores. One thread per rank, as desync.
-        env.setdefault("OPENBLAS_NUM_THREADS", "1")
-        env.setdefault("OMP_NUM_THREADS", "1")
-    return env
+    # PETSc's vector kernels call BLAS: one thread per rank, as desync.
+    return bench_util.one_thread_env() if solver == "petsc" else bench_util.child_env()
 
 
 def command(args, cfg, json_path):
@@ -125,7 +109,6 @@ def command(args, cfg, json_path):
     return (launch + [args.petsc, "-nx", str(nx), "-ny", str(ny), "-nz", str(nz), "-method", method, "-pc", pc,
                       "-rtol", f"{args.rtol:g}", "-json", json_path]
             + (["-dims", dims] if dims else []) + shlex.split(args.petsc_extra))
-
 
 
 def parse_desync(j):
@@ -159,33 +142,12 @@ def parse_petsc(j):
 
 def run_one(args, cfg, json_path):
     cmd = command(args, cfg, json_path)
-    if os.path.exists(json_path):
-        os.remove(json_path)
     load = os.getloadavg()[0]
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=args.timeout, env=child_env(cfg[0]))
-        rc, err = proc.returncode, proc.stderr or proc.stdout
-    except subprocess.TimeoutExpired:
-        rc, err = None, f"timed out after {args.timeout:g} s"
-    elapsed = time.monotonic() - t0
+    rc, err, elapsed = run_for_json(cmd, json_path, args.timeout, child_env(cfg[0]))
     solver, method, pc, op = cfg
     rec = {"solver": solver, "method": method, "pc": pc, "operator": op, "command": shlex.join(cmd),
            "exit_code": rc, "elapsed": elapsed, "loadavg_1min_before": load}
-    # 0: converged; 1: stopped without meeting the tolerance. Both write their JSON document.
-    if rc in (0, 1) and os.path.exists(json_path):
-        try:
-            with open(json_path) as f:
-                j = json.loads(f.read())
-            rec.update(parse_desync(j) if solver == "desync" else parse_petsc(j))
-            rec["ok"] = True
-        except (ValueError, KeyError, TypeError) as e:
-            rec.update({"ok": False, "error": f"unreadable JSON from {solver}: {e!r}"})
-    else:
-        rec.update({"ok": False, "error": (err or "").strip()[-2000:] or f"exit code {rc}, no JSON"})
-    return rec
-
+    return record_outcome(rec, rc, err, json_path, parse_desync if solver == "desync" else parse_petsc, solver)
 
 
 def summarise(args, configs, runs):
@@ -274,49 +236,30 @@ def fmt_table(args, rows):
     return "\n".join(out)
 
 
-
 def main(argv):
     args = parse_args(argv)
     configs = []  # PETSc first: its KSPCG rows are the reference of the table
     if args.petsc_methods:
-        if not (os.path.isfile(args.petsc) and os.access(args.petsc, os.X_OK)):
+        if not is_executable(args.petsc):
             sys.exit(f"cg_compare.py: no executable PETSc driver at {args.petsc!r} (use --petsc; it is built as "
                      "BUILD_DIR/petsc_poisson3d where PETSc is found, see docs/benchmarks.md; --petsc-methods '' "
                      "for desync alone)")
         configs += [("petsc", m, pc, "aij") for m in args.petsc_methods for pc in args.pcs]
     if args.methods and args.operators:
-        if not (os.path.isfile(args.desync) and os.access(args.desync, os.X_OK)):
+        if not is_executable(args.desync):
             sys.exit(f"cg_compare.py: no executable desync at {args.desync!r} (use --desync, or --methods '' "
                      "for PETSc alone)")
         configs += [("desync", m, pc, op) for m in args.methods for op in args.operators for pc in args.pcs]
     machine = bench_util.machine_info(args, __file__)
-    load_before = os.getloadavg()
-    t_start = time.monotonic()
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="desync-cgcmp-") as tmp:
-        json_path = os.path.join(tmp, "run.json")
-        total = args.reps * len(configs)
-        for rep, cfg in interleaved(configs, args.reps):
-            rec = run_one(args, cfg, json_path)
-            rec["rep"] = rep
-            runs.append(rec)
-            if not args.quiet:
-                if rec["ok"]:
-                    state = (f"{rec['solve_seconds']:.4f} s, {rec['iterations']} its, true residual "
-                             f"{rec['true_residual']:.2e}, {'converged' if rec['converged'] else 'NOT converged'}")
-                else:
-                    state = "FAILED: " + first_error_line(rec["error"])
-                print(f"[{len(runs):3d}/{total}] {cfg[0]:<6} {cfg[1]:<7} {cfg[2]:<6} {cfg[3]:<11} {state}",
-                      file=sys.stderr, flush=True)
-    duration = time.monotonic() - t_start
-    load_after = os.getloadavg()
+
+    def progress(cfg, rec):
+        return f"{cfg[0]:<6} {cfg[1]:<7} {cfg[2]:<6} {cfg[3]:<11} {solve_progress(rec)}"
+
+    runs, session = run_repetitions(configs, args.reps, lambda cfg, path: run_one(args, cfg, path), "desync-cgcmp-",
+                                    None if args.quiet else progress)
     rows = summarise(args, configs, runs)
     print(fmt_table(args, rows))
-    petsc_versions = sorted({r["petsc_version"] for r in runs if r.get("petsc_version")})
-    print(f"machine: {machine.get('cpu', '?')}, {machine['cpus']} CPUs; {machine.get('mpi', '?')}"
-          + (f"; {petsc_versions[0]}" if petsc_versions else "") + f"; git {machine['git']}")
-    print(f"load average (1, 5, 15 min): before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
-          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {len(runs)} runs in {duration:.0f} s")
+    petsc_versions = print_machine_and_load(machine, session, runs)
     for row in rows:
         if "time_ok" in row:
             print(f"TARGET desync {row['operator']} cg, pc {row['pc']}: {row['ratio_to_kspcg']:.3f} x PETSc KSPCG "
@@ -328,9 +271,7 @@ def main(argv):
               + ("ok" if not miss else "MISS " + ", ".join(
                   f"{r['method']}/{r['pc']}/{r['operator']} {r['iterations']:g} vs {r['petsc_iterations']:g}"
                   for r in miss)))
-    failed = [r for r in runs if not r["ok"]]
-    if failed:
-        print(f"{len(failed)} run(s) FAILED, e.g.: {failed[0]['command']}\n  {first_error_line(failed[0]['error'])}")
+    failed = print_failures(runs)
     if args.json:
         doc = {
             "benchmark": "desync cg_compare",
@@ -341,8 +282,7 @@ def main(argv):
                        "timeout": args.timeout},
             "targets": {"time_ratio_to_kspcg_max": {f"{m} {op}": t for (m, op), t in TIME_TARGETS.items()},
                         "iterations_within": ITERATION_TOLERANCE, "counterparts": COUNTERPART},
-            "machine": machine, "petsc_version": petsc_versions,
-            "loadavg_before": load_before, "loadavg_after": load_after, "duration_s": duration,
+            "machine": machine, "petsc_version": petsc_versions, **session,
             "summary": rows, "runs": runs,
         }
         write_json(args.json, doc)

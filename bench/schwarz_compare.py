@@ -46,14 +46,13 @@ import json
 import os
 import resource
 import shlex
-import subprocess
 import sys
-import tempfile
 import time
 
 import bench_util
-from bench_util import (add_desync_option, add_mpirun_option, count, first_error_line, interleaved, median,
-                        write_json)
+from bench_util import (add_desync_option, add_mpirun_option, count, is_executable, median, one_thread_env,
+                        print_failures, print_machine_and_load, record_outcome, run_for_json, run_repetitions,
+                        solve_progress, split_choices, write_json)
 
 # desync configurations: name -> (mode, alpha)
 DESYNC_CONFIGS = {"sync-inf": ("sync", "inf"), "sync-auto": ("sync", "auto"), "async-auto": ("async", "auto")}
@@ -100,17 +99,9 @@ def parse_args(argv):
     p.add_argument("--json", help="write the configuration, machine, summary rows and every run to this file")
     p.add_argument("--quiet", action="store_true", help="no progress line per run")
     a = p.parse_args(argv)
-
-    def split(text, allowed, what):
-        items = [x for x in text.split(",") if x]
-        for x in items:
-            if x not in allowed:
-                p.error(f"unknown {what} {x!r} (choose from {', '.join(allowed)})")
-        return items
-
-    a.configs = split(a.configs, tuple(DESYNC_CONFIGS), "desync configuration")
-    a.petsc_methods = split(a.petsc_methods, PETSC_METHODS, "PETSc method")
-    a.petsc_local = split(a.petsc_local, LOCAL_SOLVERS, "local solver")
+    a.configs = split_choices(p, a.configs, tuple(DESYNC_CONFIGS), "desync configuration")
+    a.petsc_methods = split_choices(p, a.petsc_methods, PETSC_METHODS, "PETSc method")
+    a.petsc_local = split_choices(p, a.petsc_local, LOCAL_SOLVERS, "local solver")
     if a.petsc_methods and not a.petsc_local:
         p.error("--petsc-local names no local solver")
     try:
@@ -126,15 +117,6 @@ def parse_args(argv):
     if a.petsc is None:
         a.petsc = os.path.join(os.path.dirname(a.desync) or ".", "petsc_poisson2d_asm")
     return a
-
-
-def child_env(solver):
-    env = bench_util.child_env()
-    # CHOLMOD's supernodal steps and PETSc's vector kernels call BLAS; a multithreaded BLAS would put
-    # several threads per rank on the cores. One thread per rank, both sides.
-    env.setdefault("OPENBLAS_NUM_THREADS", "1")
-    env.setdefault("OMP_NUM_THREADS", "1")
-    return env
 
 
 # A configuration: (solver, name, N, local solver); PETSc names: rasrich, cgasm, rasrich-localstop.
@@ -157,7 +139,6 @@ def command(args, cfg, json_path):
                       "-rtol", f"{args.tol:g}", "-json", json_path]
             + (["-stop", "local"] if name == "rasrich-localstop" else [])
             + (["-dims", dims] if dims else []) + shlex.split(args.petsc_extra))
-
 
 
 def parse_desync(j, tol):
@@ -243,19 +224,11 @@ def wait_idle(limit_s, window=0.5, busy_max=0.1):
 
 def run_one(args, cfg, json_path):
     cmd = command(args, cfg, json_path)
-    if os.path.exists(json_path):
-        os.remove(json_path)
     busy_before = wait_idle(args.wait_idle) if args.wait_idle > 0 else None
     load = os.getloadavg()[0]
     cpu0, own0 = cpu_busy_seconds(), children_cpu_seconds()
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=args.timeout, env=child_env(cfg[0]))
-        rc, err = proc.returncode, proc.stderr or proc.stdout
-    except subprocess.TimeoutExpired:
-        rc, err = None, f"timed out after {args.timeout:g} s"
-    elapsed = time.monotonic() - t0
+    # CHOLMOD's supernodal steps and PETSc's vector kernels call BLAS: one thread per rank, both sides.
+    rc, err, elapsed = run_for_json(cmd, json_path, args.timeout, one_thread_env())
     cpu1, own1 = cpu_busy_seconds(), children_cpu_seconds()
     # CPU time other processes took while the run ran: the machine's busy time less the run's own
     # (mpirun and the ranks, reaped by then); more than DISTURBED_SHARE of a core on average marks
@@ -266,19 +239,8 @@ def run_one(args, cfg, json_path):
            "exit_code": rc, "elapsed": elapsed, "loadavg_1min_before": load, "busy_share_before": busy_before,
            "foreign_cpu_seconds": foreign,
            "disturbed": foreign is not None and foreign > DISTURBED_SHARE * elapsed}
-    # 0: converged; 1: stopped without meeting the tolerance. Both write their JSON document.
-    if rc in (0, 1) and os.path.exists(json_path):
-        try:
-            with open(json_path) as f:
-                j = json.loads(f.read())
-            rec.update(parse_desync(j, args.tol) if solver == "desync" else parse_petsc(j))
-            rec["ok"] = True
-        except (ValueError, KeyError, TypeError) as e:
-            rec.update({"ok": False, "error": f"unreadable JSON from {solver}: {e!r}"})
-    else:
-        rec.update({"ok": False, "error": (err or "").strip()[-2000:] or f"exit code {rc}, no JSON"})
-    return rec
-
+    parse = (lambda j: parse_desync(j, args.tol)) if solver == "desync" else parse_petsc
+    return record_outcome(rec, rc, err, json_path, parse, solver)
 
 
 def summarise(args, configs, runs):
@@ -372,7 +334,6 @@ def fmt_table(args, rows):
     return "\n".join(out)
 
 
-
 def main(argv):
     args = parse_args(argv)
     configs = []
@@ -382,43 +343,25 @@ def main(argv):
             if "rasrich" in args.petsc_methods and not args.no_local_stop:
                 configs.append(("petsc", "rasrich-localstop", n, args.petsc_local[0]))
         configs += [("desync", c, n, "cholmod") for c in args.configs]
-    if args.petsc_methods and not (os.path.isfile(args.petsc) and os.access(args.petsc, os.X_OK)):
+    if args.petsc_methods and not is_executable(args.petsc):
         sys.exit(f"schwarz_compare.py: no executable PETSc driver at {args.petsc!r} (use --petsc; it is built as "
                  "BUILD_DIR/petsc_poisson2d_asm where PETSc is found, see docs/benchmarks.md; --petsc-methods '' "
                  "for desync alone)")
-    if args.configs and not (os.path.isfile(args.desync) and os.access(args.desync, os.X_OK)):
+    if args.configs and not is_executable(args.desync):
         sys.exit(f"schwarz_compare.py: no executable desync at {args.desync!r} (use --desync, or --configs '' "
                  "for PETSc alone)")
     machine = bench_util.machine_info(args, __file__)
-    load_before = os.getloadavg()
-    t_start = time.monotonic()
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="desync-schwarzcmp-") as tmp:
-        json_path = os.path.join(tmp, "run.json")
-        total = args.reps * len(configs)
-        for rep, cfg in interleaved(configs, args.reps):
-            rec = run_one(args, cfg, json_path)
-            rec["rep"] = rep
-            runs.append(rec)
-            if not args.quiet:
-                if rec["ok"]:
-                    state = (f"{rec['solve_seconds']:.4f} s, {rec['iterations']} its, true residual "
-                             f"{rec['true_residual']:.2e}, {'converged' if rec['converged'] else 'NOT converged'}"
-                             + (f", disturbed ({rec['foreign_cpu_seconds']:.2f} CPU s by others)"
-                                if rec["disturbed"] else ""))
-                else:
-                    state = "FAILED: " + first_error_line(rec["error"])
-                print(f"[{len(runs):3d}/{total}] {cfg[2]:>4} {cfg[0]:<6} {label(cfg):<26} {state}",
-                      file=sys.stderr, flush=True)
-    duration = time.monotonic() - t_start
-    load_after = os.getloadavg()
+
+    def progress(cfg, rec):
+        disturbed = rec["ok"] and rec["disturbed"]
+        return (f"{cfg[2]:>4} {cfg[0]:<6} {label(cfg):<26} {solve_progress(rec)}"
+                + (f", disturbed ({rec['foreign_cpu_seconds']:.2f} CPU s by others)" if disturbed else ""))
+
+    runs, session = run_repetitions(configs, args.reps, lambda cfg, path: run_one(args, cfg, path),
+                                    "desync-schwarzcmp-", None if args.quiet else progress)
     rows = summarise(args, configs, runs)
     print(fmt_table(args, rows))
-    petsc_versions = sorted({r["petsc_version"] for r in runs if r.get("petsc_version")})
-    print(f"machine: {machine.get('cpu', '?')}, {machine['cpus']} CPUs; {machine.get('mpi', '?')}"
-          + (f"; {petsc_versions[0]}" if petsc_versions else "") + f"; git {machine['git']}")
-    print(f"load average (1, 5, 15 min): before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
-          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {len(runs)} runs in {duration:.0f} s")
+    petsc_versions = print_machine_and_load(machine, session, runs)
     for row in rows:
         if "iterations_ok" in row:
             print(f"TARGET N={row['n']}: desync sync --alpha inf {row['iterations']:g} iterations, PETSc rasrich "
@@ -427,9 +370,7 @@ def main(argv):
     disturbed = sum(1 for r in runs if r.get("disturbed"))
     print(f"{disturbed} of {len(runs)} runs disturbed (other processes took more than {DISTURBED_SHARE:.0%} of a core"
           " while they ran)")
-    failed = [r for r in runs if not r["ok"]]
-    if failed:
-        print(f"{len(failed)} run(s) FAILED, e.g.: {failed[0]['command']}\n  {first_error_line(failed[0]['error'])}")
+    failed = print_failures(runs)
     if args.json:
         doc = {
             "benchmark": "desync schwarz_compare",
@@ -442,8 +383,7 @@ def main(argv):
                        "exclude_disturbed": args.exclude_disturbed},
             "targets": {"sync_inf_iterations_within_of_rasrich": ITERATION_TOLERANCE},
             "disturbed_share": DISTURBED_SHARE,
-            "machine": machine, "petsc_version": petsc_versions,
-            "loadavg_before": load_before, "loadavg_after": load_after, "duration_s": duration,
+            "machine": machine, "petsc_version": petsc_versions, **session,
             "summary": rows, "runs": runs,
         }
         write_json(args.json, doc)

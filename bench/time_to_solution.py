@@ -19,15 +19,12 @@ Standard library only. Example:
   python3 bench/time_to_solution.py --desync build/bench/desync --mpirun mpirun.openmpi --json tts.json
 """
 import argparse
-import json
 import os
 import shlex
-import subprocess
 import sys
-import tempfile
-import time
 
-from bench_util import add_launch_options, child_env, interleaved, median, write_json
+from bench_util import (add_launch_options, child_env, is_executable, load_line, median, print_failures,
+                        record_outcome, run_for_json, run_repetitions, write_json)
 
 MODES = ("sync", "async", "racy")
 # Arguments that replace a variant's for sync runs: a test every iteration would only slow sync down.
@@ -90,44 +87,33 @@ def run_one(args, variant, mode, noisy, json_path):
     cmd = (shlex.split(args.mpirun) + ["-np", str(args.np), args.desync, "jacobi", "--mode", mode,
                                        "--local", args.local, "--quiet", "--json", json_path]
            + noise + variant_args(variant, mode) + shlex.split(args.extra))
-    if os.path.exists(json_path):
-        os.remove(json_path)
-    t0 = time.monotonic()
-    try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                              timeout=args.timeout, env=child_env())
-        rc, err = proc.returncode, proc.stderr
-    except subprocess.TimeoutExpired:
-        rc, err = None, f"timed out after {args.timeout:g} s"
-    elapsed = time.monotonic() - t0
+    rc, err, elapsed = run_for_json(cmd, json_path, args.timeout, child_env())
     rec = {"variant": variant, "mode": mode, "noise": noisy, "command": shlex.join(cmd), "exit_code": rc,
            "elapsed": elapsed}
-    # 0: converged, 1: stopped without meeting the tolerance; both write the JSON document.
-    if rc in (0, 1) and os.path.exists(json_path):
-        with open(json_path) as f:
-            j = json.load(f)
-        per_rank = sorted(j["per_rank"], key=lambda r: r["rank"])
-        rec.update({
-            "ok": True,
-            "wall_time": j["wall_time"],
-            "iterations": j["iterations"],
-            "rank_iterations": [r["iterations"] for r in per_rank],
-            "polish_iterations": j["details"].get("polish_iterations", 0),
-            "true_residual": j["true_residual"],
-            "tested_residual": j["tested_residual"],
-            "converged": j["converged"],
-            "stop_reason": j["stop_reason"],
-            "time_split": j["time_split"],
-            "rank_time_split": [r["time"] for r in per_rank],
-            "rank_counters": [{k: r.get(k) for k in ("reductions", "messages_sent", "messages_received",
-                                                     "messages_discarded", "sends_skipped", "delay_mean")}
-                              for r in per_rank],
-            "delay": {"mean": j["details"]["delay"]["mean"], "max": j["details"]["delay"]["max"]},
-            "mpi_library": j.get("mpi_library", ""),
-        })
-    else:
-        rec.update({"ok": False, "error": (err or "").strip()[-2000:] or f"exit code {rc}, no JSON"})
-    return rec
+    return record_outcome(rec, rc, err, json_path, parse_record, "desync")
+
+
+def parse_record(j):
+    """A run's fields from its desync record."""
+    per_rank = sorted(j["per_rank"], key=lambda r: r["rank"])
+    return {
+        "ok": True,  # first, where this script's records have always had it
+        "wall_time": j["wall_time"],
+        "iterations": j["iterations"],
+        "rank_iterations": [r["iterations"] for r in per_rank],
+        "polish_iterations": j["details"].get("polish_iterations", 0),
+        "true_residual": j["true_residual"],
+        "tested_residual": j["tested_residual"],
+        "converged": j["converged"],
+        "stop_reason": j["stop_reason"],
+        "time_split": j["time_split"],
+        "rank_time_split": [r["time"] for r in per_rank],
+        "rank_counters": [{k: r.get(k) for k in ("reductions", "messages_sent", "messages_received",
+                                                 "messages_discarded", "sends_skipped", "delay_mean")}
+                          for r in per_rank],
+        "delay": {"mean": j["details"]["delay"]["mean"], "max": j["details"]["delay"]["max"]},
+        "mpi_library": j.get("mpi_library", ""),
+    }
 
 
 def summarise(args, runs):
@@ -205,35 +191,23 @@ def fmt_table(args, rows):
 
 def main(argv):
     args = parse_args(argv)
-    if not (os.path.isfile(args.desync) and os.access(args.desync, os.X_OK)):
+    if not is_executable(args.desync):
         sys.exit(f"time_to_solution.py: no executable desync at {args.desync!r} (use --desync)")
     configs = [(v, m, n) for v in args.variants for n in (False, True) for m in args.modes]
-    load_before = os.getloadavg()
-    t_start = time.monotonic()
-    runs = []
-    with tempfile.TemporaryDirectory(prefix="desync-tts-") as tmp:
-        json_path = os.path.join(tmp, "run.json")
-        total = args.reps * len(configs)
-        for rep, (variant, mode, noisy) in interleaved(configs, args.reps):
-            rec = run_one(args, variant, mode, noisy, json_path)
-            rec["rep"] = rep
-            runs.append(rec)
-            if not args.quiet:
-                state = (f"wall {rec['wall_time']:.4f} s, its {rec['rank_iterations']}, "
-                         f"{'converged' if rec['converged'] else 'NOT converged'}") if rec["ok"] \
-                    else "FAILED: " + rec["error"].splitlines()[-1] if rec["error"] else "FAILED"
-                print(f"[{len(runs):3d}/{total}] {variant:<7} {mode:<5} {'slow' if noisy else 'none':<4} {state}",
-                      file=sys.stderr, flush=True)
-    duration = time.monotonic() - t_start
-    load_after = os.getloadavg()
+
+    def progress(cfg, rec):
+        variant, mode, noisy = cfg
+        state = (f"wall {rec['wall_time']:.4f} s, its {rec['rank_iterations']}, "
+                 f"{'converged' if rec['converged'] else 'NOT converged'}") if rec["ok"] \
+            else "FAILED: " + rec["error"].splitlines()[-1] if rec["error"] else "FAILED"
+        return f"{variant:<7} {mode:<5} {'slow' if noisy else 'none':<4} {state}"
+
+    runs, session = run_repetitions(configs, args.reps, lambda cfg, path: run_one(args, *cfg, path), "desync-tts-",
+                                    None if args.quiet else progress)
     rows = summarise(args, runs)
     print(fmt_table(args, rows))
-    print(f"load average (1, 5, 15 min): before {load_before[0]:.2f} {load_before[1]:.2f} {load_before[2]:.2f}, "
-          f"after {load_after[0]:.2f} {load_after[1]:.2f} {load_after[2]:.2f}; {os.cpu_count()} CPUs; "
-          f"{len(runs)} runs in {duration:.0f} s")
-    failed = [r for r in runs if not r["ok"]]
-    if failed:
-        print(f"{len(failed)} run(s) FAILED, e.g.: {failed[0]['command']}\n  {failed[0]['error']}")
+    print(load_line(session, runs, cpus=True))
+    failed = print_failures(runs, describe=str)  # the whole error
     if args.json:
         doc = {
             "benchmark": "desync time_to_solution",
@@ -242,8 +216,7 @@ def main(argv):
                        "modes": args.modes, "variants": {v: VARIANTS[v] for v in args.variants},
                        "extra": args.extra},
             "targets": {"slow_rank_ratio_max": TARGET_SLOW, "no_noise_ratio_max": TARGET_QUIET},
-            "host": os.uname().nodename, "cpus": os.cpu_count(),
-            "loadavg_before": load_before, "loadavg_after": load_after, "duration_s": duration,
+            "host": os.uname().nodename, "cpus": os.cpu_count(), **session,
             "summary": rows, "runs": runs,
         }
         write_json(args.json, doc)
