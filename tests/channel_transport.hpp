@@ -25,13 +25,18 @@ inline std::string test_sync() {
 }
 inline bool one_sided() { return test_transport() != desync::comm::Transport::p2p; }
 
+/// Sets the kind and completion scheme of `t` from the environment.
+inline void apply_transport(desync::comm::TransportConfig& t) {
+  t.kind = test_transport();
+  if (t.kind == desync::comm::Transport::rma && !test_sync().empty())
+    t.rma_sync = desync::comm::parse_rma_sync(test_sync(), "DESYNC_TEST_SYNC");
+  if (t.kind == desync::comm::Transport::shmem && !test_sync().empty())
+    t.shmem_sync = desync::comm::parse_shmem_sync(test_sync(), "DESYNC_TEST_SYNC");
+}
+/// The same for the comm::TransportConfig `c.transport` of a channel, exchange or solver config.
 template <class Config>
 void apply_transport(Config& c) {
-  c.transport = test_transport();
-  if (c.transport == desync::comm::Transport::rma && !test_sync().empty())
-    c.rma_sync = desync::comm::parse_rma_sync(test_sync(), "DESYNC_TEST_SYNC");
-  if (c.transport == desync::comm::Transport::shmem && !test_sync().empty())
-    c.shmem_sync = desync::comm::parse_shmem_sync(test_sync(), "DESYNC_TEST_SYNC");
+  apply_transport(c.transport);
 }
 
 template <class Config>

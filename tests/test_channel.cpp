@@ -53,7 +53,7 @@ ChannelConfig config(int peer, std::size_t size, int inflight, ChannelMode mode,
   ChannelConfig c;
   c.peer = peer;
   c.message_size = size;
-  c.max_in_flight = inflight;
+  c.transport.max_in_flight = inflight;
   c.mode = mode;
   c.racy_chunks = chunks;
   c.tag = tag;
@@ -498,7 +498,7 @@ TEST(ChannelPair, QueuedMessagesSeenByOneCall) {
   if (!flag.ok()) GTEST_SKIP() << "the pair spans two nodes";
   ChannelConfig c = config(pair.peer(), 16384, 2, ChannelMode::async);
   c.sender_bounded = true;  // standard sends, and posted_receives applies
-  c.posted_receives = 1;
+  c.transport.posted_receives = 1;
   const int rounds = 10;
   const int seen = rounds_seen_by_one_call(pair, flag, c, rounds, 2);
   if (pair.me() == 1) {

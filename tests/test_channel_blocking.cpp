@@ -36,7 +36,7 @@ TEST_P(BothBlocked, SendsOfBothEndsComplete) {
     ChannelConfig c;
     c.peer = 1 - me;
     c.message_size = 8;
-    c.max_in_flight = 1;
+    c.transport.max_in_flight = 1;
     c.mode = GetParam();
     desync_test::apply_transport(c);
     Channel ch(pair, c);

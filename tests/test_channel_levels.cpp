@@ -59,7 +59,7 @@ ChannelConfig config(int peer, std::size_t size, int inflight, ChannelMode mode,
   ChannelConfig c;
   c.peer = peer;
   c.message_size = size;
-  c.max_in_flight = inflight;
+  c.transport.max_in_flight = inflight;
   c.mode = mode;
   c.history = history;
   c.max_delay = max_delay;
@@ -147,15 +147,15 @@ TEST_P(Bounded, ReaderNeverMoreThanLBehindAndWaitsOnlyWhenNeeded) {
     ChannelConfig cc = config(pair.peer(), n, 1, ChannelMode::bounded, 0, L);
     if (GetParam().second > 0) {
       cc.sender_bounded = true;
-      cc.posted_receives = GetParam().second;
+      cc.transport.posted_receives = GetParam().second;
     }
     Channel ch(pair.comm(), cc);
     if (desync_test::test_transport() == desync::comm::Transport::p2p) {  // nothing sent yet: the posted receives
-      EXPECT_EQ(RequestLedger::outstanding(), GetParam().second > 0 ? GetParam().second : ch.config().max_in_flight);
+      EXPECT_EQ(RequestLedger::outstanding(), GetParam().second > 0 ? GetParam().second : ch.config().transport.max_in_flight);
     }
     const int T = ch.history();
     EXPECT_EQ(T, 2 * L + 2);
-    EXPECT_GE(ch.config().max_in_flight, 2 * L + 1);
+    EXPECT_GE(ch.config().transport.max_in_flight, 2 * L + 1);
     std::vector<std::string> problems;
     long waits_needed_probe = 0, waits_during_sleep = 0;
     double held_at_sleep = 0;

@@ -23,9 +23,9 @@
 
 using namespace desync;
 using solvers::IterationDriver;
-using solvers::IterationOptions;
+using solvers::DriverOptions;
 using solvers::IterationPhase;
-using solvers::JacobiResult;
+using solvers::IterationResult;
 using solvers::StopReason;
 
 namespace {
@@ -78,8 +78,8 @@ class ScalarIteration : public solvers::LocalIteration {
     ++sent_in_phase;
   }
   void pull(std::int64_t) override { ++pulls; }
-  comm::HaloStats exchange_stats() const override {
-    comm::HaloStats s;
+  comm::ExchangeStats exchange_stats() const override {
+    comm::ExchangeStats s;
     s.messages_sent = sent_in_phase + (phase == IterationPhase::polish ? 1000000 : 0);
     return s;
   }
@@ -103,15 +103,15 @@ class ScalarIteration : public solvers::LocalIteration {
   double candidate_ = 0;
 };
 
-IterationOptions options(bool asynchronous, double tol, int check_every) {
-  IterationOptions o;
+DriverOptions options(bool asynchronous, double tol, int check_every) {
+  DriverOptions o;
   o.asynchronous = asynchronous;
-  o.tol = tol;
-  o.check_every = check_every;
+  o.iteration.tol = tol;
+  o.iteration.check_every = check_every;
   return o;
 }
 
-JacobiResult drive(MPI_Comm comm, const IterationOptions& o, ScalarIteration& local) {
+IterationResult drive(MPI_Comm comm, const DriverOptions& o, ScalarIteration& local) {
   IterationDriver driver(comm, o, local);
   driver.start();
   return driver.run(local);
@@ -119,7 +119,7 @@ JacobiResult drive(MPI_Comm comm, const IterationOptions& o, ScalarIteration& lo
 
 const double tol = 1.5 * std::ldexp(1.0, -10);  // between 2^-10 and 2^-9
 
-std::vector<std::int64_t> iterations_of(const JacobiResult& r) {
+std::vector<std::int64_t> iterations_of(const IterationResult& r) {
   std::vector<std::int64_t> out;
   for (const auto& p : r.history) out.push_back(p.iteration);
   return out;
@@ -132,9 +132,9 @@ TEST(SyncDriver, StopsAtTheFirstTestBelowTheTolerance) {
   desync_test::TestComm comm;
   for (int check_every : {1, 4}) {
     ScalarIteration local(1.0, 0.5, 0.0);
-    IterationOptions o = options(false, tol, check_every);
+    DriverOptions o = options(false, tol, check_every);
     o.exchange_period = 3;
-    const JacobiResult r = drive(comm, o, local);
+    const IterationResult r = drive(comm, o, local);
     const std::int64_t expected = check_every == 1 ? 9 : 12;
     EXPECT_EQ(r.stop, StopReason::converged);
     EXPECT_TRUE(r.converged);
@@ -172,10 +172,10 @@ TEST(AsyncDriver, ConvergesOnACompletedTest) {
   for (auto kind : {comm::ReductionKind::iallreduce, comm::ReductionKind::tree}) {
     for (int check_every : {1, 3}) {
       ScalarIteration local(1.0, 0.5, 0.0);
-      IterationOptions o = options(true, tol, check_every);
+      DriverOptions o = options(true, tol, check_every);
       o.reduction = kind;
       o.exchange_period = 2;
-      const JacobiResult r = drive(comm, o, local);
+      const IterationResult r = drive(comm, o, local);
       EXPECT_EQ(r.stop, StopReason::converged);
       ASSERT_FALSE(r.history.empty());
       EXPECT_LE(r.tested_residual, tol);
@@ -212,10 +212,10 @@ TEST(SyncDriver, PolishContinuesFromTheMainPhase) {
   desync_test::TestComm comm;
   ScalarIteration local(1.0, 0.5, 0.0);
   local.optimism = 4;
-  IterationOptions o = options(false, tol, 1);
-  o.polish = true;
+  DriverOptions o = options(false, tol, 1);
+  o.iteration.polish = true;
   o.exchange_period = 5;  // polish exchanges every iteration
-  const JacobiResult r = drive(comm, o, local);
+  const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::converged);
   EXPECT_TRUE(r.converged);
   EXPECT_EQ(r.stats.iterations, 7);
@@ -240,9 +240,9 @@ TEST(AsyncDriver, PolishMeetsTheToleranceAfterAnOptimisticTest) {
   desync_test::TestComm comm;
   ScalarIteration local(1.0, 0.5, 0.0);
   local.optimism = 64;
-  IterationOptions o = options(true, tol, 1);
-  o.polish = true;
-  const JacobiResult r = drive(comm, o, local);
+  DriverOptions o = options(true, tol, 1);
+  o.iteration.polish = true;
+  const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::converged);
   EXPECT_TRUE(r.converged);
   EXPECT_LE(r.true_residual, tol);
@@ -260,10 +260,10 @@ TEST(SyncDriver, MaxItersStopsAtTheLimitTest) {
   desync_test::TestComm comm;
   for (std::int64_t max_iters : {0, 5}) {
     ScalarIteration local(0.0, 1.0, 1.0);  // residual 1 forever
-    IterationOptions o = options(false, 1e-3, 3);
-    o.max_iters = max_iters;
-    o.polish = true;  // never after a limit
-    const JacobiResult r = drive(comm, o, local);
+    DriverOptions o = options(false, 1e-3, 3);
+    o.iteration.max_iters = max_iters;
+    o.iteration.polish = true;  // never after a limit
+    const IterationResult r = drive(comm, o, local);
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_FALSE(r.converged);
     EXPECT_EQ(r.stats.iterations, max_iters);
@@ -281,9 +281,9 @@ TEST(AsyncDriver, MaxItersStopsEveryRank) {
   desync_test::TestComm comm;
   for (std::int64_t max_iters : {0, 5}) {
     ScalarIteration local(0.0, 1.0, 1.0);
-    IterationOptions o = options(true, 1e-3, 1);
-    o.max_iters = max_iters;
-    const JacobiResult r = drive(comm, o, local);
+    DriverOptions o = options(true, 1e-3, 1);
+    o.iteration.max_iters = max_iters;
+    const IterationResult r = drive(comm, o, local);
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_FALSE(r.converged);
     const std::int64_t expected = std::max<std::int64_t>(max_iters, 1);
@@ -302,9 +302,9 @@ TEST(SyncDriver, TimeLimitStopsAtATest) {
   desync_test::TestComm comm;
   ScalarIteration local(0.0, 1.0, 1.0);
   local.spin_seconds = 1e-3;
-  IterationOptions o = options(false, 1e-3, 5);
-  o.time_limit = 0.05;
-  const JacobiResult r = drive(comm, o, local);
+  DriverOptions o = options(false, 1e-3, 5);
+  o.iteration.time_limit = 0.05;
+  const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::time_limit);
   EXPECT_EQ(r.stats.iterations % 5, 0);
   EXPECT_LE(r.stats.iterations, 55);  // past 50 ms by the test at 55 at the latest
@@ -316,9 +316,9 @@ TEST(AsyncDriver, TimeLimitStopsEveryRank) {
   desync_test::TestComm comm;
   ScalarIteration local(0.0, 1.0, 1.0);
   local.spin_seconds = 1e-3;
-  IterationOptions o = options(true, 1e-3, 1);
-  o.time_limit = 0.05;
-  const JacobiResult r = drive(comm, o, local);
+  DriverOptions o = options(true, 1e-3, 1);
+  o.iteration.time_limit = 0.05;
+  const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::time_limit);
   EXPECT_LE(r.stats.iterations, 51);  // no update starts after 50 ms have passed
   // The run stops when the first rank's clock passes the limit (the vote is any rank's): a rank
@@ -333,9 +333,9 @@ TEST(SyncDriver, NonFiniteResidualFromTheCallback) {
   desync_test::TestComm comm;
   ScalarIteration local(0.0, 1.0, 1.0);
   if (desync_test::world_rank() == desync_test::world_size() - 1) local.nan_from = 3;
-  IterationOptions o = options(false, 1e-3, 1);
-  o.polish = true;  // never after a failure
-  const JacobiResult r = drive(comm, o, local);
+  DriverOptions o = options(false, 1e-3, 1);
+  o.iteration.polish = true;  // never after a failure
+  const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::non_finite);
   EXPECT_FALSE(r.converged);
   EXPECT_EQ(r.stats.iterations, 3);
@@ -348,10 +348,10 @@ TEST(SyncDriver, NonFiniteResidualFromTheCallback) {
 TEST(SyncDriver, PerturbationIsCaughtAtTheNextTest) {
   desync_test::TestComm comm;
   ScalarIteration local(0.0, 1.0, 1.0);
-  IterationOptions o = options(false, 1e-3, 2);
-  o.noise.perturb_rank = desync_test::world_size() - 1;
-  o.noise.perturb_iteration = 3;
-  const JacobiResult r = drive(comm, o, local);
+  DriverOptions o = options(false, 1e-3, 2);
+  o.iteration.noise.perturb_rank = desync_test::world_size() - 1;
+  o.iteration.noise.perturb_iteration = 3;
+  const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::non_finite);
   EXPECT_EQ(r.stats.iterations, 4);
   EXPECT_EQ(r.message, "non-finite value (NaN or Inf) in the solution at iteration 4 on 1 rank(s)");
@@ -362,14 +362,14 @@ TEST(AsyncDriver, NonFiniteStopsEveryRank) {
   desync_test::TestComm comm;
   for (bool through_perturbation : {false, true}) {
     ScalarIteration local(0.0, 1.0, 1.0);
-    IterationOptions o = options(true, 1e-3, 1);
+    DriverOptions o = options(true, 1e-3, 1);
     if (through_perturbation) {
-      o.noise.perturb_rank = desync_test::world_size() - 1;
-      o.noise.perturb_iteration = 3;
+      o.iteration.noise.perturb_rank = desync_test::world_size() - 1;
+      o.iteration.noise.perturb_iteration = 3;
     } else if (desync_test::world_rank() == desync_test::world_size() - 1) {
       local.nan_from = 3;
     }
-    const JacobiResult r = drive(comm, o, local);
+    const IterationResult r = drive(comm, o, local);
     EXPECT_EQ(r.stop, StopReason::non_finite);
     EXPECT_FALSE(r.converged);
     EXPECT_NE(r.message.find("non-finite value"), std::string::npos) << r.message;
@@ -381,7 +381,7 @@ TEST(AsyncDriver, NonFiniteStopsEveryRank) {
 TEST(SyncDriver, DivergenceSafeguard) {
   desync_test::TestComm comm;
   ScalarIteration local(1.0, 2.0, 0.0);
-  const JacobiResult r = drive(comm, options(false, 1e-3, 1), local);
+  const IterationResult r = drive(comm, options(false, 1e-3, 1), local);
   EXPECT_EQ(r.stop, StopReason::diverged);
   EXPECT_EQ(r.stats.iterations, 20);
   EXPECT_EQ(r.message, solvers::divergence_message(1.0, std::ldexp(1.0, 20), 1e6));
@@ -392,10 +392,10 @@ TEST(SyncDriver, SlowRankSpinsWithoutChangingTheIteration) {
   desync_test::TestComm comm;
   ScalarIteration local(1.0, 0.5, 0.0);
   local.spin_seconds = 2e-4;
-  IterationOptions o = options(false, tol, 1);
-  o.noise.slow_rank = 0;
-  o.noise.slow_factor = 3;
-  const JacobiResult r = drive(comm, o, local);
+  DriverOptions o = options(false, tol, 1);
+  o.iteration.noise.slow_rank = 0;
+  o.iteration.noise.slow_factor = 3;
+  const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::converged);
   EXPECT_EQ(r.stats.iterations, 9);
   if (desync_test::world_rank() == 0)

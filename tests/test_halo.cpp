@@ -24,7 +24,7 @@
 
 using namespace desync::decomposition;
 using desync::comm::exchange_halos_blocking;
-using desync::comm::HaloConfig;
+using desync::comm::PlanExchangeConfig;
 using desync::comm::HaloExchange;
 using desync::comm::HaloMode;
 using desync::comm::RequestLedger;
@@ -160,7 +160,11 @@ bool push_pull_until(const CartGrid& grid, HaloExchange& h, Field& u, std::int64
 void run_async_rounds(const CartGrid& grid, HaloMode mode, int inflight, int chunks) {
   const long before = RequestLedger::outstanding();
   {
-    HaloExchange h(grid, desync_test::with_transport(HaloConfig{mode, inflight, chunks, 16}));
+    PlanExchangeConfig config;
+    config.mode = mode;
+    config.transport.max_in_flight = inflight;
+    config.racy_chunks = chunks;
+    HaloExchange h(grid, desync_test::with_transport(config));
     EXPECT_EQ(h.neighbours(), grid.num_neighbours());
     Field u(grid.local());
     const int rounds = 6;
@@ -245,7 +249,9 @@ TEST_P(Halo, SyncExchangeDeliversNeighbourBoundaryOfThatLevel) {
   if (!check_split(c().global, d).empty()) GTEST_SKIP() << "too many ranks for " << name(c());
   CartGrid grid(comm, c().global, d);
   {
-    HaloExchange h(grid, desync_test::with_transport(HaloConfig{HaloMode::sync, 1, 1, 0}));
+    PlanExchangeConfig config;
+    config.racy_chunks = 1;
+    HaloExchange h(grid, desync_test::with_transport(config));
     EXPECT_EQ(h.neighbours(), grid.num_neighbours());
     Field u(grid.local());
     for (int f = 0; f < num_faces; ++f) EXPECT_EQ(h.halo_level(f), -1) << "before any exchange";

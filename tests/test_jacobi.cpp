@@ -25,7 +25,7 @@ using decomposition::CartGrid;
 using decomposition::Field;
 using decomposition::Index3;
 using solvers::JacobiOptions;
-using solvers::JacobiResult;
+using solvers::IterationResult;
 using solvers::StopReason;
 using desync_test::differing_cells;
 using desync_test::same_on_all_ranks;
@@ -106,11 +106,11 @@ TEST_P(SyncJacobi, BitwiseEqualToSerialReference) {
     JacobiOptions opt;
     desync_test::apply_transport(opt);
     opt.mode = comm::HaloMode::sync;
-    opt.tol = 1e-300;
-    opt.max_iters = sweeps;
-    opt.check_every = check_every;
+    opt.iteration.tol = 1e-300;
+    opt.iteration.max_iters = sweeps;
+    opt.iteration.check_every = check_every;
     if (prefetch) opt.prefetch = solvers::SweepPrefetch::on;
-    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
     EXPECT_EQ(r.stats.prefetch, prefetch);  // these blocks fit in any cache: auto is off
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_FALSE(r.converged);
@@ -174,11 +174,11 @@ TEST(SyncJacobiEdge, HaloPeriodUsesValuesOfTheLastSwap) {
     problem.initialise(grid, u);
     JacobiOptions opt;
     desync_test::apply_transport(opt);
-    opt.tol = 1e-300;
-    opt.max_iters = sweeps;
-    opt.check_every = 10;
+    opt.iteration.tol = 1e-300;
+    opt.iteration.max_iters = sweeps;
+    opt.iteration.check_every = 10;
     opt.halo_period = period;
-    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_EQ(r.stats.iterations, sweeps);
     EXPECT_EQ(desync_test::sum_over_ranks(differing_cells(grid, u, ref), comm), 0);
@@ -195,8 +195,8 @@ TEST(SyncJacobiEdge, ZeroIterationsReturnsTheInitialGuess) {
   problem.initialise(grid, u);
   JacobiOptions opt;
   desync_test::apply_transport(opt);
-  opt.max_iters = 0;
-  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  opt.iteration.max_iters = 0;
+  const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
   EXPECT_EQ(r.stop, StopReason::max_iters);
   EXPECT_EQ(r.stats.iterations, 0);
   SerialGrid ref({9, 8, 7}, problem);
@@ -209,7 +209,7 @@ TEST(SyncJacobiEdge, ZeroIterationsReturnsTheInitialGuess) {
 TEST(SyncJacobiEdge, OffsetDoesNotChangeTheWork) {
   desync_test::TestComm comm;
   CartGrid grid(comm, {10, 9, 8}, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
-  std::vector<JacobiResult> results;
+  std::vector<IterationResult> results;
   for (double offset : {0.0, 0.5, 3.0}) {
     problems::Laplace3D problem;
     problem.offset = offset;
@@ -217,8 +217,8 @@ TEST(SyncJacobiEdge, OffsetDoesNotChangeTheWork) {
     problem.initialise(grid, u);
     JacobiOptions opt;
     desync_test::apply_transport(opt);
-    opt.tol = 1e-3;
-    opt.check_every = 3;
+    opt.iteration.tol = 1e-3;
+    opt.iteration.check_every = 3;
     results.push_back(solvers::solve_jacobi(grid, problem, opt, u));
     EXPECT_TRUE(results.back().converged) << "offset " << offset;
   }
@@ -237,12 +237,12 @@ TEST(SyncJacobiEdge, ConvergesToTolerance) {
   problem.initialise(grid, u);
   JacobiOptions opt;
   desync_test::apply_transport(opt);
-  opt.tol = 1e-3;
-  opt.check_every = 7;
-  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  opt.iteration.tol = 1e-3;
+  opt.iteration.check_every = 7;
+  const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
   EXPECT_EQ(r.stop, StopReason::converged);
   EXPECT_TRUE(r.converged);
-  EXPECT_LE(r.true_residual, opt.tol);
+  EXPECT_LE(r.true_residual, opt.iteration.tol);
   EXPECT_EQ(r.stats.iterations % 7, 0) << "stops at a test iteration";
   SerialGrid all(g, problem);
   gather(grid, u, all);
@@ -250,7 +250,7 @@ TEST(SyncJacobiEdge, ConvergesToTolerance) {
   // Stopping one test earlier would not have converged.
   SerialGrid ref(g, problem);
   for (std::int64_t s = 0; s < r.stats.iterations - 7; ++s) ref.sweep();
-  EXPECT_GT(ref.residual(), opt.tol);
+  EXPECT_GT(ref.residual(), opt.iteration.tol);
 }
 
 TEST(SyncJacobiEdge, TimeLimitStopsEveryRank) {
@@ -261,10 +261,10 @@ TEST(SyncJacobiEdge, TimeLimitStopsEveryRank) {
   problem.initialise(grid, u);
   JacobiOptions opt;
   desync_test::apply_transport(opt);
-  opt.tol = 1e-300;
-  opt.check_every = 5;
-  opt.time_limit = 1e-9;
-  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  opt.iteration.tol = 1e-300;
+  opt.iteration.check_every = 5;
+  opt.iteration.time_limit = 1e-9;
+  const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
   EXPECT_EQ(r.stop, StopReason::time_limit);
   EXPECT_FALSE(r.converged);
   EXPECT_TRUE(same_on_all_ranks(comm, r.stats.iterations));
@@ -291,13 +291,13 @@ JacobiOptions async_options(const AsyncCase& c) {
   desync_test::apply_transport(opt);
   opt.mode = c.mode;
   opt.reduction = c.reduction;
-  opt.polish = c.polish;
-  opt.tol = 1e-4;
-  opt.inflight = 4;
+  opt.iteration.polish = c.polish;
+  opt.iteration.tol = 1e-4;
+  opt.transport.max_in_flight = 4;
   // No iteration limit: asynchronous sweeps of a small block are so cheap that one rank can do
   // 1e5 of them while the other is descheduled. A stuck run reports time_limit instead.
-  opt.max_iters = no_iteration_limit;
-  opt.time_limit = 60;
+  opt.iteration.max_iters = no_iteration_limit;
+  opt.iteration.time_limit = 60;
   return opt;
 }
 
@@ -312,7 +312,7 @@ TEST_P(AsyncJacobi, ConvergesWithHonestTrueResidual) {
   Field u(grid.local());
   problem.initialise(grid, u);
   const JacobiOptions opt = async_options(c);
-  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
   // Collectives first: a rank leaving at a failed ASSERT below must not leave the others waiting.
   const bool same_stop = same_on_all_ranks(comm, static_cast<long long>(r.stop));
   // Same number of completed reductions everywhere: every rank stopped on the same result.
@@ -325,7 +325,7 @@ TEST_P(AsyncJacobi, ConvergesWithHonestTrueResidual) {
   EXPECT_EQ(r.stop, StopReason::converged) << "stopped: " << solvers::to_string(r.stop) << " " << r.message;
   EXPECT_TRUE(same_stop) << "ranks disagree on why they stopped";
   EXPECT_TRUE(same_reductions) << "ranks completed different numbers of convergence tests";
-  EXPECT_LE(r.tested_residual, opt.tol);
+  EXPECT_LE(r.tested_residual, opt.iteration.tol);
   EXPECT_GT(r.stats.iterations, 0);
   EXPECT_GT(r.stats.reductions, 0);
   ASSERT_FALSE(r.history.empty());
@@ -342,18 +342,18 @@ TEST_P(AsyncJacobi, ConvergesWithHonestTrueResidual) {
     ASSERT_NE(main_last, r.history.end()) << "the main phase's last test is not in the history";
     for (auto p = std::next(main_last); p != r.history.end(); ++p) EXPECT_GE(p->iteration, r.stats.iterations);
     EXPECT_LT(std::next(main_last), r.history.end()) << "no polish test in the history";
-    EXPECT_LE(r.history.back().residual, opt.tol);
+    EXPECT_LE(r.history.back().residual, opt.iteration.tol);
     EXPECT_LE(r.history.back().iteration, r.stats.iterations + r.stats.polish_iterations);
   }
   EXPECT_NEAR(r.true_residual, independent, 1e-10 * independent);
-  EXPECT_EQ(r.converged, r.true_residual <= opt.tol);
+  EXPECT_EQ(r.converged, r.true_residual <= opt.iteration.tol);
   // Without --polish the true residual may exceed the tolerance: the test sums local residuals
   // computed against stale halos, and a rank starved of CPU (more ranks than cores) lags far behind.
   // 24x the tolerance was seen with 3 ranks on 2 cores; only a gross error fails this bound.
-  EXPECT_LT(r.true_residual, 100 * opt.tol) << "the run stopped far from the tolerance";
+  EXPECT_LT(r.true_residual, 100 * opt.iteration.tol) << "the run stopped far from the tolerance";
   if (c.polish) {
     EXPECT_TRUE(r.converged);
-    EXPECT_LE(r.true_residual, opt.tol);
+    EXPECT_LE(r.true_residual, opt.iteration.tol);
   } else {
     EXPECT_EQ(r.stats.polish_iterations, 0);
   }
@@ -379,11 +379,11 @@ TEST(AsyncJacobiRuns, RepeatedRunsEndClean) {
     AsyncCase c{run % 2 ? comm::HaloMode::racy : comm::HaloMode::async,
                 run % 3 ? comm::ReductionKind::tree : comm::ReductionKind::iallreduce, false};
     JacobiOptions opt = async_options(c);
-    opt.tol = 1e-3;
-    opt.inflight = 1 + run;
+    opt.iteration.tol = 1e-3;
+    opt.transport.max_in_flight = 1 + run;
     Field u(grid.local());
     problem.initialise(grid, u);
-    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
     EXPECT_EQ(r.stop, StopReason::converged);
     long outstanding = comm::RequestLedger::outstanding();
     EXPECT_EQ(outstanding, 0);
@@ -400,9 +400,9 @@ TEST(AsyncJacobiRuns, MaxItersStopsEveryRank) {
     Field u(grid.local());
     problem.initialise(grid, u);
     JacobiOptions opt = async_options({mode, comm::ReductionKind::iallreduce, false});
-    opt.tol = 1e-300;
-    opt.max_iters = 50;
-    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    opt.iteration.tol = 1e-300;
+    opt.iteration.max_iters = 50;
+    const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_FALSE(r.converged);
     EXPECT_LE(r.stats.iterations, 50);
@@ -418,7 +418,7 @@ class Perturbed : public ::testing::TestWithParam<comm::HaloMode> {};
 }  // namespace
 
 // Runs a 12^3 solve in which the last rank writes `value` into a cell before iteration 5.
-static JacobiResult solve_perturbed(desync_test::TestComm& comm, comm::HaloMode mode, double value) {
+static IterationResult solve_perturbed(desync_test::TestComm& comm, comm::HaloMode mode, double value) {
   CartGrid grid(comm, {12, 12, 12}, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
   problems::Laplace3D problem;
   Field u(grid.local());
@@ -426,18 +426,18 @@ static JacobiResult solve_perturbed(desync_test::TestComm& comm, comm::HaloMode 
   JacobiOptions opt;
   desync_test::apply_transport(opt);
   opt.mode = mode;
-  opt.check_every = 10;
-  opt.time_limit = 60;
-  opt.max_iters = no_iteration_limit;
-  opt.noise.perturb_rank = desync_test::world_size() - 1;
-  opt.noise.perturb_iteration = 5;
-  opt.noise.perturb_value = value;
+  opt.iteration.check_every = 10;
+  opt.iteration.time_limit = 60;
+  opt.iteration.max_iters = no_iteration_limit;
+  opt.iteration.noise.perturb_rank = desync_test::world_size() - 1;
+  opt.iteration.noise.perturb_iteration = 5;
+  opt.iteration.noise.perturb_value = value;
   return solvers::solve_jacobi(grid, problem, opt, u);
 }
 
 TEST_P(Perturbed, NanIsReportedByEveryRank) {
   desync_test::TestComm comm;
-  const JacobiResult r = solve_perturbed(comm, GetParam(), std::nan(""));
+  const IterationResult r = solve_perturbed(comm, GetParam(), std::nan(""));
   EXPECT_EQ(r.stop, StopReason::non_finite);
   EXPECT_FALSE(r.converged);
   EXPECT_NE(r.message.find("NaN"), std::string::npos) << r.message;
@@ -452,7 +452,7 @@ TEST_P(Perturbed, NanIsReportedByEveryRank) {
 // contraction) has already smoothed the perturbation away. Then the run must genuinely converge.
 TEST_P(Perturbed, HugeValueIsReportedAsDivergence) {
   desync_test::TestComm comm;
-  const JacobiResult r = solve_perturbed(comm, GetParam(), 1e100);
+  const IterationResult r = solve_perturbed(comm, GetParam(), 1e100);
   ASSERT_FALSE(r.history.empty());
   bool saw_growth = false;
   for (const auto& h : r.history) saw_growth = saw_growth || !(h.residual < 1e6);

@@ -25,7 +25,7 @@ using decomposition::CartGrid;
 using decomposition::Field;
 using decomposition::Index3;
 using solvers::JacobiOptions;
-using solvers::JacobiResult;
+using solvers::IterationResult;
 using solvers::StopReason;
 using desync_test::differing_cells;
 using desync_test::same_on_all_ranks;
@@ -68,17 +68,17 @@ TEST_P(OmpSync, BitwiseEqualToSerialAndMpi) {
     SCOPED_TRACE("threads " + std::to_string(c.threads) + ", check_every " + std::to_string(check_every));
     JacobiOptions opt;
     opt.mode = comm::HaloMode::sync;
-    opt.tol = 1e-300;
-    opt.max_iters = sweeps;
-    opt.check_every = check_every;
+    opt.iteration.tol = 1e-300;
+    opt.iteration.max_iters = sweeps;
+    opt.iteration.check_every = check_every;
     Field plain(grid.local());
     problem.initialise(grid, plain);
-    const JacobiResult rp = solvers::solve_jacobi(grid, problem, opt, plain);
+    const IterationResult rp = solvers::solve_jacobi(grid, problem, opt, plain);
 
     opt.threads = c.threads;
     Field u(grid.local());
     problem.initialise(grid, u);
-    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_EQ(r.stats.iterations, sweeps);
     EXPECT_EQ(r.stats.threads, c.threads);
@@ -102,18 +102,18 @@ TEST(OmpSyncEdge, ConvergesLikeTheMpiSolver) {
   CartGrid grid(comm, {12, 12, 14}, decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}));
   problems::Laplace3D problem;
   JacobiOptions opt;
-  opt.tol = 1e-3;
-  opt.check_every = 7;
+  opt.iteration.tol = 1e-3;
+  opt.iteration.check_every = 7;
   Field plain(grid.local());
   problem.initialise(grid, plain);
-  const JacobiResult rp = solvers::solve_jacobi(grid, problem, opt, plain);
+  const IterationResult rp = solvers::solve_jacobi(grid, problem, opt, plain);
   opt.threads = 2;
   Field u(grid.local());
   problem.initialise(grid, u);
-  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
   EXPECT_EQ(r.stop, StopReason::converged);
   EXPECT_TRUE(r.converged);
-  EXPECT_LE(r.true_residual, opt.tol);
+  EXPECT_LE(r.true_residual, opt.iteration.tol);
   EXPECT_EQ(r.stats.iterations, rp.stats.iterations);
   EXPECT_EQ(desync_test::sum_over_ranks(differing_cells(u, plain), comm), 0);
 }
@@ -150,11 +150,11 @@ JacobiOptions async_options(const AsyncCase& c) {
   JacobiOptions opt;
   opt.mode = c.mode;
   opt.threads = c.threads;
-  opt.tol = 1e-4;
-  opt.check_every = 1;
-  opt.polish = c.polish;
-  opt.max_iters = no_iteration_limit;
-  opt.time_limit = 60;
+  opt.iteration.tol = 1e-4;
+  opt.iteration.check_every = 1;
+  opt.iteration.polish = c.polish;
+  opt.iteration.max_iters = no_iteration_limit;
+  opt.iteration.time_limit = 60;
   return opt;
 }
 
@@ -175,11 +175,11 @@ TEST_P(OmpAsync, Converges) {
   Field u(grid.local());
   problem.initialise(grid, u);
   const JacobiOptions opt = async_options(c);
-  const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+  const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
   const bool same_stop = same_on_all_ranks(comm, static_cast<long long>(r.stop));
   EXPECT_EQ(r.stop, StopReason::converged) << "stopped: " << solvers::to_string(r.stop) << " " << r.message;
   EXPECT_TRUE(same_stop) << "ranks disagree on why they stopped";
-  EXPECT_LE(r.tested_residual, opt.tol);
+  EXPECT_LE(r.tested_residual, opt.iteration.tol);
   EXPECT_EQ(r.stats.threads, c.threads);
   EXPECT_GT(r.stats.thread_iterations_min, 0);
   EXPECT_EQ(r.stats.iterations, r.stats.thread_iterations_min);
@@ -192,14 +192,14 @@ TEST_P(OmpAsync, Converges) {
   // hybrid run each rank's residual is also measured against halos from the other rank that can
   // be many sweeps old when ranks and threads share cores (CI runs 2 ranks x 2-3 threads on 2
   // cores), so the bound there is looser; --polish is what guarantees the tolerance.
-  const double bound = (desync_test::world_size() > 1 ? 1000 : 100) * opt.tol;
+  const double bound = (desync_test::world_size() > 1 ? 1000 : 100) * opt.iteration.tol;
   EXPECT_LT(r.true_residual, bound) << "the run stopped far from the tolerance";
   if (c.polish) {
     EXPECT_TRUE(r.converged);
-    EXPECT_LE(r.true_residual, opt.tol);
+    EXPECT_LE(r.true_residual, opt.iteration.tol);
   } else {
     EXPECT_EQ(r.stats.polish_iterations, 0);
-    EXPECT_EQ(r.converged, r.true_residual <= opt.tol);
+    EXPECT_EQ(r.converged, r.true_residual <= opt.iteration.tol);
   }
   EXPECT_EQ(comm::RequestLedger::outstanding(), 0);
 }
@@ -221,9 +221,9 @@ TEST(OmpAsyncRuns, MaxItersStopsEveryThread) {
     Field u(grid.local());
     problem.initialise(grid, u);
     JacobiOptions opt = async_options({mode, 2, false});
-    opt.tol = 1e-300;
-    opt.max_iters = 50;
-    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    opt.iteration.tol = 1e-300;
+    opt.iteration.max_iters = 50;
+    const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
     EXPECT_EQ(r.stop, StopReason::max_iters);
     EXPECT_FALSE(r.converged);
     EXPECT_LE(r.stats.thread_iterations_max, 50);
@@ -257,7 +257,7 @@ TEST(OmpAsyncRuns, CoarseCadenceStopsSoonAfterConvergenceIsSeen) {
   Field ref(grid.local());
   problem.initialise(grid, ref);
   JacobiOptions sync_opt = async_options({comm::HaloMode::sync, 2, false});
-  const JacobiResult sync_run = solvers::solve_jacobi(grid, problem, sync_opt, ref);
+  const IterationResult sync_run = solvers::solve_jacobi(grid, problem, sync_opt, ref);
   ASSERT_EQ(sync_run.stop, StopReason::converged);
   const std::int64_t x = sync_run.stats.iterations;
   ASSERT_GT(x, 100);
@@ -272,8 +272,8 @@ TEST(OmpAsyncRuns, CoarseCadenceStopsSoonAfterConvergenceIsSeen) {
       Field u(grid.local());
       problem.initialise(grid, u);
       JacobiOptions opt = async_options({mode, 2, false});
-      opt.check_every = k;
-      const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+      opt.iteration.check_every = k;
+      const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
       EXPECT_EQ(r.stop, StopReason::converged) << solvers::to_string(r.stop);
       EXPECT_GE(r.stats.thread_iterations_max, k);
       best = std::min(best, r.stats.thread_iterations_min);
@@ -291,11 +291,11 @@ TEST(OmpAsyncRuns, NanStopsTheRun) {
     Field u(grid.local());
     problem.initialise(grid, u);
     JacobiOptions opt = async_options({mode, 2, false});
-    if (mode == comm::HaloMode::sync) opt.check_every = 10;
-    opt.noise.perturb_rank = desync_test::world_size() - 1;
-    opt.noise.perturb_iteration = 5;
-    opt.noise.perturb_value = std::numeric_limits<double>::quiet_NaN();
-    const JacobiResult r = solvers::solve_jacobi(grid, problem, opt, u);
+    if (mode == comm::HaloMode::sync) opt.iteration.check_every = 10;
+    opt.iteration.noise.perturb_rank = desync_test::world_size() - 1;
+    opt.iteration.noise.perturb_iteration = 5;
+    opt.iteration.noise.perturb_value = std::numeric_limits<double>::quiet_NaN();
+    const IterationResult r = solvers::solve_jacobi(grid, problem, opt, u);
     EXPECT_TRUE(same_on_all_ranks(comm, static_cast<long long>(r.stop)));
     EXPECT_EQ(r.stop, StopReason::non_finite) << solvers::to_string(r.stop);
     EXPECT_FALSE(r.converged);

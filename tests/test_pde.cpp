@@ -274,7 +274,7 @@ TEST(Pde, RealAsynchronyStaysWithinTheBound) {
     o.max_delay = 3;
     const auto sync = solvers::solve_pde(grid, o);
     o.mode = PdeMode::bounded;
-    o.p2p_receives = receives;
+    o.transport.posted_receives = receives;
     const auto ws = solvers::solve_pde(grid, o);
     long count = 0;
     for (const auto& f : ws.faces) {

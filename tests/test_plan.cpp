@@ -185,7 +185,7 @@ TEST(StructuredPlan, DeliversTheSerialReference) {
         {
           PlanExchangeConfig cfg;
           cfg.mode = mode;
-          cfg.max_in_flight = 2;
+          cfg.transport.max_in_flight = 2;
           cfg.racy_chunks = 3;
           cfg.progress = progress;
           desync_test::apply_transport(cfg);

@@ -19,7 +19,7 @@
 #include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/record.hpp"
-#include "desync/solvers/jacobi/jacobi_stats.hpp"
+#include "desync/solvers/driver/iteration_result.hpp"
 #include "test_util.hpp"
 
 using namespace desync;

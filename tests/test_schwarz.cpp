@@ -220,8 +220,8 @@ class SchwarzRuns : public ::testing::Test {
  protected:
   static SchwarzOptions options(bool async) {
     SchwarzOptions o;
-    o.asynchronous = async;
-    o.tol = 1e-9;
+    o.mode = async ? desync::comm::HaloMode::async : desync::comm::HaloMode::sync;
+    o.iteration.tol = 1e-9;
     o.alpha = solvers::schwarz_auto_alpha(1, 1.0 / 33);
     if (async) desync_test::apply_transport(o);
     return o;
@@ -247,7 +247,7 @@ TEST_F(SchwarzRuns, OptimizedNeedsFewerIterationsThanClassical) {
   if (n == 1) GTEST_SKIP() << "one subdomain: both are the direct solve";
   decomposition::CartGrid grid(MPI_COMM_WORLD, {32, 32, 1}, decomposition::choose_dims(n, {0, 0, 1}));
   auto o = options(false);
-  o.tol = 1e-6;
+  o.iteration.tol = 1e-6;
   const auto optimized = solvers::solve_schwarz(grid, o, u);
   o.alpha = solvers::schwarz_classical;
   const auto classical = solvers::solve_schwarz(grid, o, u);
@@ -261,10 +261,10 @@ TEST_F(SchwarzRuns, AsyncConvergesToTheDirectSolve) {
   const int n = world_size();
   decomposition::CartGrid grid(MPI_COMM_WORLD, {32, 32, 1}, decomposition::choose_dims(n, {0, 0, 1}));
   auto o = options(true);
-  o.polish = true;
+  o.iteration.polish = true;
   const auto r = solvers::solve_schwarz(grid, o, u);
   EXPECT_TRUE(r.run.converged) << "true residual " << r.run.true_residual;
-  EXPECT_LE(r.run.true_residual, o.tol);
+  EXPECT_LE(r.run.true_residual, o.iteration.tol);
   EXPECT_LT(block_difference(grid, u), 1e-5);
 }
 
@@ -291,12 +291,12 @@ TEST_F(SchwarzRuns, AsyncIallreduceTerminationAndRankHistories) {
   decomposition::CartGrid grid(MPI_COMM_WORLD, {24, 24, 1}, decomposition::choose_dims(n, {0, 0, 1}));
   auto o = options(true);
   o.tree_termination = false;
-  o.polish = true;
+  o.iteration.polish = true;
   const auto r = solvers::solve_schwarz(grid, o, u);
   EXPECT_TRUE(r.run.converged) << "true residual " << r.run.true_residual;
   EXPECT_LT(block_difference(grid, u), 1e-5);
   o.tree_termination = true;
-  o.polish = false;
+  o.iteration.polish = false;
   const auto t = solvers::solve_schwarz(grid, o, u);
   EXPECT_EQ(t.run.stop, solvers::StopReason::converged);
   ASSERT_FALSE(t.run.rank_history.empty());
@@ -307,7 +307,7 @@ TEST_F(SchwarzRuns, AsyncIallreduceTerminationAndRankHistories) {
   double smallest = HUGE_VAL;
   for (const auto& h : t.run.rank_history) smallest = std::min(smallest, h.residual);
   if (static_cast<std::size_t>(t.run.stats.iterations) < solvers::rank_history_cap) {
-    EXPECT_LT(smallest, o.tol);
+    EXPECT_LT(smallest, o.iteration.tol);
     EXPECT_EQ(t.run.rank_history.size(), static_cast<std::size_t>(t.run.stats.iterations));  // every iteration
   }
   EXPECT_GT(t.run.source_share, 0.0);
@@ -326,7 +326,7 @@ TEST_F(SchwarzRuns, AsyncSkipSolvesOnlyOnNewValues) {
       auto o = options(true);
       o.idle = idle;
       o.tree_termination = tree;
-      o.polish = true;
+      o.iteration.polish = true;
       const auto r = solvers::solve_schwarz(grid, o, u);
       const auto& st = r.run.stats;
       EXPECT_TRUE(r.run.converged) << core::to_string(idle) << " tree " << tree << ": true residual "
@@ -355,7 +355,7 @@ TEST_F(SchwarzRuns, Laplace3DSyncAndAsyncMatchTheDirectSolve) {
   o.alpha = solvers::schwarz_auto_alpha(1, 1.0 / 13);
   const auto r = solvers::solve_schwarz(grid, o, u);
   EXPECT_EQ(r.run.stop, solvers::StopReason::converged);
-  EXPECT_LE(r.run.true_residual, o.tol);
+  EXPECT_LE(r.run.true_residual, o.iteration.tol);
   EXPECT_LT(block_difference(grid, u, SchwarzProblem::laplace3d), 1e-8);
   if (n == 1) {
     EXPECT_EQ(r.run.stats.iterations, 1);
@@ -364,7 +364,7 @@ TEST_F(SchwarzRuns, Laplace3DSyncAndAsyncMatchTheDirectSolve) {
   auto a = options(true);
   a.problem = SchwarzProblem::laplace3d;
   a.alpha = o.alpha;
-  a.polish = true;
+  a.iteration.polish = true;
   const auto ra = solvers::solve_schwarz(grid, a, u);
   EXPECT_TRUE(ra.run.converged) << "true residual " << ra.run.true_residual;
   EXPECT_LT(block_difference(grid, u, SchwarzProblem::laplace3d), 1e-7);

@@ -19,7 +19,7 @@ using desync::comm::TreeTermination;
 
 namespace {
 
-desync::comm::ChannelConfig transport() { return desync_test::with_transport(desync::comm::ChannelConfig{}); }
+desync::comm::TransportConfig transport() { return desync_test::with_transport(desync::comm::ChannelConfig{}).transport; }
 
 std::vector<double> votes_of(int r) { return {static_cast<double>(r + 1), static_cast<double>(r * r), 1.0}; }
 

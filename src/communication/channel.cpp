@@ -29,47 +29,6 @@ struct Header {
 // ----------------------------------------------------------------------------------------------
 // Names and parsing.
 
-const char* to_string(Transport t) {
-  switch (t) {
-    case Transport::p2p: return "p2p";
-    case Transport::rma: return "rma";
-    case Transport::shmem: return "shmem";
-  }
-  return "?";
-}
-const char* to_string(RmaSync s) {
-  switch (s) {
-    case RmaSync::flush: return "flush";
-    case RmaSync::flush_local: return "flush-local";
-    case RmaSync::overlap: return "overlap";
-    case RmaSync::overlap_local: return "overlap-local";
-  }
-  return "?";
-}
-const char* to_string(ShmemSync s) {
-  switch (s) {
-    case ShmemSync::put: return "put";
-    case ShmemSync::put_overlap: return "put-overlap";
-  }
-  return "?";
-}
-
-Transport parse_transport(const std::string& text, const std::string& option) {
-  for (auto t : {Transport::p2p, Transport::rma, Transport::shmem})
-    if (text == to_string(t)) return t;
-  throw InputError(option + " '" + text + "': unknown transport (expected p2p, rma or shmem)");
-}
-RmaSync parse_rma_sync(const std::string& text, const std::string& option) {
-  for (auto s : {RmaSync::flush, RmaSync::flush_local, RmaSync::overlap, RmaSync::overlap_local})
-    if (text == to_string(s)) return s;
-  throw InputError(option + " '" + text + "': unknown scheme (expected flush, flush-local, overlap or overlap-local)");
-}
-ShmemSync parse_shmem_sync(const std::string& text, const std::string& option) {
-  for (auto s : {ShmemSync::put, ShmemSync::put_overlap})
-    if (text == to_string(s)) return s;
-  throw InputError(option + " '" + text + "': unknown scheme (expected put or put-overlap)");
-}
-
 bool transport_built(Transport t) { return t != Transport::shmem || detail::shmem_built(); }
 
 void init_transport(Transport t) {
@@ -205,7 +164,7 @@ void ChannelCore::deliver_newest() {
 Channel::Channel(MPI_Comm comm, const ChannelConfig& config) : comm_(comm) {
   configure(config);
   std::vector<detail::TransportBackend*> rma;
-  if (core_.config.transport == Transport::rma) rma.push_back(backend_.get());
+  if (core_.config.transport.kind == Transport::rma) rma.push_back(backend_.get());
   detail::rma_assign_regions(rma);
   post_handshake();
   core::WaitScope waiting("the other end of a new channel", core_.config.peer);
@@ -221,9 +180,9 @@ Channel::Channel(MPI_Comm comm) : comm_(comm), state_(State::closed) {}
 void Channel::configure(const ChannelConfig& config) {
   if (config.peer == MPI_PROC_NULL || config.peer < 0) throw InputError("channel: invalid peer rank");
   if (config.message_size == 0) throw InputError("channel: message size must be positive");
-  if (config.max_in_flight < 1) throw InputError("channel: max_in_flight must be >= 1");
+  if (config.transport.max_in_flight < 1) throw InputError("channel: max_in_flight must be >= 1");
   if (config.tag < 0 || config.tag >= max_channel_tag) throw InputError("channel: tag out of range");
-  if (!transport_built(config.transport))
+  if (!transport_built(config.transport.kind))
     throw InputError("channel: transport shmem: desync was built without OpenSHMEM");
   MPI_Comm_rank(comm_, &rank_);
   send_tag_ = config.tag;
@@ -240,7 +199,7 @@ void Channel::configure(const ChannelConfig& config) {
   }
   c.config.racy_chunks = chunks;
   if (config.history < 0) throw InputError("channel: history must be >= 0 (0: automatic)");
-  if (config.posted_receives < 0) throw InputError("channel: posted_receives must be >= 0 (0: max_in_flight)");
+  if (config.transport.posted_receives < 0) throw InputError("channel: posted_receives must be >= 0 (0: max_in_flight)");
   if (config.mode == ChannelMode::bounded) {
     const int L = config.max_delay;
     if (L < 0) throw InputError("channel: max_delay must be >= 0");
@@ -253,7 +212,7 @@ void Channel::configure(const ChannelConfig& config) {
     c.config.retain_behind = config.retain_behind < 0 ? L : std::min(config.retain_behind, L);
     // A peer keeping the bound sends at most levels tr - L + 1 .. tr + L + 1 beyond what this end
     // took in during its last recv_bounded(tr): 2 L + 1 messages in flight (docs/channel.md).
-    c.config.max_in_flight = std::max(config.max_in_flight, 2 * L + 1);
+    c.config.transport.max_in_flight = std::max(config.transport.max_in_flight, 2 * L + 1);
   } else if (config.history == 0) {
     c.config.history = 2;  // the newest and the previous arrival
   }
@@ -273,11 +232,11 @@ void Channel::configure(const ChannelConfig& config) {
     c.delivered = 0;
   }
 
-  if (core::simulated_build && config.transport != Transport::p2p)
-    throw InputError(std::string("--transport ") + to_string(config.transport) +
+  if (core::simulated_build && config.transport.kind != Transport::p2p)
+    throw InputError(std::string("--transport ") + to_string(config.transport.kind) +
                      " is not available on a simulated cluster: SimGrid's SMPI 3.32 does not implement "
                      "MPI_Win_sync and makes no passive-target progress (use --transport p2p)");
-  switch (config.transport) {
+  switch (config.transport.kind) {
     case Transport::p2p: backend_ = detail::make_p2p_backend(core_, comm_, send_tag_, recv_tag_); break;
     case Transport::rma: backend_ = detail::make_rma_backend(core_, comm_); break;
     case Transport::shmem: backend_ = detail::make_shmem_backend(core_, comm_); break;
@@ -296,10 +255,10 @@ std::array<int, 4> Channel::order_key() const {
 void Channel::post_handshake() {
   const auto& c = core_.config;
   handshake_out_[0] = static_cast<std::int64_t>(c.message_size);
-  handshake_out_[1] = c.max_in_flight;
+  handshake_out_[1] = c.transport.max_in_flight;
   handshake_out_[2] = static_cast<std::int64_t>(c.mode);
   handshake_out_[3] = c.racy_chunks;
-  handshake_out_[4] = static_cast<std::int64_t>(c.transport);
+  handshake_out_[4] = static_cast<std::int64_t>(c.transport.kind);
   handshake_out_[5] = backend_->handshake_value();  // not compared
   MPI_Irecv(handshake_in_, 6, MPI_INT64_T, c.peer, handshake_tag(recv_tag_), comm_, &control_requests_[0]);
   MPI_Isend(handshake_out_, 6, MPI_INT64_T, c.peer, handshake_tag(send_tag_), comm_, &control_requests_[1]);
@@ -324,7 +283,7 @@ std::vector<std::unique_ptr<Channel>> Channel::connect(MPI_Comm comm, const std:
   }
   std::vector<detail::TransportBackend*> rma;
   for (auto& ch : channels)
-    if (ch->core_.config.transport == Transport::rma) rma.push_back(ch->backend_.get());
+    if (ch->core_.config.transport.kind == Transport::rma) rma.push_back(ch->backend_.get());
   detail::rma_assign_regions(rma);
   std::vector<MPI_Request> requests;
   for (auto& ch : channels) {

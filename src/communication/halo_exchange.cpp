@@ -7,8 +7,7 @@ namespace desync::comm {
 using decomposition::Field;
 using decomposition::opposite_face;
 
-HaloExchange::HaloExchange(const decomposition::CartGrid& grid, HaloConfig config) : config_(config) {
-  if (config_.mode == HaloMode::sync) config_.max_in_flight = 1;
+HaloExchange::HaloExchange(const decomposition::CartGrid& grid, PlanExchangeConfig config) {
   // Jacobi's halo: the six faces, one cell wide (decomposition::Field's layout).
   HaloPlan plan = make_structured_plan(grid, StructuredHalo{{1, 1, 1}, /*corners=*/false});
   for (const auto& nb : plan.neighbours) {
@@ -17,16 +16,7 @@ HaloExchange::HaloExchange(const decomposition::CartGrid& grid, HaloConfig confi
       if (nb.direction[static_cast<std::size_t>(a)] != 0) face = 2 * a + (nb.direction[static_cast<std::size_t>(a)] > 0 ? 1 : 0);
     faces_.push_back(face);
   }
-  PlanExchangeConfig c;
-  c.mode = config_.mode;
-  c.max_in_flight = config_.max_in_flight;
-  c.racy_chunks = config_.racy_chunks;
-  c.tag_base = config_.tag_base;
-  c.transport = config_.transport;
-  c.rma_sync = config_.rma_sync;
-  c.shmem_sync = config_.shmem_sync;
-  c.max_delay = config_.max_delay;
-  exchange_ = std::make_unique<PlanExchange>(grid.comm(), std::move(plan), c);
+  exchange_ = std::make_unique<PlanExchange>(grid.comm(), std::move(plan), config);
 }
 
 HaloExchange::~HaloExchange() { close(); }

@@ -1,5 +1,7 @@
 #include "desync/communication/plan_exchange.hpp"
 
+#include "collective_exchange.hpp"
+
 #include <algorithm>
 #include <limits>
 #include <string>
@@ -25,18 +27,9 @@ const char* thread_level_name(int level) {
 }
 
 constexpr int max_channel_tag = 4096;  // Channel: 0 <= tag < 4096
+static_assert(max_plan_tag <= max_channel_tag, "a plan's tags are its channels' tags");
 
 }  // namespace
-
-const char* to_string(HaloMode mode) {
-  switch (mode) {
-    case HaloMode::sync: return "sync";
-    case HaloMode::async: return "async";
-    case HaloMode::racy: return "racy";
-    case HaloMode::bounded: return "bounded";
-  }
-  return "?";
-}
 
 void DelayStats::record(std::int64_t age) {
   min = count == 0 ? age : std::min(min, age);
@@ -67,26 +60,30 @@ ExchangeOpenStats exchange_open_stats() { return open_stats; }
 PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig config)
     : plan_(std::move(plan)), config_(config) {
   const core::Stopwatch opening;
-  if (config_.mode == HaloMode::sync) config_.max_in_flight = 1;
+  if (config_.mode == HaloMode::sync) config_.transport.max_in_flight = 1;
+  if (config_.engine == ExchangeEngine::blocking) config_.progress = Progress::none;  // nothing is left to progress
   int size = 1, rank = 0;
   MPI_Comm_size(comm, &size);
   MPI_Comm_rank(comm, &rank);
   std::string problem = plan_.rank == rank ? plan_.check(size) : "halo plan: made for another rank";
-  if (problem.empty() && (config_.tag_base < 0 || config_.tag_base + max_plan_tag > max_channel_tag))
-    problem = "plan exchange: tag_base must be in [0, " + std::to_string(max_channel_tag - max_plan_tag) + "]";
-  if (problem.empty() && config_.max_in_flight < 1) problem = "plan exchange: max_in_flight must be >= 1";
+  if (problem.empty() && config_.engine != ExchangeEngine::p2p && config_.mode != HaloMode::sync)
+    problem = std::string("plan exchange: engine ") + to_string(config_.engine) + " needs mode sync";
+  if (problem.empty() && core::simulated_build && config_.engine == ExchangeEngine::neighbor)
+    problem = "--engine neighbor is not available on a simulated cluster: SimGrid's SMPI 3.32 has no "
+              "neighbourhood collectives or distributed-graph communicators (use --engine p2p)";
+  if (problem.empty() && config_.transport.max_in_flight < 1) problem = "plan exchange: max_in_flight must be >= 1";
   if (problem.empty() && config_.mode == HaloMode::bounded && config_.max_delay < 0)
     problem = "bounded exchange: the maximum delay L must be >= 0 (got " + std::to_string(config_.max_delay) + ")";
   if (problem.empty() && config_.mode == HaloMode::bounded && config_.history != 0 &&
       config_.history < config_.max_delay + 2)
     problem = "bounded exchange: " + std::to_string(config_.history) + " retained levels are fewer than L + 2 = " +
               std::to_string(config_.max_delay + 2);
-  if (problem.empty() && config_.posted_receives < 0) problem = "plan exchange: posted_receives must be >= 0";
+  if (problem.empty() && config_.transport.posted_receives < 0) problem = "plan exchange: posted_receives must be >= 0";
   if (problem.empty() && config_.mode == HaloMode::bounded && config_.retain_behind < -1)
     problem = "bounded exchange: retain_behind must be >= 0 (-1: L)";
   if (problem.empty() && config_.mode == HaloMode::racy && config_.racy_chunks < 1)
     problem = "plan exchange: racy_chunks must be >= 1";
-  if (problem.empty() && !transport_built(config_.transport))
+  if (problem.empty() && config_.engine == ExchangeEngine::p2p && !transport_built(config_.transport.kind))
     problem = "--transport shmem: desync was built without OpenSHMEM";
   if (problem.empty() && config_.progress == Progress::thread) {
     try {
@@ -123,6 +120,10 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
       if (plan_.is_local(m) && plan_.neighbours[m].send_tag == nb.recv_tag) local_source_[n] = m;
   }
 
+  if (config_.engine != ExchangeEngine::p2p) {
+    collective_ = std::make_unique<detail::CollectiveExchange>(comm, plan_, config_.engine);
+    remote = false;  // no channels
+  }
   // The channel communicator: the ranks with a remote neighbour, in the order of `comm`.
   MPI_Comm_split(comm, remote ? 0 : MPI_UNDEFINED, plan_.rank, &comm_);
   if (remote) {
@@ -139,7 +140,7 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
       // Both directions carry messages of one size (Channel): the larger of the two lists. The
       // peer computes the same (its send list is our receive list and vice versa).
       c.message_size = std::max<std::size_t>({nb.send.size(), nb.recv.size(), 1});
-      c.max_in_flight = config_.max_in_flight;
+      c.transport = config_.transport;
       c.mode = config_.mode == HaloMode::racy      ? ChannelMode::racy
                : config_.mode == HaloMode::bounded ? ChannelMode::bounded
                                                    : ChannelMode::async;
@@ -147,13 +148,9 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
       c.sender_bounded = config_.mode == HaloMode::sync || config_.mode == HaloMode::bounded;
       c.history = config_.history;  // 0: the channel's default (2; bounded: 2 L + 2)
       c.retain_behind = config_.retain_behind;
-      c.posted_receives = config_.posted_receives;
       c.racy_chunks = config_.racy_chunks;
-      c.tag = config_.tag_base + nb.send_tag;
-      c.recv_tag = config_.tag_base + nb.recv_tag;
-      c.transport = config_.transport;
-      c.rma_sync = config_.rma_sync;
-      c.shmem_sync = config_.shmem_sync;
+      c.tag = nb.send_tag;
+      c.recv_tag = nb.recv_tag;
       configs.push_back(c);
       which.push_back(n);
     }
@@ -185,6 +182,7 @@ void PlanExchange::close() {
   if (closed_) return;
   hand_back();
   // A started synchronous exchange is completed first: the peers wait for our part of it.
+  if (collective_) collective_->wait();
   if (started_ && config_.mode == HaloMode::sync) {
     for (std::size_t n = 0; n < channels_.size(); ++n)
       if (channels_[n] && awaited_[n]) channels_[n]->wait_recv(started_level_);
@@ -200,6 +198,7 @@ void PlanExchange::close() {
 
 void PlanExchange::start(const double* x, std::int64_t time_level) {
   hand_back();
+  if (collective_) collective_->wait();  // a previous exchange never finished (its data is dropped)
   if (started_ && config_.mode == HaloMode::sync) {
     // A previous synchronous exchange never finished: complete it (its data is dropped).
     for (std::size_t n = 0; n < channels_.size(); ++n)
@@ -220,6 +219,7 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
       loopback_level_[n] = time_level;
       continue;
     }
+    if (collective_) continue;  // packed and posted below, in one go
     awaited_[n] = nb.recv.empty() ? 0 : 1;
     if (m == 0) continue;  // the peer expects nothing from here
     Channel& ch = *channels_[n];
@@ -235,6 +235,7 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
     ++stats_.messages_sent;
     stats_.bytes_sent += static_cast<double>(m * sizeof(double));
   }
+  if (collective_) collective_->start(x, stats_);
   if (config_.progress == Progress::thread) {
     phase_.store(run, std::memory_order_release);
     phase_.notify_all();
@@ -243,6 +244,7 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
 
 bool PlanExchange::progress_pass() {
   ++stats_.polls;
+  if (collective_) return collective_->test();
   bool all = true;
   for (std::size_t n = 0; n < channels_.size(); ++n) {
     if (!channels_[n] || !awaited_[n]) continue;
@@ -333,6 +335,10 @@ void PlanExchange::pull_neighbour(std::size_t n, std::int64_t own_level) {
 
 void PlanExchange::finish(double* dest, std::int64_t own_level) {
   hand_back();
+  if (collective_ && started_) {
+    collective_->wait();
+    collective_level_ = started_level_;
+  }
   if (config_.mode == HaloMode::sync && config_.wait_all && started_) {
     while (!progress_pass()) {  // every neighbour at once, in the order they arrive
     }
@@ -343,6 +349,8 @@ void PlanExchange::finish(double* dest, std::int64_t own_level) {
     if (plan_.is_local(n)) {
       const std::int64_t level = loopback_level_[local_source_[n]];
       if (level >= 0) stats_.delay.record(own_level - level);
+    } else if (collective_) {
+      if (!plan_.neighbours[n].recv.empty()) stats_.delay.record(0);  // the level of this exchange
     } else {
       pull_neighbour(n, own_level);
     }
@@ -369,6 +377,12 @@ void PlanExchange::install_neighbour(std::size_t n, double* dest) const {
     if (loopback_level_[src] < 0) return;
     recv_runs_[n].scatter(loopback_[src].data(), dest, config_.threads);
     core::charge("halo.element", static_cast<double>(m));
+    return;
+  }
+  if (collective_) {
+    if (collective_level_ < 0) return;  // nothing received yet: keep what dest holds
+    recv_runs_[n].scatter(collective_->received(n), dest, config_.threads);
+    core::charge("halo.element", static_cast<double>(m));  // simulated cluster: the unpack's cost
     return;
   }
   const Channel& ch = *channels_[n];
@@ -408,6 +422,7 @@ long PlanExchange::forced_waits() const {
 
 std::int64_t PlanExchange::time_level(std::size_t n) const {
   if (plan_.is_local(n)) return loopback_level_[local_source_[n]];
+  if (collective_) return collective_level_;
   const Channel& ch = *channels_[n];
   if (config_.mode != HaloMode::racy) return ch.time_level();
   std::int64_t oldest = std::numeric_limits<std::int64_t>::max();

@@ -11,7 +11,7 @@ namespace {
 constexpr std::int64_t report_level = 0, decision_level = 1;
 }  // namespace
 
-TreeTermination::TreeTermination(MPI_Comm comm, int count, const ChannelConfig& transport)
+TreeTermination::TreeTermination(MPI_Comm comm, int count, const TransportConfig& transport)
     : count_(static_cast<std::size_t>(count)) {
   MPI_Comm_dup(comm, &comm_);  // its own communicator: never matches the solver's traffic
   int size = 1;
@@ -19,15 +19,12 @@ TreeTermination::TreeTermination(MPI_Comm comm, int count, const ChannelConfig& 
   MPI_Comm_size(comm_, &size);
   std::vector<ChannelConfig> configs;
   auto edge = [&](int peer) {
-    ChannelConfig c = transport;
+    ChannelConfig c;
+    c.transport = transport;
+    c.transport.max_in_flight = 1;  // one message each way per edge
     c.peer = peer;
     c.message_size = count_ + 1;  // the vote sums, then the number of voters
-    c.max_in_flight = 1;          // one message each way per edge
     c.mode = ChannelMode::async;
-    c.tag = 0;
-    c.recv_tag = -1;
-    c.history = 0;
-    c.max_delay = 0;
     configs.push_back(c);
   };
   const bool has_parent = rank_ > 0;

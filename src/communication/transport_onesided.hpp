@@ -89,7 +89,7 @@ class OneSidedBackend : public TransportBackend, public NotifiedPut {
   void consume_notifications(const std::size_t* slots, std::size_t n) override;
 
  protected:
-  std::size_t slots() const { return static_cast<std::size_t>(core_.config.max_in_flight); }
+  std::size_t slots() const { return static_cast<std::size_t>(core_.config.transport.max_in_flight); }
   std::size_t control_words() const { return counters + slots(); }
   std::size_t control_bytes() const { return (control_words() * sizeof(std::int64_t) + 63) / 64 * 64; }
   /// A slot: the message's sequence number (one double's room), then the packed message.

@@ -25,7 +25,7 @@ class P2PBackend final : public TransportBackend {
   P2PBackend(ChannelCore& core, MPI_Comm comm, int send_tag, int recv_tag)
       : TransportBackend(core), comm_(comm), send_tag_(send_tag), recv_tag_(recv_tag) {
     pieces_ = core.pieces();
-    const auto R = static_cast<std::size_t>(core.config.max_in_flight);
+    const auto R = static_cast<std::size_t>(core.config.transport.max_in_flight);
     std::size_t largest = 0;
     for (std::size_t c = 0; c < pieces_; ++c) largest = std::max(largest, core.piece_size(c));
     piece_capacity_ = largest + ChannelCore::header_doubles;
@@ -33,8 +33,8 @@ class P2PBackend final : public TransportBackend {
     send_requests_.assign(R * pieces_, MPI_REQUEST_NULL);
     // Receives kept posted: max_in_flight messages' worth, or fewer when the configuration asks
     // (messages beyond them wait in MPI's queue, in order, until a receive is posted again).
-    const auto posted = core.config.sender_bounded && core.config.posted_receives > 0
-                            ? std::min(R, static_cast<std::size_t>(core.config.posted_receives))
+    const auto posted = core.config.sender_bounded && core.config.transport.posted_receives > 0
+                            ? std::min(R, static_cast<std::size_t>(core.config.transport.posted_receives))
                             : R;
     recv_slots_.assign(posted * pieces_, std::vector<double>(piece_capacity_));
     recv_requests_.assign(recv_slots_.size(), MPI_REQUEST_NULL);
@@ -210,7 +210,7 @@ class P2PBackend final : public TransportBackend {
     // simulated time.) A call takes in at most max_in_flight messages (pieces), what a sender can
     // have in flight, so that a reader's ring of history levels keeps every level a call took in
     // until the reader looks (a fast asynchronous sender would otherwise keep one call going).
-    const long most = static_cast<long>(core_.config.max_in_flight) * static_cast<long>(pieces_);
+    const long most = static_cast<long>(core_.config.transport.max_in_flight) * static_cast<long>(pieces_);
     long taken = 0;
     for (bool first = true;; first = false) {
       int count = 0;

@@ -61,7 +61,7 @@ struct RmaWindow {
 class RmaBackend final : public OneSidedBackend {
  public:
   RmaBackend(ChannelCore& core, MPI_Comm comm)
-      : OneSidedBackend(core, completion_of(core.config.rma_sync), core.config.rma_sync == RmaSync::flush_local),
+      : OneSidedBackend(core, completion_of(core.config.transport.rma_sync), core.config.transport.rma_sync == RmaSync::flush_local),
         comm_(comm) {
     MPI_Comm_rank(comm, &me_);
     peer_ = core.config.peer;

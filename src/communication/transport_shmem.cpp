@@ -89,7 +89,7 @@ class ShmemBackend final : public OneSidedBackend {
  public:
   ShmemBackend(ChannelCore& core, MPI_Comm comm)
       : OneSidedBackend(core,
-                        core.config.shmem_sync == ShmemSync::put ? Completion::in_send : Completion::before_next_put,
+                        core.config.transport.shmem_sync == ShmemSync::put ? Completion::in_send : Completion::before_next_put,
                         false) {
     if (!arena().started)
       throw InputError("--transport shmem: OpenSHMEM not started (call desync::comm::init_transport first)");

@@ -153,7 +153,7 @@ CsrOperator::CsrOperator(const DistributedCsr& A, const SpmvConfig& cfg) : comm_
   }
   agree_or_throw(comm_, requests_ok, "csr operator: a rank asked for entries another rank does not own");
   exchange_ = std::make_unique<comm::GhostExchange>(comm_, std::move(spec), cfg_.engine, cfg_.progress,
-                                                  comm::TransportConfig{cfg_.transport, cfg_.rma_sync, cfg_.shmem_sync});
+                                                  cfg_.transport);
 
   // Interior rows (no ghost column) as runs; boundary rows as a list.
   std::int64_t interior = 0;
@@ -374,10 +374,7 @@ LocalCsr CsrOperator::diagonal_block() const {
 }
 
 const SpmvStats& CsrOperator::stats() const {
-  const auto& g = exchange_->stats();
-  stats_.messages_sent = g.messages_sent;
-  stats_.messages_received = g.messages_received;
-  stats_.bytes_sent = g.bytes_sent;
+  stats_.exchange = exchange_->stats();
   return stats_;
 }
 

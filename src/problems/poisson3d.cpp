@@ -190,7 +190,7 @@ Poisson3dOperator::Poisson3dOperator(const CartGrid& grid, const linalg::SpmvCon
     spec.recv_offsets.push_back(spec.recv_offsets.back() + count);
   }
   exchange_ = std::make_unique<comm::GhostExchange>(grid.comm(), std::move(spec), cfg_.engine, cfg_.progress,
-                                                  comm::TransportConfig{cfg_.transport, cfg_.rma_sync, cfg_.shmem_sync});
+                                                  cfg_.transport);
   const auto& s = exchange_->spec();
   for (std::size_t m = 0; m < 6; ++m) {
     const int f = mpi_face_order[m];
@@ -359,10 +359,7 @@ linalg::LocalCsr Poisson3dOperator::diagonal_block() const {
 }
 
 const linalg::SpmvStats& Poisson3dOperator::stats() const {
-  const auto& g = exchange_->stats();
-  stats_.messages_sent = g.messages_sent;
-  stats_.messages_received = g.messages_received;
-  stats_.bytes_sent = g.bytes_sent;
+  stats_.exchange = exchange_->stats();
   return stats_;
 }
 

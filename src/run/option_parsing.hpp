@@ -9,42 +9,190 @@
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
+#include <cmath>
+
 #include "desync/communication/channel.hpp"
+#include "desync/communication/transport_config.hpp"
+#include "desync/core/names.hpp"
+#include "desync/core/noise.hpp"
+#include "desync/solvers/iteration_options.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/error.hpp"
 #include "desync/run/registry.hpp"
 
 namespace desync::run::detail {
 
-/// --transport, --rma-sync, --shmem-sync: the channel transport and its completion scheme, the same
-/// options for every command whose exchanges go through channels (docs/channel.md).
-struct TransportOptions {
-  std::string transport = "p2p";
-  std::string rma_sync = "flush";  // docs/channel.md says why flush is the default
-  std::string shmem_sync = "put";
-
-  void add(CLI::App& app, const std::string& transport_help) {
-    app.add_option("--transport", transport, transport_help)->capture_default_str();
-    app.add_option("--rma-sync", rma_sync, "rma completion scheme: flush | flush-local | overlap | overlap-local")
+/// The transport group: --transport, --rma-sync, --shmem-sync and, for a solver with messages in
+/// flight, --inflight; the same options with the same help in every command whose exchanges go
+/// through channels (docs/channel.md). `scope` says when they apply, e.g. "async mode only".
+class TransportCli {
+ public:
+  void add(CLI::App& app, comm::TransportConfig& t, const std::string& scope = "", bool inflight = false) {
+    const std::string when = scope.empty() ? "" : " (" + scope + ")";
+    app.add_option("--transport", kind_,
+                   "How messages between neighbours travel: " + core::named_help(comm::transport_names) + when +
+                       "; docs/channel.md")
         ->capture_default_str();
-    app.add_option("--shmem-sync", shmem_sync, "shmem completion scheme: put | put-overlap")->capture_default_str();
+    app.add_option("--rma-sync", rma_sync_, "rma completion scheme: " + core::named_help(comm::rma_sync_names))
+        ->capture_default_str();
+    app.add_option("--shmem-sync", shmem_sync_, "shmem completion scheme: " + core::named_help(comm::shmem_sync_names))
+        ->capture_default_str();
+    inflight_ = inflight ? &t.max_in_flight : nullptr;
+    if (inflight)
+      app.add_option("--inflight", t.max_in_flight, "Messages in flight per neighbour, R >= 1" + when)
+          ->capture_default_str();
   }
-  /// Parses into c.transport, c.rma_sync, c.shmem_sync; InputError for an unknown name or a
-  /// transport this build lacks.
-  template <class Config>
-  void apply(Config& c) const {
-    c.transport = comm::parse_transport(transport);
-    c.rma_sync = comm::parse_rma_sync(rma_sync);
-    c.shmem_sync = comm::parse_shmem_sync(shmem_sync);
-    if (!comm::transport_built(c.transport)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
+  /// Parses the names into `t` and checks R; InputError for an unknown name, a transport this build
+  /// lacks or R < 1.
+  void apply(comm::TransportConfig& t) const {
+    t.kind = comm::parse_transport(kind_);
+    t.rma_sync = comm::parse_rma_sync(rma_sync_);
+    t.shmem_sync = comm::parse_shmem_sync(shmem_sync_);
+    if (!comm::transport_built(t.kind)) throw InputError("--transport shmem: desync was built without OpenSHMEM");
+    if (t.max_in_flight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", t.max_in_flight));
   }
-  /// The transport with its completion scheme, as the summaries show it: "p2p", "rma (flush)".
-  std::string text() const {
-    if (transport == "rma") return transport + " (" + rma_sync + ")";
-    if (transport == "shmem") return transport + " (" + shmem_sync + ")";
-    return transport;
+  const std::string& kind() const { return kind_; }
+  /// The options' values, for the record.
+  void effective(std::vector<std::pair<std::string, std::string>>& out) const {
+    out.push_back({"transport", kind_});
+    out.push_back({"rma-sync", rma_sync_});
+    out.push_back({"shmem-sync", shmem_sync_});
+    if (inflight_) out.push_back({"inflight", std::to_string(*inflight_)});
   }
+
+ private:
+  const int* inflight_ = nullptr;  // --inflight offered: the value it sets
+  std::string kind_ = "p2p";
+  std::string rma_sync_ = "flush";  // docs/channel.md says why flush is the default
+  std::string shmem_sync_ = "put";
 };
+
+/// The noise group (core/noise.hpp): --slow-rank, --slow-factor, --noise and its parameters, and
+/// with `perturb` --perturb-rank, --perturb-iter and --perturb-value. `unit` names what a rank
+/// repeats ("iterations", "sweeps", "steps").
+class NoiseCli {
+ public:
+  void add(CLI::App& app, core::NoiseOptions& n, const std::string& unit, bool perturb = false) {
+    app.add_option("--slow-rank", n.slow_rank, "Rank whose " + unit + " are slowed (-1: none)")->capture_default_str();
+    app.add_option("--slow-factor", n.slow_factor, "Slow rank's " + unit + " take this many times as long")
+        ->capture_default_str();
+    app.add_option("--noise", kind_,
+                   "Perturbation on every rank: none | jitter (after each step, with --jitter-probability, a pause of "
+                   "--jitter-factor x the step's time) | periodic (every --interrupt-period ms a pause of "
+                   "--interrupt-duration ms)")
+        ->capture_default_str();
+    app.add_option("--jitter-probability", n.jitter_probability, "jitter: chance per step of a pause")
+        ->capture_default_str();
+    app.add_option("--jitter-factor", n.jitter_factor, "jitter: the pause as a multiple of the step's own time")
+        ->capture_default_str();
+    app.add_option("--interrupt-period", period_ms_, "periodic: milliseconds between interruptions")
+        ->capture_default_str();
+    app.add_option("--interrupt-duration", duration_ms_, "periodic: milliseconds each interruption lasts")
+        ->capture_default_str();
+    app.add_option("--noise-seed", n.seed, "Seed of the jitter draws (mixed with the rank)")->capture_default_str();
+    perturb_ = perturb;
+    if (!perturb) return;
+    app.add_option("--perturb-rank", n.perturb_rank, "Rank that overwrites a value of its iterate (-1: none)")
+        ->capture_default_str();
+    app.add_option("--perturb-iter", n.perturb_iteration, "Iteration at which it does")->capture_default_str();
+    app.add_option("--perturb-value", n.perturb_value, "Value written (nan, inf, 1e300, ...)");
+  }
+  /// Checks the values for a run of `nranks` and sets the options' switches and periods;
+  /// InputError on bad input.
+  void apply(core::NoiseOptions& n, int nranks) const {
+    if (kind_ != "none" && kind_ != "jitter" && kind_ != "periodic")
+      throw InputError("--noise '" + kind_ + "': unknown noise (expected none, jitter or periodic)");
+    n.jitter = kind_ == "jitter";
+    n.periodic = kind_ == "periodic";
+    if (n.slow_rank < -1 || n.slow_rank >= nranks)
+      throw InputError(fmt::format("--slow-rank {}: no such rank in a run of {}", n.slow_rank, nranks));
+    if (!(n.slow_factor >= 1.0) || !std::isfinite(n.slow_factor)) throw InputError("--slow-factor must be >= 1");
+    if (!(n.jitter_probability >= 0 && n.jitter_probability <= 1))
+      throw InputError(fmt::format("--jitter-probability {}: must be in [0, 1]", n.jitter_probability));
+    if (!(n.jitter_factor >= 0) || !std::isfinite(n.jitter_factor))
+      throw InputError(fmt::format("--jitter-factor {}: must be >= 0", n.jitter_factor));
+    if (!(period_ms_ > 0) || !std::isfinite(period_ms_))
+      throw InputError(fmt::format("--interrupt-period {}: must be > 0 ms", period_ms_));
+    if (!(duration_ms_ >= 0) || !std::isfinite(duration_ms_))
+      throw InputError(fmt::format("--interrupt-duration {}: must be >= 0 ms", duration_ms_));
+    n.interrupt_period = period_ms_ * 1e-3;
+    n.interrupt_duration = duration_ms_ * 1e-3;
+    if (n.perturb_rank < -1 || n.perturb_rank >= nranks)
+      throw InputError(fmt::format("--perturb-rank {}: no such rank in a run of {}", n.perturb_rank, nranks));
+    if ((n.perturb_rank >= 0) != (n.perturb_iteration >= 0))
+      throw InputError("--perturb-rank and --perturb-iter go together");
+  }
+  /// The options' effective values, for the record.
+  void effective(std::vector<std::pair<std::string, std::string>>& out, const core::NoiseOptions& n) const {
+    out.push_back({"slow-rank", std::to_string(n.slow_rank)});
+    out.push_back({"slow-factor", fmt::format("{}", n.slow_factor)});
+    out.push_back({"noise", kind_});
+    out.push_back({"jitter-probability", fmt::format("{}", n.jitter_probability)});
+    out.push_back({"jitter-factor", fmt::format("{}", n.jitter_factor)});
+    out.push_back({"interrupt-period", fmt::format("{}", period_ms_)});
+    out.push_back({"interrupt-duration", fmt::format("{}", duration_ms_)});
+    out.push_back({"noise-seed", std::to_string(n.seed)});
+    if (!perturb_) return;
+    out.push_back({"perturb-rank", std::to_string(n.perturb_rank)});
+    out.push_back({"perturb-iter", std::to_string(n.perturb_iteration)});
+    out.push_back({"perturb-value", fmt::format("{}", n.perturb_value)});
+  }
+
+ private:
+  bool perturb_ = false;
+  std::string kind_ = "none";
+  double period_ms_ = 10, duration_ms_ = 1;
+};
+
+/// The iteration group (solvers::IterationOptions): --tol, --max-iters, --time-limit,
+/// --check-every, --polish, --monitor and the noise group. `tol_help` and `check_help` say what the
+/// solver's tolerance is on and what its tests are; `unit` what a rank repeats.
+class IterationCli {
+ public:
+  void add(CLI::App& app, solvers::IterationOptions& it, const std::string& tol_help, const std::string& check_help,
+           const std::string& unit, bool perturb) {
+    app.add_option("--tol", it.tol, tol_help)->capture_default_str();
+    app.add_option("--max-iters", it.max_iters, "Stop after this many " + unit)->capture_default_str();
+    app.add_option("--time-limit", it.time_limit, "Stop after this many seconds and report the residual reached "
+                                                  "(0: no limit)")
+        ->capture_default_str();
+    app.add_option("--check-every", it.check_every, check_help)->capture_default_str();
+    app.add_flag("--polish", it.polish,
+                 "If the final true residual is above --tol, continue with synchronous " + unit + " until it is not");
+    app.add_flag("--monitor", it.monitor, "Print each convergence test on rank 0");
+    noise.add(app, it.noise, unit, perturb);
+  }
+  /// Checks the values for a run of `nranks`; InputError on bad input.
+  void apply(solvers::IterationOptions& it, int nranks) const {
+    if (!(it.tol > 0) || !std::isfinite(it.tol)) throw InputError(fmt::format("--tol {}: must be > 0", it.tol));
+    if (it.max_iters < 0) throw InputError("--max-iters must be >= 0");
+    if (!(it.time_limit >= 0)) throw InputError("--time-limit must be >= 0 seconds");
+    if (it.check_every < 1) throw InputError("--check-every must be >= 1");
+    noise.apply(it.noise, nranks);
+  }
+  /// The options' effective values, for the record.
+  void effective(std::vector<std::pair<std::string, std::string>>& out, const solvers::IterationOptions& it) const {
+    out.push_back({"tol", fmt::format("{}", it.tol)});
+    out.push_back({"check-every", std::to_string(it.check_every)});
+    out.push_back({"max-iters", std::to_string(it.max_iters)});
+    out.push_back({"time-limit", fmt::format("{}", it.time_limit)});
+    out.push_back({"polish", it.polish ? "true" : "false"});
+    out.push_back({"monitor", it.monitor ? "true" : "false"});
+    noise.effective(out, it.noise);
+  }
+
+  NoiseCli noise;
+};
+
+/// The registry's list of a solver's modes, from the names listed beside their enum (core::Named).
+template <class Names>
+std::vector<MethodInfo> method_list(const Names& names) {
+  std::vector<MethodInfo> out;
+  for (const auto& n : names) out.push_back({n.name, n.description});
+  return out;
+}
 
 /// An option whose value is "auto" or one of `choices` (name, value): unset for auto, else the
 /// value; InputError "--option 'text': expected auto, a or b" for anything else.

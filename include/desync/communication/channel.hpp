@@ -52,35 +52,13 @@
 #include <string>
 #include <vector>
 
+#include "desync/communication/transport_config.hpp"
+
 namespace desync::comm {
 
 /// async: newest whole message wins; racy: pieces land as they arrive; bounded: every level kept in
 /// order, the reader at most max_delay levels ahead of what it has (see the header comment).
 enum class ChannelMode { async, racy, bounded };
-
-/// How messages travel (see the header comment and docs/channel.md).
-enum class Transport { p2p, rma, shmem };
-/// rma: when a put is completed and its arrival notified.
-///   flush          MPI_Win_flush right after the put, then the notification: visible when send() returns.
-///   flush_local    MPI_Win_flush_local right after the put (the send slot is free at once); the
-///                  remote flush and the notification follow at the next call on this channel.
-///   overlap        the put only; flush and notification just before the next put on this channel
-///                  (its next can_send() or send()), or as soon as this process is idle in the
-///                  channel layer (waits, or finds nothing new to receive).
-///   overlap_local  the put only; flush and notification at the next call on this channel.
-enum class RmaSync { flush, flush_local, overlap, overlap_local };
-/// shmem: put = shmem_fence and flag right after the data put; put_overlap = just before the next
-/// put on this channel (or as soon as this process blocks in the channel layer).
-enum class ShmemSync { put, put_overlap };
-
-const char* to_string(Transport t);
-const char* to_string(RmaSync s);
-const char* to_string(ShmemSync s);
-/// Parse the CLI spellings (p2p|rma|shmem, flush|flush-local|overlap|overlap-local, put|put-overlap);
-/// throw desync::InputError naming `option` on anything else.
-Transport parse_transport(const std::string& text, const std::string& option = "--transport");
-RmaSync parse_rma_sync(const std::string& text, const std::string& option = "--rma-sync");
-ShmemSync parse_shmem_sync(const std::string& text, const std::string& option = "--shmem-sync");
 
 /// True if this build can use the transport (shmem needs a build with OpenSHMEM).
 bool transport_built(Transport t);
@@ -96,14 +74,13 @@ void finalize_transports_and_mpi();
 struct ChannelConfig {
   int peer = MPI_PROC_NULL;
   std::size_t message_size = 0;  ///< doubles per message
-  int max_in_flight = 1;         ///< R: unacknowledged messages allowed per direction (>= 1)
   ChannelMode mode = ChannelMode::async;
   int racy_chunks = 4;  ///< racy mode: pieces per message (clamped to message_size)
   int tag = 0;          ///< tag of the traffic this end sends; 0 <= tag < 4096
   int recv_tag = -1;    ///< tag of the traffic this end receives; -1 means the same as `tag`
-  Transport transport = Transport::p2p;  ///< both ends must agree
-  RmaSync rma_sync = RmaSync::flush;     ///< rma only; each end may choose its own
-  ShmemSync shmem_sync = ShmemSync::put; ///< shmem only; each end may choose its own
+  /// Both ends must agree on the kind and max_in_flight (R, >= 1: unacknowledged messages allowed
+  /// per direction); each may choose its own completion scheme.
+  TransportConfig transport;
   /// T: whole messages (time levels) retained besides the delivered one (async, bounded; racy
   /// ignores it). 0 = automatic: 2 in async mode (the newest and the previous arrival, as before
   /// the ring existed), 2 L + 2 in bounded mode. Bounded mode needs T >= L + 2.
@@ -120,12 +97,10 @@ struct ChannelConfig {
   int retain_behind = -1;
   /// The reader takes in every message in order and the exchange itself keeps the sender within a
   /// few messages of it: a synchronous exchange (one level ahead at most) or a bounded one (2 L + 1).
-  /// Lets a transport use cheaper sends (p2p: standard sends, no acknowledgement to wait for).
+  /// Lets a transport use cheaper sends (p2p: standard sends, no acknowledgement to wait for), and
+  /// p2p keep only transport.posted_receives receives posted (fewer keep the receive buffers in
+  /// cache; messages beyond them wait in MPI's queue in order until the reader's next call).
   bool sender_bounded = false;
-  /// p2p with sender_bounded: receives kept posted (0: max_in_flight, so that every message in
-  /// flight has one). Fewer keep the receive buffers in cache; messages beyond them wait in MPI's
-  /// queue in order until a receive is posted again, at the reader's next call. Ignored elsewhere.
-  int posted_receives = 0;
 };
 
 struct ChannelStats {

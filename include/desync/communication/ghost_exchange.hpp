@@ -7,29 +7,18 @@
 // by the spec's receive list. The exchange is split into start() and finish() so the caller can
 // compute the rows that need no ghost value in between:
 //
-//   engine    p2p        a comm::PlanExchange in sync mode: one comm::Channel per neighbour over
-//                        the chosen transport (p2p: MPI two-sided; rma: MPI one-sided; shmem:
-//                        OpenSHMEM), time level = the exchange's sequence number
-//             neighbor   one MPI_Ineighbor_alltoallv on a distributed-graph communicator made once
-//                        with the plan: one edge per distinct peer, the parts of several plan
-//                        neighbours with the same peer (periodic dimensions of one or two ranks)
-//                        concatenated in tag order on both ends; the transport is ignored
-//             blocking   start() completes the whole exchange (MPI_Isend/MPI_Irecv, MPI_Waitall)
-//                        before returning (the reference); the transport is ignored
-//   progress  none       no call between start() and finish()
-//             test       the caller calls poll() at its own pace
-//             thread     a progress thread polls between start() and finish(); needs
-//                        MPI_THREAD_MULTIPLE (checked with MPI_Query_thread: InputError otherwise)
+// The moving is a comm::PlanExchange in sync mode, time level = the exchange's sequence number,
+// with its engines (p2p: one comm::Channel per neighbour over the chosen transport; neighbor: one
+// MPI_Ineighbor_alltoallv; blocking: start() completes the exchange, the reference) and progress
+// modes (none, test: the caller calls poll(), thread: a progress thread polls; plan_exchange.hpp).
 // Neighbours that are this rank itself are served by a local copy in every engine.
 //
 // Every request is counted in comm::RequestLedger; finish() and the destructor leave none pending,
 // and the destructor frees the exchange's communicators.
 #include <mpi.h>
 
-#include <atomic>
 #include <cstdint>
 #include <memory>
-#include <thread>
 #include <vector>
 
 #include "desync/communication/channel.hpp"
@@ -38,22 +27,6 @@
 #include "desync/communication/plan_exchange.hpp"
 
 namespace desync::comm {
-
-/// Traffic and time of the exchanges, accumulated.
-struct GhostStats {
-  long exchanges = 0;
-  long messages_sent = 0;
-  long messages_received = 0;
-  double bytes_sent = 0;
-  long polls = 0;  ///< progress passes made by poll() or the progress thread
-};
-
-/// How the channels of engine p2p move data (channel.hpp); the other engines ignore it.
-struct TransportConfig {
-  Transport transport = Transport::p2p;
-  RmaSync rma_sync = RmaSync::flush;
-  ShmemSync shmem_sync = ShmemSync::put;
-};
 
 class GhostExchange {
  public:
@@ -88,15 +61,10 @@ class GhostExchange {
   const TransportConfig& transport() const { return transport_; }
   /// Neighbours exchanged with (distinct ranks other than this one and MPI_PROC_NULL).
   int neighbours() const { return neighbours_; }
-  const GhostStats& stats() const;
-  void reset_stats();
+  const ExchangeStats& stats() const { return exchange_->stats(); }
+  void reset_stats() { exchange_->reset_stats(); }
 
  private:
-  void copy_local(const double* x);  // local neighbours: x -> ghost buffer
-  bool test_pending();
-  void wait_pending();
-  void thread_main();
-
   GhostPlanSpec spec_;
   HaloPlan plan_;
   ExchangeEngine engine_;
@@ -104,22 +72,9 @@ class GhostExchange {
   TransportConfig transport_;
   int neighbours_ = 0;
   std::vector<double> ghost_;
-  mutable GhostStats stats_;
-  // Engine p2p.
-  std::unique_ptr<PlanExchange> channels_;
+  std::unique_ptr<PlanExchange> exchange_;
   bool started_ = false;
   std::int64_t sequence_ = 0;  // time level of the next exchange
-  // Engines neighbor and blocking: one send and one receive buffer, by peer (neighbor) or by plan
-  // neighbour (blocking); `unpack_` maps each received value to its ghost slot.
-  MPI_Comm comm_ = MPI_COMM_NULL;  // distributed graph or private duplicate (owned)
-  std::vector<double> send_, recv_;
-  std::vector<std::int32_t> pack_, unpack_;  // send_[e] = x[pack_[e]], ghost_[unpack_[e]] = recv_[e]
-  std::vector<int> send_counts_, send_displs_, recv_counts_, recv_displs_, peers_, send_tags_, recv_tags_;
-  std::vector<MPI_Request> requests_;
-  int pending_ = 0;
-  bool any_traffic_ = true;  // some rank of the communicator sends or receives something
-  std::atomic<int> phase_{0};
-  std::thread thread_;
 };
 
 }  // namespace desync::comm

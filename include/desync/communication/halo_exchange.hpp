@@ -25,27 +25,13 @@
 
 namespace desync::comm {
 
-// HaloMode, DelayStats: communication/plan_exchange.hpp.
-
-struct HaloConfig {
-  HaloMode mode = HaloMode::sync;
-  int max_in_flight = 1;  ///< R, messages in flight per neighbour and direction (async, racy)
-  int racy_chunks = 4;    ///< racy: pieces per face message
-  int tag_base = 0;       ///< channel tags tag_base + plan tag (see PlanExchangeConfig)
-  Transport transport = Transport::p2p;  ///< how the channels move data (channel.hpp)
-  RmaSync rma_sync = RmaSync::flush;     ///< rma completion scheme
-  ShmemSync shmem_sync = ShmemSync::put; ///< shmem completion scheme
-  int max_delay = 0;                     ///< bounded: L (see HaloMode in plan_exchange.hpp)
-};
-
-/// messages_sent, messages_received, messages_discarded, sends_skipped and the ages of the halo
-/// data used by the sweeps (DelayStats), as the plan exchange counts them.
-using HaloStats = ExchangeStats;
+// HaloMode, DelayStats, ExchangeStats, PlanExchangeConfig: communication/plan_exchange.hpp.
 
 class HaloExchange {
  public:
   /// Collective over the grid: connects one channel per neighbour (blocks until they all exist).
-  HaloExchange(const decomposition::CartGrid& grid, HaloConfig config);
+  /// The config's mode, transport, racy_chunks and max_delay apply (see PlanExchangeConfig).
+  HaloExchange(const decomposition::CartGrid& grid, PlanExchangeConfig config);
   /// Completes all traffic and closes the channels (see close()).
   ~HaloExchange();
   HaloExchange(const HaloExchange&) = delete;
@@ -68,12 +54,13 @@ class HaloExchange {
   /// Collective between neighbours. Idempotent.
   void close();
 
-  const HaloStats& stats() const { return exchange_->stats(); }
-  const HaloConfig& config() const { return config_; }
+  /// messages_sent, messages_received, messages_discarded, sends_skipped and the ages of the halo
+  /// data used by the sweeps (DelayStats), as the plan exchange counts them.
+  const ExchangeStats& stats() const { return exchange_->stats(); }
+  const PlanExchangeConfig& config() const { return exchange_->config(); }
   int neighbours() const { return static_cast<int>(faces_.size()); }
 
  private:
-  HaloConfig config_;
   std::vector<int> faces_;                  // per plan neighbour: the face it lies across
   std::unique_ptr<PlanExchange> exchange_;
 };

@@ -16,13 +16,19 @@
 //                     MPI_THREAD_MULTIPLE (InputError otherwise). While it runs the caller must make
 //                     no channel call on this process (the channel layer is not thread-safe), which
 //                     the split-phase contract below already asks.
+//   engine    p2p       the channels above (every mode)
+//   (sync)    neighbor  one MPI_Ineighbor_alltoallv per exchange on a distributed-graph communicator
+//             blocking  start() completes the exchange with MPI_Isend / MPI_Irecv / MPI_Waitall
+//                       (the reference without overlap); progress does not apply
+//             The transport applies to the channels only; neighbor and blocking ignore it.
 //
 // Neighbours that are this rank itself (a periodic dimension of one rank) are served by a local
 // copy: start() packs their entries, finish() installs them; their time level is start()'s.
 //
 // The channels live on a communicator of their own, split from the plan's communicator over the
 // ranks that have a remote neighbour (so a rank with none takes no part in the one-sided window
-// of the rma transport), with tags tag_base + plan tag.
+// of the rma transport), with the plan's tags: two exchanges never share a communicator, so their
+// tags need not differ.
 #include <mpi.h>
 
 #include <array>
@@ -36,8 +42,13 @@
 #include "desync/communication/exchange_engine.hpp"
 #include "desync/communication/halo_plan.hpp"
 #include "desync/communication/index_runs.hpp"
+#include "desync/communication/transport_config.hpp"
 
 namespace desync::comm {
+
+namespace detail {
+class CollectiveExchange;
+}
 
 /// Consistency of the data a pull installs (see the header comment). A bounded-staleness mode
 /// (maximum delay L) goes here too: PlanExchange::pull_neighbour is its only pull path.
@@ -49,7 +60,9 @@ namespace desync::comm {
 ///   async    unbounded, the newest whole message
 ///   racy     unbounded, element-wise (per piece)
 enum class HaloMode { sync, async, racy, bounded };
-const char* to_string(HaloMode mode);
+inline constexpr core::Named<HaloMode> halo_mode_names[] = {
+    {HaloMode::sync, "sync"}, {HaloMode::async, "async"}, {HaloMode::racy, "racy"}, {HaloMode::bounded, "bounded"}};
+inline const char* to_string(HaloMode mode) { return core::name_of(halo_mode_names, mode); }
 
 /// Ages of the halo data: age = own iteration - sender's time level, recorded per neighbour (racy:
 /// per piece) each time halos are installed. A negative age means the sender is ahead in iteration
@@ -79,21 +92,20 @@ struct ExchangeStats {
 
 struct PlanExchangeConfig {
   HaloMode mode = HaloMode::sync;
-  int max_in_flight = 1;  ///< R, messages in flight per neighbour and direction (async, racy; sync: 1)
+  /// How the channels move data; transport.max_in_flight is R, messages in flight per neighbour
+  /// and direction (async, racy; sync: 1), transport.posted_receives the receives kept posted per
+  /// neighbour over p2p (sync, bounded; 0: one per message in flight, bounded 2 L + 1).
+  TransportConfig transport;
+  /// sync only: p2p moves the exchange over the channels; neighbor and blocking over MPI requests
+  /// (see ExchangeEngine), ignoring `transport`.
+  ExchangeEngine engine = ExchangeEngine::p2p;
   int racy_chunks = 4;    ///< racy: pieces per message
-  int tag_base = 0;       ///< channel tags tag_base + plan tag; tag_base + max_plan_tag <= 4096
-  Transport transport = Transport::p2p;
-  RmaSync rma_sync = RmaSync::flush;
-  ShmemSync shmem_sync = ShmemSync::put;
   Progress progress = Progress::none;
   int max_delay = 0;  ///< bounded: L, the largest delay in levels a pull accepts (>= 0)
   int history = 0;    ///< bounded/async: time levels retained per neighbour (0: the channel's default)
   /// bounded: levels behind the installed one that level_data() must still return (-1: max_delay;
   /// see ChannelConfig::retain_behind). Fewer keep a neighbour's ring in cache.
   int retain_behind = -1;
-  /// bounded over p2p: receives kept posted per neighbour (0: 2 L + 1; see
-  /// ChannelConfig::posted_receives).
-  int posted_receives = 0;
   /// sync: finish() waits for every neighbour together, polling all channels until each has
   /// delivered (the MPI_Waitall variant of Yamazaki et al., 2019, section 4.1), instead of one
   /// neighbour after the other (one MPI_Wait each, their standard variant).
@@ -191,6 +203,7 @@ class PlanExchange {
 
   HaloPlan plan_;
   PlanExchangeConfig config_;
+  std::unique_ptr<detail::CollectiveExchange> collective_;  // engines neighbor and blocking
   MPI_Comm comm_ = MPI_COMM_NULL;               // channel communicator (owned), null if no channels
   std::vector<std::unique_ptr<Channel>> channels_;  // per neighbour; null for local ones
   std::vector<IndexRuns> send_runs_, recv_runs_;  // per neighbour: plan offsets as runs (pack, unpack)
@@ -199,6 +212,7 @@ class PlanExchange {
   std::vector<std::int64_t> loopback_level_;
   std::vector<char> awaited_;                   // this exchange still waits for neighbour n
   std::int64_t started_level_ = -1;
+  std::int64_t collective_level_ = -1;  // engines neighbor and blocking: the level last received
   std::size_t rotation_ = 0;  // round_robin: the neighbour the current exchange visits first
   bool started_ = false;
   bool closed_ = false;

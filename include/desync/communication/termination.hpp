@@ -31,7 +31,7 @@ class TreeTermination {
   /// Collective over `comm`: opens the channels to the parent and the children. `count`: doubles
   /// per vote vector. `transport`: the transport settings of the channels (peer, sizes, tags and
   /// mode are set here).
-  TreeTermination(MPI_Comm comm, int count, const ChannelConfig& transport);
+  TreeTermination(MPI_Comm comm, int count, const TransportConfig& transport);
   /// Closes the channels if close() was not called.
   ~TreeTermination();
   TreeTermination(const TreeTermination&) = delete;

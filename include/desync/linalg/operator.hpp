@@ -15,6 +15,7 @@
 
 #include "desync/communication/channel.hpp"
 #include "desync/communication/exchange_engine.hpp"
+#include "desync/communication/plan_exchange.hpp"
 #include "desync/linalg/csr.hpp"
 
 namespace desync::linalg {
@@ -33,9 +34,7 @@ struct SpmvConfig {
   int test_interval = 1024;  ///< rows between progress polls with Progress::test
   /// Engine p2p: how the exchange's channels move data (comm::Channel); neighbor and blocking
   /// ignore it. Every transport gives bitwise the same y.
-  comm::Transport transport = comm::Transport::p2p;
-  comm::RmaSync rma_sync = comm::RmaSync::flush;       ///< transport rma: completion scheme
-  comm::ShmemSync shmem_sync = comm::ShmemSync::put;   ///< transport shmem: completion scheme
+  comm::TransportConfig transport;
 };
 /// MPI thread level apply() needs with `cfg`: MPI_THREAD_MULTIPLE for Progress::thread (unless the
 /// engine is blocking), MPI_THREAD_FUNNELED otherwise. The operators check it with MPI_Query_thread
@@ -48,9 +47,7 @@ struct SpmvStats {
   double interior_seconds = 0;  ///< rows that need no ghost value
   double boundary_seconds = 0;  ///< rows that do
   double wait_seconds = 0;      ///< starting and finishing the exchange (blocked in MPI)
-  long messages_sent = 0;
-  long messages_received = 0;
-  double bytes_sent = 0;
+  comm::ExchangeStats exchange;  ///< the ghost exchange's traffic
 };
 
 class Operator {

@@ -65,7 +65,7 @@ class CgCommand final : public SolverCommand {
   std::string engine = "p2p";             // --engine
   std::string progress = "none";          // --progress
   int test_interval = 1024;               // --test-interval
-  detail::TransportOptions channels;      // --transport, --rma-sync, --shmem-sync (engine p2p)
+  detail::TransportCli transport_cli;     // --transport, --rma-sync, --shmem-sync (engine p2p)
   double young = 1.0;                     // --young (elasticity3d)
   double poisson_ratio = 0.3;             // --poisson-ratio (elasticity3d)
   double load = 1.0;                      // --load (elasticity3d)
@@ -117,8 +117,7 @@ void CgCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
       ->capture_default_str();
-  channels.add(app,
-               "Ghost channel transport (--engine p2p): p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)");
+  transport_cli.add(app, spmv.transport, "--engine p2p");
   app.add_option("--young", young, "elasticity3d: Young's modulus E")->capture_default_str();
   app.add_option("--poisson-ratio", poisson_ratio, "elasticity3d: Poisson's ratio nu")->capture_default_str();
   app.add_option("--load", load, "elasticity3d: total traction on the face z = 1")->capture_default_str();
@@ -166,7 +165,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   spmv.test_interval = test_interval;
   // The preconditioner polls too where a poll can advance something: the recursive doubling.
   s.pc_poll_interval = spmv.progress == linalg::Progress::test && s.doubling ? test_interval : 0;
-  channels.apply(spmv);
+  transport_cli.apply(spmv.transport);
 
   from_matrix = !matrix_path.empty();
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
@@ -208,7 +207,7 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
   const bool grid = !from_matrix;
   std::string local_eff = local;
   if (grid && local.empty() && global.empty()) local_eff = problem == "elasticity3d" ? "16" : "50";
-  return {{"method", method},
+  std::vector<std::pair<std::string, std::string>> out = {{"method", method},
           {"pc", pc},
           {"reduction", reduction},
           {"problem", problem},
@@ -221,9 +220,6 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"engine", engine},
           {"progress", progress},
           {"test-interval", std::to_string(test_interval)},
-          {"transport", channels.transport},
-          {"rma-sync", channels.rma_sync},
-          {"shmem-sync", channels.shmem_sync},
           {"young", fmt::format("{}", young)},
           {"poisson-ratio", fmt::format("{}", poisson_ratio)},
           {"load", fmt::format("{}", load)},
@@ -235,6 +231,8 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"monitor-every", std::to_string(monitor_every)},
           {"quiet", quiet ? "true" : "false"},
           {"json", json_path}};
+  transport_cli.effective(out);
+  return out;
 }
 
 // ---- the run and its section of the record -----------------------------------------------------
@@ -250,9 +248,9 @@ RankFields rank_fields(const solvers::CgRankStats& s) {
       .integer("pc_applications", s.pc_applications)
       .integer("pc_polls", s.pc_polls)
       .integer("replacements", s.replacements)
-      .integer("messages_sent", s.spmv.messages_sent)
-      .integer("messages_received", s.spmv.messages_received)
-      .number("bytes_sent", s.spmv.bytes_sent);
+      .integer("messages_sent", s.spmv.exchange.messages_sent)
+      .integer("messages_received", s.spmv.exchange.messages_received)
+      .number("bytes_sent", s.spmv.exchange.bytes_sent);
   // halo_wait is part of spmv and reduction_wait part of reduction: shares, not counted again.
   f.time_part("spmv", s.time.spmv)
       .time_part("halo_wait", s.time.halo_wait, false)
@@ -270,7 +268,7 @@ int CgCommand::run(MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
 
-  comm::init_transport(spmv.transport);  // shmem: shmem_init and the symmetric arena
+  comm::init_transport(spmv.transport.kind);  // shmem: shmem_init and the symmetric arena
   std::unique_ptr<decomposition::CartGrid> grid;
   std::unique_ptr<linalg::Operator> A;
   std::vector<double> b;
@@ -349,7 +347,7 @@ int CgCommand::run(MPI_Comm comm) {
 
     r.headline = fmt::format("method {}, pc {}, reduction {}", r.method, pc_name, red);
     r.setup_lines.push_back({"problem", fmt::format("{}, operator {}, exchange {}{} (progress {})", problem, operator_name,
-                                                    engine, engine == "p2p" ? " over " + channels.transport : std::string(),
+                                                    engine, engine == "p2p" ? " over " + transport_cli.kind() : std::string(),
                                                     progress)});
     if (grid) {
       const auto& g = grid->global();
@@ -369,7 +367,7 @@ int CgCommand::run(MPI_Comm comm) {
     details["pc"] = pc_name;
     details["reduction"] = red;
     details["engine"] = engine;
-    details["transport"] = engine == "p2p" ? channels.transport : engine;
+    details["transport"] = engine == "p2p" ? transport_cli.kind() : engine;
     details["progress"] = progress;
     details["problem"] = problem;
     details["operator"] = operator_name;

@@ -35,18 +35,11 @@ namespace desync::run {
 namespace jacobi_command {
 namespace {
 
-/// The modes of `desync jacobi` (--mode, the JSON "method").
-const std::vector<MethodInfo> jacobi_modes = {
-    {"sync", "halo swaps and blocking convergence tests every iteration"},
-    {"async", "halo messages in flight, newest whole message wins; non-blocking convergence tests"},
-    {"racy", "as async, but halo elements may mix the sender's iterations"},
-};
-
 class JacobiCommand final : public SolverCommand {
  public:
   void add_options(CLI::App& app) override;
   void finalise(MPI_Comm comm) override;
-  void prepare(MPI_Comm) override { comm::init_transport(solver.transport); }
+  void prepare(MPI_Comm) override { comm::init_transport(solver.transport.kind); }
   int run(MPI_Comm comm) override;
 
  private:
@@ -59,8 +52,8 @@ class JacobiCommand final : public SolverCommand {
   std::string mode = "sync";        // --mode
   std::string reduction = "iallreduce";
   std::string idle = "yield";       // --idle: spin | yield (skip does not apply to a sweep)
-  detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync
-  detail::NoiseCli noise_cli;        // --noise and its parameters
+  detail::IterationCli iteration_cli;  // --tol, --max-iters, ..., the noise group
+  detail::TransportCli transport_cli;  // --transport, --rma-sync, --shmem-sync, --inflight
   std::string prefetch = "auto";    // --prefetch: auto | on | off (sweep kernel software prefetch)
   problems::Laplace3D problem;
   solvers::JacobiOptions solver;
@@ -75,22 +68,19 @@ class JacobiCommand final : public SolverCommand {
 
 void JacobiCommand::add_options(CLI::App& app) {
   auto& s = solver;
-  s.check_every = 0;  // 0: the mode's default, resolved in finalise()
   app.add_option("--local", local, "Cells per rank, N or NXxNYxNZ (weak scaling; default 50)");
   app.add_option("--global", global, "Total cells, N or NXxNYxNZ (strong scaling)");
   app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
       ->capture_default_str();
-  app.add_option("--mode", mode, detail::method_help(jacobi_modes))->capture_default_str();
-  app.add_option("--tol", s.tol, "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)")->capture_default_str();
-  app.add_option("--check-every", s.check_every,
-                 "Iterations between convergence tests (default 100). sync: a blocking test every N; "
-                 "async/racy: a new non-blocking test starts N iterations after the previous one started, "
-                 "or when it completes if that is later (1: as soon as it completes, Bethune et al., 2011, 3.1.2); "
-                 "with --threads, async/racy threads update the shared residual every N sweeps, and every sweep "
-                 "once a thread has seen it at or below --tol");
+  app.add_option("--mode", mode, core::named_help(solvers::jacobi_modes))->capture_default_str();
+  iteration_cli.add(app, s.iteration, "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)",
+                    "Iterations between convergence tests. sync: a blocking test every N; async/racy: a new "
+                    "non-blocking test starts N iterations after the previous one started, or when it completes if "
+                    "that is later (1: as soon as it completes, Bethune et al., 2011, 3.1.2); with --threads, "
+                    "async/racy threads update the shared residual every N sweeps, and every sweep once a thread has "
+                    "seen it at or below --tol",
+                    "iterations", /*perturb=*/true);
   app.add_option("--halo-period", s.halo_period, "Swap halos every N iterations")->capture_default_str();
-  app.add_option("--inflight", s.inflight, "async/racy: halo messages in flight per neighbour (R)")
-      ->capture_default_str();
   app.add_option("--racy-chunks", s.racy_chunks, "racy: pieces each halo message travels in")
       ->capture_default_str();
   app.add_option("--idle", idle,
@@ -99,24 +89,11 @@ void JacobiCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree | doubling")
       ->capture_default_str();
-  channels.add(app, "Halo channel transport: p2p (MPI two-sided) | rma (MPI one-sided) | "
-               "shmem (OpenSHMEM; see docs/channel.md)");
-  app.add_flag("--polish", s.polish,
-               "If the final true residual is above --tol, continue with synchronous sweeps until it is not");
-  app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
-  app.add_option("--time-limit", s.time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
+  transport_cli.add(app, s.transport, "", /*inflight=*/true);
   app.add_option("--offset", problem.offset, "Added to every boundary and initial value (Bethune et al., 2011, 6.1)")
       ->capture_default_str();
   app.add_option("--source-radius", problem.source_radius, "Radius of the source disc on z = 0")
       ->capture_default_str();
-  app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose sweeps are slowed (-1: none)")->capture_default_str();
-  app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's sweeps take this many times as long")
-      ->capture_default_str();
-  noise_cli.add(app, s.noise);
-  app.add_option("--perturb-rank", s.noise.perturb_rank, "Rank that overwrites a cell (-1: none)")
-      ->capture_default_str();
-  app.add_option("--perturb-iter", s.noise.perturb_iteration, "Iteration at which it does")->capture_default_str();
-  app.add_option("--perturb-value", s.noise.perturb_value, "Value written (nan, inf, 1e300, ...)");
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
   app.add_option("--save", save_path, "Write the solution field (.npy or .vti)");
   app.add_option_function<int>(
@@ -131,7 +108,6 @@ void JacobiCommand::add_options(CLI::App& app) {
                  "Software prefetch in the sweep kernel: auto (on for a rank whose two fields exceed its share "
                  "of the last-level cache) | on | off")
       ->capture_default_str();
-  app.add_flag("--monitor", s.monitor, "Print each convergence test on rank 0");
   app.add_flag("--quiet", quiet, "Print no summary");
 }
 
@@ -139,37 +115,22 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   int nranks = 1;
   MPI_Comm_size(comm, &nranks);
   auto& s = solver;
-  if (mode == "sync")
-    s.mode = comm::HaloMode::sync;
-  else if (mode == "async")
-    s.mode = comm::HaloMode::async;
-  else if (mode == "racy")
-    s.mode = comm::HaloMode::racy;
-  else
-    throw InputError("--mode '" + mode + "': unknown mode (expected sync, async or racy)");
+  s.mode = core::parse_named(solvers::jacobi_modes, mode, "--mode", "mode");
   s.reduction = comm::parse_reduction(reduction);
   s.idle = core::parse_idle_policy(idle);
   if (s.idle == core::IdlePolicy::skip)
     throw InputError("--idle skip: a Jacobi sweep keeps converging its block without new halo values (expected spin "
                      "or yield; skip is for desync schwarz)");
-  channels.apply(s);
+  transport_cli.apply(s.transport);
   s.prefetch = detail::parse_auto_choice<solvers::SweepPrefetch>(
       "--prefetch", prefetch, {{"on", solvers::SweepPrefetch::on}, {"off", solvers::SweepPrefetch::off}});
-  noise_cli.apply(s.noise);
-  detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
   // Every mode tests every 100 iterations by default (Bethune et al., 2011, Figure 1); --check-every 1 is the
   // paper's cadence for the asynchronous tests (3.1.2, 3.3.2). docs/benchmarks.md has both.
-  if (s.check_every == 0) s.check_every = 100;
-  if (s.check_every < 1) throw InputError("--check-every must be >= 1");
+  iteration_cli.apply(s.iteration, nranks);
   if (s.halo_period < 1) throw InputError("--halo-period must be >= 1");
-  if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));
   if (s.racy_chunks < 1) throw InputError("--racy-chunks must be >= 1");
   if (!std::isfinite(problem.offset)) throw InputError("--offset must be finite");
   if (!(problem.source_radius >= 0)) throw InputError("--source-radius must be >= 0");
-  if (s.noise.perturb_rank < -1 || s.noise.perturb_rank >= nranks)
-    throw InputError(fmt::format("--perturb-rank {}: no such rank in a run of {}", s.noise.perturb_rank, nranks));
-  if ((s.noise.perturb_rank >= 0) != (s.noise.perturb_iteration >= 0))
-    throw InputError("--perturb-rank and --perturb-iter go together");
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
   if (threads_given && s.threads < 1) throw InputError(fmt::format("--threads {}: must be >= 1", s.threads));
 
@@ -189,38 +150,24 @@ void JacobiCommand::finalise(MPI_Comm comm) {
 
 std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() const {
   const auto& s = solver;
-  auto g = fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2]);
-  std::vector<std::pair<std::string, std::string>> out = {{"mode", mode},
-          {"global", g},
-          {"local", local.empty() && global.empty() ? "50" : local},
-          {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
-          {"tol", fmt::format("{}", s.tol)},
-          {"check-every", std::to_string(s.check_every)},
-          {"halo-period", std::to_string(s.halo_period)},
-          {"inflight", std::to_string(s.inflight)},
-          {"racy-chunks", std::to_string(s.racy_chunks)},
-          {"reduction", reduction},
-          {"idle", idle},
-          {"transport", channels.transport},
-          {"rma-sync", channels.rma_sync},
-          {"shmem-sync", channels.shmem_sync},
-          {"polish", s.polish ? "true" : "false"},
-          {"max-iters", std::to_string(s.max_iters)},
-          {"time-limit", fmt::format("{}", s.time_limit)},
-          {"offset", fmt::format("{}", problem.offset)},
-          {"source-radius", fmt::format("{}", problem.source_radius)},
-          {"slow-rank", std::to_string(s.noise.slow_rank)},
-          {"slow-factor", fmt::format("{}", s.noise.slow_factor)},
-          {"perturb-rank", std::to_string(s.noise.perturb_rank)},
-          {"perturb-iter", std::to_string(s.noise.perturb_iteration)},
-          {"perturb-value", fmt::format("{}", s.noise.perturb_value)},
-          {"threads", std::to_string(s.threads)},
-          {"prefetch", prefetch},
-          {"monitor", s.monitor ? "true" : "false"},
-          {"quiet", quiet ? "true" : "false"},
-          {"json", json_path},
-          {"save", save_path}};
-  noise_cli.effective(out, s.noise);
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"mode", mode},
+      {"global", fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2])},
+      {"local", local.empty() && global.empty() ? "50" : local},
+      {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
+      {"halo-period", std::to_string(s.halo_period)},
+      {"racy-chunks", std::to_string(s.racy_chunks)},
+      {"reduction", reduction},
+      {"idle", idle},
+      {"offset", fmt::format("{}", problem.offset)},
+      {"source-radius", fmt::format("{}", problem.source_radius)},
+      {"threads", std::to_string(s.threads)},
+      {"prefetch", prefetch},
+      {"quiet", quiet ? "true" : "false"},
+      {"json", json_path},
+      {"save", save_path}};
+  iteration_cli.effective(out, s.iteration);
+  transport_cli.effective(out);
   return out;
 }
 
@@ -341,7 +288,7 @@ void fill_section(RunRecord& r, const std::string& transport_text, const std::st
                                    delay_min, delay_max)});
 
   json details;
-  details["transport"] = comm::to_string(solver.transport);
+  details["transport"] = comm::to_string(solver.transport.kind);
   details["reduction"] = reduction;
   details["threads"] = threads;
   details["polish_iterations"] = polish;
@@ -358,7 +305,7 @@ int JacobiCommand::run(MPI_Comm comm) {
   decomposition::CartGrid grid(comm, global_cells, process_grid);
   decomposition::Field u(grid.local());
   problem.initialise(grid, u);
-  const solvers::JacobiResult result = solvers::solve_jacobi(grid, problem, solver, u);
+  const solvers::IterationResult result = solvers::solve_jacobi(grid, problem, solver, u);
 
   RunRecord r;
   r.solver = "jacobi";
@@ -369,11 +316,11 @@ int JacobiCommand::run(MPI_Comm comm) {
   r.global_size = grid.global();
   r.unknowns = grid.global_cells();
   r.options = effective();
-  r.tolerance = solver.tol;
+  r.tolerance = solver.iteration.tol;
   detail::fill_from_driver(r, comm, result);
   r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
   if (rank == 0) {
-    const std::string transport_text = channels.text();  // with its completion scheme, e.g. "rma (flush)"
+    const std::string transport_text = comm::describe(solver.transport);  // with its scheme, e.g. "rma (flush)"
     const std::string red = solver.mode == comm::HaloMode::sync ? "allreduce" : reduction;
     fill_section(r, transport_text, red, solver);
   }
@@ -396,7 +343,7 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>
 
 SolverInfo jacobi_solver() {
   return {"jacobi", "Jacobi's method on the 3D Laplace problem, sync, async or racy (Bethune et al.)", "--mode",
-          jacobi_command::jacobi_modes, &jacobi_command::create};
+          detail::method_list(solvers::jacobi_modes), &jacobi_command::create};
 }
 
 }  // namespace desync::run

@@ -32,12 +32,6 @@ namespace desync::run {
 namespace pde_command {
 namespace {
 
-const std::vector<MethodInfo> pde_modes = {
-    {"sync", "traditional synchronous: every step waits for the neighbours' values of that step"},
-    {"bounded", "weakly synchronous: halo values up to --max-delay steps old, asynchrony-tolerant stencils"},
-    {"async", "refused: time stepping needs a bound on the delay (use bounded)"},
-};
-
 const char* face_name(const std::array<int, 3>& d) {
   if (d[0] < 0) return "xm";
   if (d[0] > 0) return "xp";
@@ -51,7 +45,7 @@ class PdeCommand final : public SolverCommand {
  public:
   void add_options(CLI::App& app) override;
   void finalise(MPI_Comm comm) override;
-  void prepare(MPI_Comm) override { comm::init_transport(solver.transport); }
+  void prepare(MPI_Comm) override { comm::init_transport(solver.transport.kind); }
   int run(MPI_Comm comm) override;
 
  private:
@@ -62,8 +56,8 @@ class PdeCommand final : public SolverCommand {
   CLI::Option* jitter_basis_option = nullptr;  // given explicitly: checked against --noise
   CLI::Option* p2p_receives_option = nullptr;  // given explicitly: checked against --mode/--transport
   std::string local, global, dims;
-  detail::TransportOptions channels;
-  detail::NoiseCli noise_cli;        // --noise and its parameters
+  detail::TransportCli transport_cli;  // --transport, --rma-sync, --shmem-sync
+  detail::NoiseCli noise_cli;          // --slow-rank, --slow-factor, --noise and its parameters
   solvers::PdeOptions solver;
   std::string json_path, save_path;
   bool quiet = false, monitor = false, paired = false;
@@ -73,24 +67,19 @@ class PdeCommand final : public SolverCommand {
 
 void PdeCommand::add_options(CLI::App& app) {
   auto& s = solver;
-  app.add_option("--problem", problem,
-                 "advection-diffusion1d (the verification problem, exact solution) | burgers3d (Burgers' equation "
-                 "with passive scalars, Aditya et al. 2019, Eq. 4)")
+  app.add_option("--problem", problem, core::named_help(solvers::pde_problems))->capture_default_str();
+  app.add_option("--mode", mode,
+                 core::named_help(solvers::pde_modes) +
+                     "\n  (async is refused: time stepping needs a bound on the delay; use bounded)")
       ->capture_default_str();
-  app.add_option("--mode", mode, detail::method_help(pde_modes))->capture_default_str();
   app.add_option("--max-delay", s.max_delay, "bounded: L, the largest delay in steps a halo value may have")
       ->capture_default_str();
   p2p_receives_option =
-      app.add_option("--p2p-receives", s.p2p_receives,
+      app.add_option("--p2p-receives", s.transport.posted_receives,
                      "bounded over p2p: receives kept posted per neighbour, 1 .. 2L+1 (default L, at least 1, as "
                      "Aditya et al. (2019) pre-post for the L levels; later levels wait in MPI's queue)");
-  app.add_option("--scheme", scheme,
-                 "at (asynchrony-tolerant: halo values extrapolated from the two newest levels) | standard (the "
-                 "newest level used as if current)")
-      ->capture_default_str();
-  app.add_option("--delay-model", delay_model,
-                 "bounded: none (real asynchrony) | uniform (seeded delays drawn from 0..L-1 each step and "
-                 "neighbour, data moved synchronously) | max (always L-1)")
+  app.add_option("--scheme", scheme, core::named_help(solvers::pde_schemes))->capture_default_str();
+  app.add_option("--delay-model", delay_model, "bounded: " + core::named_help(solvers::delay_models))
       ->capture_default_str();
   app.add_option("--delay-seed", s.delay_seed, "Seed of the delay model")->capture_default_str();
   app.add_option("--local", local, "Points per rank: M (1D) or M (an M^3 block, 3D) (weak scaling; default 48 in 3D, "
@@ -107,18 +96,14 @@ void PdeCommand::add_options(CLI::App& app) {
   app.add_option("--viscosity", s.viscosity, "nu: viscosity (Burgers) or diffusivity (1D)")->capture_default_str();
   app.add_option("--scalars", s.scalars, "burgers3d: K passive scalars")->capture_default_str();
   app.add_option("--diffusivity", s.diffusivity, "burgers3d: the scalars' diffusivities alpha_k (default nu / k)");
-  channels.add(app, "Halo transport: p2p (MPI two-sided, receives pre-posted) | rma (MPI one-sided, notified puts) | "
-                    "shmem (OpenSHMEM)");
+  transport_cli.add(app, s.transport);
   app.add_option("--threads", s.threads, "OpenMP threads for the pack, approximation and update loops (0: none)")
       ->capture_default_str();
   app.add_option("--stores", stores,
                  "burgers3d update: auto (streaming for a rank whose two states exceed its share of the last-level "
                  "cache) | regular | streaming (non-temporal stores, no write-allocate)")
       ->capture_default_str();
-  app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose steps are slowed (-1: none)")->capture_default_str();
-  app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's steps take this many times as long")
-      ->capture_default_str();
-  noise_cli.add(app, s.noise);
+  noise_cli.add(app, s.noise, "steps");
   jitter_basis_option =
       app.add_option("--jitter-basis", jitter_basis,
                      "jitter: what a pause is a multiple of: step (the rank's median whole step over the warm-up, "
@@ -139,36 +124,21 @@ void PdeCommand::finalise(MPI_Comm comm) {
   int nranks = 1;
   MPI_Comm_size(comm, &nranks);
   auto& s = solver;
-  if (problem == "advection-diffusion1d")
-    s.problem = solvers::PdeProblem::advection_diffusion1d;
-  else if (problem == "burgers3d")
-    s.problem = solvers::PdeProblem::burgers3d;
-  else
-    throw InputError("--problem '" + problem + "': unknown problem (expected advection-diffusion1d or burgers3d)");
+  s.problem = core::parse_named(solvers::pde_problems, problem, "--problem", "problem");
   if (mode == "async")
     throw InputError("--mode async: time stepping needs a bound on the delay (the error of the asynchrony-tolerant "
                      "schemes grows with it, and the ring of retained levels is finite): use --mode bounded "
                      "--max-delay L");
-  if (mode != "sync" && mode != "bounded")
-    throw InputError("--mode '" + mode + "': unknown mode (expected sync or bounded)");
-  s.mode = mode == "sync" ? solvers::PdeMode::sync : solvers::PdeMode::bounded;
-  if (scheme != "at" && scheme != "standard")
-    throw InputError("--scheme '" + scheme + "': unknown scheme (expected at or standard)");
-  s.scheme = scheme == "at" ? solvers::PdeScheme::at : solvers::PdeScheme::standard;
-  if (delay_model == "none")
-    s.delay_model = solvers::DelayModel::none;
-  else if (delay_model == "uniform")
-    s.delay_model = solvers::DelayModel::uniform;
-  else if (delay_model == "max")
-    s.delay_model = solvers::DelayModel::max;
-  else
-    throw InputError("--delay-model '" + delay_model + "': unknown model (expected none, uniform or max)");
+  s.mode = core::parse_named(solvers::pde_modes, mode, "--mode", "mode");
+  s.scheme = core::parse_named(solvers::pde_schemes, scheme, "--scheme", "scheme");
+  s.delay_model = core::parse_named(solvers::delay_models, delay_model, "--delay-model", "model");
   if (s.max_delay < 0) throw InputError(fmt::format("--max-delay {}: L must be >= 0", s.max_delay));
   if (p2p_receives_option->count() > 0) {
-    if (mode != "bounded" || channels.transport != "p2p")
+    if (mode != "bounded" || transport_cli.kind() != "p2p")
       throw InputError("--p2p-receives: applies to --mode bounded --transport p2p only");
-    if (s.p2p_receives < 1 || s.p2p_receives > 2 * s.max_delay + 1)
-      throw InputError(fmt::format("--p2p-receives {}: must be in 1 .. 2L+1 = {} (--max-delay {})", s.p2p_receives,
+    const int receives = s.transport.posted_receives;
+    if (receives < 1 || receives > 2 * s.max_delay + 1)
+      throw InputError(fmt::format("--p2p-receives {}: must be in 1 .. 2L+1 = {} (--max-delay {})", receives,
                                    2 * s.max_delay + 1, s.max_delay));
   }
   if (s.threads < 0) throw InputError("--threads must be >= 0");
@@ -176,9 +146,8 @@ void PdeCommand::finalise(MPI_Comm comm) {
       "--stores", stores, {{"regular", solvers::PdeStores::regular}, {"streaming", solvers::PdeStores::streaming}});
   if (s.save_every < 0) throw InputError("--save-every must be >= 0");
   if (s.save_every > 0 && save_path.empty()) throw InputError("--save-every needs --save FILE");
-  channels.apply(s);
-  noise_cli.apply(s.noise);
-  detail::check_driven_options(1.0, 0, 0, s.noise, nranks);
+  transport_cli.apply(s.transport);
+  noise_cli.apply(s.noise, nranks);
   if (jitter_basis == "compute")
     s.noise.jitter_basis = core::JitterBasis::sweep;
   else if (jitter_basis == "step")
@@ -239,7 +208,7 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
   std::vector<std::pair<std::string, std::string>> out = {{"problem", problem},
           {"mode", mode},
           {"max-delay", std::to_string(s.max_delay)},
-          {"p2p-receives", mode == "bounded" && channels.transport == "p2p" ? std::to_string(solvers::pde_p2p_receives(s))
+          {"p2p-receives", mode == "bounded" && transport_cli.kind() == "p2p" ? std::to_string(solvers::pde_p2p_receives(s))
                                                                              : std::string("-")},
           {"scheme", scheme},
           {"delay-model", delay_model},
@@ -256,13 +225,8 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
           {"viscosity", fmt::format("{}", s.viscosity)},
           {"scalars", std::to_string(s.scalars)},
           {"diffusivity", diff},
-          {"transport", channels.transport},
-          {"rma-sync", channels.rma_sync},
-          {"shmem-sync", channels.shmem_sync},
           {"threads", std::to_string(s.threads)},
           {"stores", stores},
-          {"slow-rank", std::to_string(s.noise.slow_rank)},
-          {"slow-factor", fmt::format("{}", s.noise.slow_factor)},
           {"paired", paired ? "true" : "false"},
           {"monitor", monitor ? "true" : "false"},
           {"quiet", quiet ? "true" : "false"},
@@ -270,6 +234,7 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
           {"save", save_path},
           {"save-every", std::to_string(s.save_every)}};
   noise_cli.effective(out, s.noise);
+  transport_cli.effective(out);
   out.push_back({"jitter-basis", jitter_basis});
   return out;
 }
@@ -375,7 +340,7 @@ int PdeCommand::run(MPI_Comm comm) {
     const double limit = solvers::pde_stable_dt(solver, result.dx);
     r.headline = fmt::format("{}, mode {}{}, scheme {}, transport {}", problem, mode,
                              mode == "bounded" ? fmt::format(" (L = {})", solver.max_delay) : "", scheme,
-                             channels.text());
+                             comm::describe(solver.transport));
     r.setup_lines.push_back(
         {"problem", fmt::format("{} points{}, dt {:.4g} ({:.2f} of the stability limit {:.4g}), {} steps to t = {:.4g} "
                                 "({} warm-up)",
@@ -429,7 +394,7 @@ int PdeCommand::run(MPI_Comm comm) {
     d["scheme"] = scheme;
     d["max_delay"] = solver.max_delay;
     d["delay_model"] = delay_model;
-    d["transport"] = channels.transport;
+    d["transport"] = transport_cli.kind();
     d["dt"] = result.dt;
     d["dx"] = result.dx;
     d["stability_limit"] = limit;
@@ -460,7 +425,7 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<PdeCommand>();
 
 SolverInfo pde_solver() {
   return {"pde", "Explicit PDE time stepping, sync or weakly synchronous with asynchrony-tolerant stencils (Aditya et al.)",
-          "--mode", pde_command::pde_modes, &pde_command::create};
+          "--mode", detail::method_list(solvers::pde_modes), &pde_command::create};
 }
 
 }  // namespace desync::run

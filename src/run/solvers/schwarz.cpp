@@ -34,16 +34,25 @@ namespace desync::run {
 namespace schwarz_command {
 namespace {
 
-const std::vector<MethodInfo> schwarz_modes = {
-    {"sync", "two-sided exchange of the interface values and an allreduce of the local flags every iteration"},
-    {"async", "interface values pushed over the channel transport, newest whole message used; non-blocking votes"},
+/// --termination: how the ranks agree that every one is converged.
+enum class Termination { allreduce, tree, iallreduce };
+constexpr core::Named<Termination> terminations[] = {
+    {Termination::allreduce, "allreduce", "sync, every iteration"},
+    {Termination::tree, "tree",
+     "async default: each rank's flag up a binary tree over the transport, the decision pushed down"},
+    {Termination::iallreduce, "iallreduce", "async: repeated non-blocking votes"},
+};
+/// --sync-wait: how a synchronous exchange waits for its neighbours.
+constexpr core::Named<bool> sync_waits[] = {
+    {false, "one", "one wait per neighbour in turn"},
+    {true, "all", "wait for every neighbour together, MPI_Waitall"},
 };
 
 class SchwarzCommand final : public SolverCommand {
  public:
   void add_options(CLI::App& app) override;
   void finalise(MPI_Comm comm) override;
-  void prepare(MPI_Comm) override { comm::init_transport(solver.transport); }
+  void prepare(MPI_Comm) override { comm::init_transport(solver.transport.kind); }
   int run(MPI_Comm comm) override;
 
  private:
@@ -56,8 +65,8 @@ class SchwarzCommand final : public SolverCommand {
   std::string termination;          // --termination: allreduce (sync) | tree (async default) | iallreduce
   std::string sync_wait = "one";    // --sync-wait: one | all (sync)
   std::string idle = "skip";        // --idle: skip | yield | spin (async)
-  detail::TransportOptions channels;  // --transport, --rma-sync, --shmem-sync (async)
-  detail::NoiseCli noise_cli;        // --noise and its parameters
+  detail::IterationCli iteration_cli;  // --tol, --max-iters, ..., the noise group
+  detail::TransportCli transport_cli;  // --transport, --rma-sync, --shmem-sync, --inflight (async)
   solvers::SchwarzOptions solver;
   std::string json_path, save_path;
   bool quiet = false;
@@ -67,51 +76,30 @@ class SchwarzCommand final : public SolverCommand {
 
 void SchwarzCommand::add_options(CLI::App& app) {
   auto& s = solver;
-  app.add_option("--problem", problem,
-                 "poisson2d (the unit square, a known smooth solution) | laplace3d (Jacobi's 3D problem of Bethune "
-                 "et al., 2011: 7-point, overlap in 3D)")
-      ->capture_default_str();
+  app.add_option("--problem", problem, core::named_help(solvers::schwarz_problems))->capture_default_str();
   app.add_option("--local", local, "Points per rank, M or MxN (laplace3d: M or MxNxP; weak scaling; default 32, "
                                    "laplace3d 16)");
   app.add_option("--global", global, "Interior points of the domain, M or MxN (laplace3d: MxNxP) (strong scaling)");
   app.add_option("--dims", dims, "Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create");
-  app.add_option("--mode", mode, detail::method_help(schwarz_modes))->capture_default_str();
+  app.add_option("--mode", mode, core::named_help(solvers::schwarz_modes))->capture_default_str();
   app.add_option("--overlap", s.overlap, "gamma: points each subdomain extends into its neighbours (>= 1)")
       ->capture_default_str();
   app.add_option("--alpha", alpha,
                  "Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical "
                  "Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006)")
       ->capture_default_str();
-  app.add_option("--tol", s.tol, "Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points")
-      ->capture_default_str();
-  app.add_option("--termination", termination,
-                 "Global termination: allreduce (sync, every iteration) | tree (async default: each rank's flag up a "
-                 "binary tree over the transport, the decision pushed down) | iallreduce (async: repeated "
-                 "non-blocking votes)");
-  app.add_option("--sync-wait", sync_wait,
-                 "sync: one (one wait per neighbour in turn) | all (wait for every neighbour together, MPI_Waitall)")
-      ->capture_default_str();
-  app.add_option("--check-every", s.check_every, "Iterations between convergence votes (async: the least)")
-      ->capture_default_str();
-  app.add_option("--inflight", s.inflight, "async: interface messages in flight per neighbour (R >= 1)")
-      ->capture_default_str();
+  iteration_cli.add(app, s.iteration, "Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points",
+                    "Iterations between convergence votes (async: the least)", "iterations", /*perturb=*/false);
+  app.add_option("--termination", termination, "Global termination: " + core::named_help(terminations));
+  app.add_option("--sync-wait", sync_wait, "sync: " + core::named_help(sync_waits))->capture_default_str();
   app.add_option("--idle", idle,
                  "async, a pass in which no new interface value has arrived: skip (no solve: it would repeat the "
                  "iterate; yield the core, solve again when values arrive or a vote needs the residual) | yield "
                  "(give the core up once, then solve) | spin (solve at once, as Yamazaki et al., 2019)")
       ->capture_default_str();
-  channels.add(app, "async: interface values over p2p (MPI two-sided) | rma (MPI one-sided) | shmem (OpenSHMEM)");
-  app.add_flag("--polish", s.polish, "If the final true residual is above --tol, continue synchronously until it is not");
-  app.add_option("--max-iters", s.max_iters, "Stop after this many iterations")->capture_default_str();
-  app.add_option("--time-limit", s.time_limit, "Stop after this many seconds and report the residual reached (0: none)")
-      ->capture_default_str();
-  app.add_option("--slow-rank", s.noise.slow_rank, "Rank whose iterations are slowed (-1: none)")->capture_default_str();
-  app.add_option("--slow-factor", s.noise.slow_factor, "Slow rank's iterations take this many times as long")
-      ->capture_default_str();
-  noise_cli.add(app, s.noise);
+  transport_cli.add(app, s.transport, "async mode; sync exchanges are two-sided", /*inflight=*/true);
   app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
   app.add_option("--save", save_path, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti)");
-  app.add_flag("--monitor", s.monitor, "Print each convergence vote on rank 0");
   app.add_flag("--quiet", quiet, "Print no summary");
 }
 
@@ -119,31 +107,23 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   int nranks = 1;
   MPI_Comm_size(comm, &nranks);
   auto& s = solver;
-  if (mode != "sync" && mode != "async") throw InputError("--mode '" + mode + "': unknown mode (expected sync or async)");
-  s.asynchronous = mode == "async";
-  if (termination.empty()) termination = s.asynchronous ? "tree" : "allreduce";
-  if (termination != "allreduce" && termination != "iallreduce" && termination != "tree")
-    throw InputError("--termination '" + termination + "': unknown termination (expected allreduce, tree or iallreduce)");
-  if ((termination == "allreduce") == s.asynchronous)
-    throw InputError("--termination " + termination + " goes with --mode " + (s.asynchronous ? "sync" : "async"));
-  s.tree_termination = termination == "tree";
-  if (sync_wait != "one" && sync_wait != "all")
-    throw InputError("--sync-wait '" + sync_wait + "': unknown wait (expected one or all)");
-  if (sync_wait == "all" && s.asynchronous) throw InputError("--sync-wait all goes with --mode sync");
-  s.wait_all = sync_wait == "all";
+  s.mode = core::parse_named(solvers::schwarz_modes, mode, "--mode", "mode");
+  const bool async = s.asynchronous();
+  if (termination.empty()) termination = async ? "tree" : "allreduce";
+  const Termination t = core::parse_named(terminations, termination, "--termination", "termination");
+  if ((t == Termination::allreduce) == async)
+    throw InputError("--termination " + termination + " goes with --mode " + (async ? "sync" : "async"));
+  s.tree_termination = t == Termination::tree;
+  s.wait_all = core::parse_named(sync_waits, sync_wait, "--sync-wait", "wait");
+  if (s.wait_all && async) throw InputError("--sync-wait all goes with --mode sync");
   s.idle = core::parse_idle_policy(idle);
-  channels.apply(s);
-  noise_cli.apply(s.noise);
-  detail::check_driven_options(s.tol, s.max_iters, s.time_limit, s.noise, nranks);
-  if (s.check_every < 1) throw InputError("--check-every must be >= 1");
-  if (s.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", s.inflight));
+  transport_cli.apply(s.transport);
+  iteration_cli.apply(s.iteration, nranks);
   if (s.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.overlap));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
-  if (problem != "poisson2d" && problem != "laplace3d")
-    throw InputError("--problem '" + problem + "': unknown problem (expected poisson2d or laplace3d)");
-  const bool three = problem == "laplace3d";
-  s.problem = three ? solvers::SchwarzProblem::laplace3d : solvers::SchwarzProblem::poisson2d;
+  s.problem = core::parse_named(solvers::schwarz_problems, problem, "--problem", "problem");
+  const bool three = s.problem == solvers::SchwarzProblem::laplace3d;
   if (three) {
     // 3D: extents M or MxNxP, the process grid PXxPYxPZ.
     process_grid = decomposition::choose_dims(nranks, detail::parse_dims(dims.empty() ? "0x0x0" : dims));
@@ -205,34 +185,24 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
 std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() const {
   const auto& s = solver;
   const bool three = s.problem == solvers::SchwarzProblem::laplace3d;
-  std::vector<std::pair<std::string, std::string>> out = {{"problem", problem},
-          {"mode", mode},
-          {"global", three ? fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2])
-                           : fmt::format("{}x{}", global_points[0], global_points[1])},
-          {"local", local},
-          {"dims", three ? fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])
-                         : fmt::format("{}x{}", process_grid[0], process_grid[1])},
-          {"overlap", std::to_string(s.overlap)},
-          {"alpha", alpha},
-          {"tol", fmt::format("{}", s.tol)},
-          {"termination", termination},
-          {"sync-wait", sync_wait},
-          {"check-every", std::to_string(s.check_every)},
-          {"inflight", std::to_string(s.inflight)},
-          {"idle", idle},
-          {"transport", channels.transport},
-          {"rma-sync", channels.rma_sync},
-          {"shmem-sync", channels.shmem_sync},
-          {"polish", s.polish ? "true" : "false"},
-          {"max-iters", std::to_string(s.max_iters)},
-          {"time-limit", fmt::format("{}", s.time_limit)},
-          {"slow-rank", std::to_string(s.noise.slow_rank)},
-          {"slow-factor", fmt::format("{}", s.noise.slow_factor)},
-          {"monitor", s.monitor ? "true" : "false"},
-          {"quiet", quiet ? "true" : "false"},
-          {"json", json_path},
-          {"save", save_path}};
-  noise_cli.effective(out, s.noise);
+  std::vector<std::pair<std::string, std::string>> out = {
+      {"problem", problem},
+      {"mode", mode},
+      {"global", three ? fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2])
+                       : fmt::format("{}x{}", global_points[0], global_points[1])},
+      {"local", local},
+      {"dims", three ? fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])
+                     : fmt::format("{}x{}", process_grid[0], process_grid[1])},
+      {"overlap", std::to_string(s.overlap)},
+      {"alpha", alpha},
+      {"termination", termination},
+      {"sync-wait", sync_wait},
+      {"idle", idle},
+      {"quiet", quiet ? "true" : "false"},
+      {"json", json_path},
+      {"save", save_path}};
+  iteration_cli.effective(out, s.iteration);
+  transport_cli.effective(out);
   return out;
 }
 
@@ -294,10 +264,10 @@ int SchwarzCommand::run(MPI_Comm comm) {
   r.global_size = grid.global();
   r.unknowns = static_cast<long long>(global_points[0]) * global_points[1] * global_points[2];
   r.options = effective();
-  r.tolerance = solver.tol;
+  r.tolerance = solver.iteration.tol;
   detail::fill_from_driver(r, comm, result.run);
   r.per_rank = gather_rank_fields(comm, rank_fields(result));
-  detail::gather_rank_histories(r, comm, result.run, solver.asynchronous);
+  detail::gather_rank_histories(r, comm, result.run, solver.asynchronous());
   if (rank == 0) {
     const auto it = summarise_iterations(r.per_rank);
     r.iteration_rate = r.wall_time > 0 ? it.mean / r.wall_time : 0.0;
@@ -307,7 +277,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
       nnz += static_cast<std::int64_t>(p.value("factor_nonzeros"));
       factor_s = std::max(factor_s, p.value("factor_seconds"));
     }
-    const std::string transport_text = solver.asynchronous ? channels.text() : "p2p (two-sided)";
+    const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
     const std::string alpha_text = std::isinf(solver.alpha) ? "inf (classical)" : fmt::format("{:.6g}", solver.alpha);
     r.headline = fmt::format("mode {}, transport {}, termination {}", mode, transport_text, termination);
     const bool three = solver.problem == solvers::SchwarzProblem::laplace3d;
@@ -326,8 +296,8 @@ int SchwarzCommand::run(MPI_Comm comm) {
     details["alpha_option"] = alpha;
     details["overlap"] = solver.overlap;
     details["termination"] = termination;
-    details["sync_wait"] = solver.asynchronous ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
-    details["transport"] = solver.asynchronous ? channels.transport : "p2p";
+    details["sync_wait"] = solver.asynchronous() ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
+    details["transport"] = solver.asynchronous() ? transport_cli.kind() : "p2p";
     details["factor_nonzeros"] = nnz;
     details["factor_seconds"] = factor_s;
     details["problem"] = problem;
@@ -358,7 +328,7 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand
 
 SolverInfo schwarz_solver() {
   return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace), sync or async (Yamazaki et al.)",
-          "--mode", schwarz_command::schwarz_modes, &schwarz_command::create};
+          "--mode", detail::method_list(solvers::schwarz_modes), &schwarz_command::create};
 }
 
 }  // namespace desync::run

@@ -35,8 +35,8 @@ std::string divergence_message(double initial, double residual, double factor) {
                      factor);
 }
 
-IterationDriver::IterationDriver(MPI_Comm comm, const IterationOptions& options, LocalProblem& problem)
-    : comm_(comm), rank_(rank_of(comm)), opt_(options), problem_(problem), noise_(options.noise, rank_) {}
+IterationDriver::IterationDriver(MPI_Comm comm, const DriverOptions& options, LocalProblem& problem)
+    : comm_(comm), rank_(rank_of(comm)), opt_(options), problem_(problem), noise_(options.iteration.noise, rank_) {}
 
 void IterationDriver::start() {
   // The solve starts here: what a solver set up before (a factorisation, say) is its own to report,
@@ -49,7 +49,7 @@ void IterationDriver::start() {
   if (source_norm_ == 0.0) source_norm_ = 1.0;  // no source: report the plain residual norm
   // Baseline of the divergence safeguard: the true residual of the initial guess, computed
   // synchronously before the solve (an asynchronous first test may already be perturbed).
-  initial_residual_ = std::max(true_residual(), opt_.tol);
+  initial_residual_ = std::max(true_residual(), opt_.iteration.tol);
   // The local criterion's reference (every_rank_local): ||b_p||^2 as Yamazaki et al. (2019, 4.3),
   // unless some rank has no source at all (a subdomain away from the source disc of laplace3d, say),
   // where ||r_p|| < tol ||b_p|| = 0 could never hold. Then every rank uses
@@ -68,13 +68,13 @@ void IterationDriver::start() {
   clock_offset_ = t0 - clock_.seconds();
 }
 
-JacobiResult IterationDriver::run(LocalIteration& local) {
+IterationResult IterationDriver::run(LocalIteration& local) {
   return run([this, &local](IterationPhase phase, std::int64_t& iterations,
                             TimeSplit& time) { return run_sync(local, phase, iterations, time); },
              [this, &local] { run_async(local); });
 }
 
-JacobiResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop& async_loop) {
+IterationResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop& async_loop) {
   auto& st = result_.stats;
   if (!opt_.asynchronous)
     result_.stop = sync_loop(IterationPhase::main, st.iterations, st.time);
@@ -87,7 +87,7 @@ JacobiResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop& as
   st.time.finish += t_finish.seconds();
   // --polish (Bethune et al., 2011, the extension proposed at the end of 3.1.2): only after a stop on the
   // convergence test whose field does not meet the tolerance.
-  if (opt_.polish && result_.stop == StopReason::converged && !(result_.true_residual <= opt_.tol)) {
+  if (opt_.iteration.polish && result_.stop == StopReason::converged && !(result_.true_residual <= opt_.iteration.tol)) {
     core::Stopwatch polish_clock;
     TimeSplit polish_split;  // reported as a whole in time.polish
     const StopReason polish_stop = sync_loop(IterationPhase::polish, st.polish_iterations, polish_split);
@@ -98,7 +98,7 @@ JacobiResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop& as
     st.time.polish += polish_clock.seconds() - polish_split.finish;
     st.time.finish += polish_split.finish;
   }
-  result_.converged = !main_failed && result_.true_residual <= opt_.tol;
+  result_.converged = !main_failed && result_.true_residual <= opt_.iteration.tol;
   problem_.finish();
   st.time.total = clock_.seconds();
   return std::move(result_);
@@ -107,7 +107,7 @@ JacobiResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop& as
 IterationDriver::SyncPhase IterationDriver::begin_sync(IterationPhase phase) {
   const bool polishing = phase == IterationPhase::polish;
   iteration_offset_ = polishing ? result_.stats.iterations : 0;
-  return {polishing, polishing ? 1 : opt_.exchange_period, polishing ? std::min(opt_.check_every, 10) : opt_.check_every};
+  return {polishing, polishing ? 1 : opt_.exchange_period, polishing ? std::min(opt_.iteration.check_every, 10) : opt_.iteration.check_every};
 }
 
 // Bethune et al. (2011), Figure 1 with the synchronous halo swap (3.1.1); Yamazaki et al. (2019), 4.1 (two-sided exchange,
@@ -125,7 +125,7 @@ StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which
     time.halo += t_halo.seconds();
     if (!phase.polishing) perturb(local, it);
 
-    const bool at_limit = it >= opt_.max_iters;
+    const bool at_limit = it >= opt_.iteration.max_iters;
     const bool check = it % phase.check_every == 0 || at_limit;
     core::Stopwatch t_update;
     const double local_sq = local.update(it, check);  // candidate <- one local iteration
@@ -182,7 +182,7 @@ void IterationDriver::run_async(LocalIteration& local) {
   bool resend = false;           // the last push left a neighbour without the current iterate (no free slot)
   std::optional<core::WaitScope> awaiting_decision;  // at a limit: the watchdog names what this rank waits for
   // The iteration limit: max_iters updates, or (skip) max_iters passes in a row without one.
-  const auto at_iteration_limit = [&] { return it >= opt_.max_iters || rest_passes >= opt_.max_iters; };
+  const auto at_iteration_limit = [&] { return it >= opt_.iteration.max_iters || rest_passes >= opt_.iteration.max_iters; };
   for (;;) {
     if (!local_done) {
       core::Stopwatch t_halo;
@@ -250,7 +250,7 @@ void IterationDriver::run_async(LocalIteration& local) {
       if (!tree->voted()) {
         const bool converged = fresh_residual && locally_converged(last_local_sq, true);
         const bool diverging = fresh_residual && std::sqrt(last_local_sq) / source_norm_ >
-                                                     opt_.divergence_factor * initial_residual_;
+                                                     opt_.iteration.divergence_factor * initial_residual_;
         if (converged || diverging || non_finite || local_done) {
           double votes[vote_count];
           fill_votes(votes, last_local_sq, at_iteration_limit(), over_time(), non_finite, converged);
@@ -301,7 +301,7 @@ void IterationDriver::async_update(LocalIteration& local, std::int64_t it, bool 
   core::Stopwatch t_update;
   if (want_residual) {
     local_sq = local.update(it, true);
-    next_test_ = it + opt_.check_every;
+    next_test_ = it + opt_.iteration.check_every;
   } else {
     local.update(it, false);
   }
@@ -329,7 +329,7 @@ void IterationDriver::fill_votes(double* votes, double local_sq, bool at_max_ite
 bool IterationDriver::locally_converged(double local_sq, bool minimum) {
   if (std::isfinite(local_sq)) min_local_sq_ = std::min(min_local_sq_, local_sq);
   const double judged = minimum ? min_local_sq_ : local_sq;
-  return judged < opt_.tol * opt_.tol * local_reference_sq_ || (local_reference_sq_ == 0.0 && judged == 0.0);
+  return judged < opt_.iteration.tol * opt_.iteration.tol * local_reference_sq_ || (local_reference_sq_ == 0.0 && judged == 0.0);
 }
 
 std::optional<StopReason> IterationDriver::sync_test(double local_sq, bool at_limit, std::int64_t it,
@@ -354,7 +354,7 @@ std::optional<StopReason> IterationDriver::completed_test(const comm::Nonblockin
 
 void IterationDriver::record_point(std::int64_t it, double residual) {
   result_.history.push_back({clock_.seconds(), it, residual});
-  core::Monitor{opt_.monitor ? 1 : 0, rank_ == 0}(it, clock_.seconds(), residual);  // every test
+  core::Monitor{opt_.iteration.monitor ? 1 : 0, rank_ == 0}(it, clock_.seconds(), residual);  // every test
 }
 
 void IterationDriver::record_local(std::int64_t it, double local_sq) {
@@ -381,11 +381,11 @@ std::optional<StopReason> IterationDriver::decide(const double* votes, std::int6
                       std::to_string(static_cast<int>(votes[vote_non_finite])) + " rank(s)";
     return StopReason::non_finite;
   }
-  if (residual > opt_.divergence_factor * initial_residual_) {
-    result_.message = divergence_message(initial_residual_, residual, opt_.divergence_factor);
+  if (residual > opt_.iteration.divergence_factor * initial_residual_) {
+    result_.message = divergence_message(initial_residual_, residual, opt_.iteration.divergence_factor);
     return StopReason::diverged;
   }
-  if (opt_.stop_rule == StopRule::every_rank_local ? votes[vote_not_converged] == 0 : residual <= opt_.tol)
+  if (opt_.stop_rule == StopRule::every_rank_local ? votes[vote_not_converged] == 0 : residual <= opt_.iteration.tol)
     return StopReason::converged;
   if (votes[vote_at_max_iters] > 0) return StopReason::max_iters;
   if (votes[vote_at_time_limit] > 0) return StopReason::time_limit;

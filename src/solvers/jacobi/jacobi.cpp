@@ -29,22 +29,21 @@ class JacobiRun : public LocalIteration, private detail::JacobiRunBase {
     start();
   }
 
-  JacobiResult run() { return driver_.run(*this); }
+  IterationResult run() { return driver_.run(*this); }
 
  private:
   double local_source_norm_sq() override { return source_norm_sq(); }
   double true_residual_sq() override { return residual_sq(); }
   void finish() override { final_field(); }
 
-  void open_exchange(IterationPhase phase, bool synchronous) override {
-    halo_.emplace(grid_, synchronous ? detail::sync_halo_config(opt_, phase == IterationPhase::polish)
-                                     : detail::async_halo_config(opt_));
+  void open_exchange(IterationPhase, bool synchronous) override {
+    halo_.emplace(grid_, synchronous ? detail::sync_halo_config(opt_) : detail::async_halo_config(opt_));
   }
   void exchange(std::int64_t it) override { halo_->exchange(*cur_, it); }
   void refresh() override { halo_->refresh(*cur_); }  // the buffers alternate: both need the values
   void push(std::int64_t it) override { halo_->push(*cur_, it); }
   void pull(std::int64_t it) override { halo_->pull(*cur_, it); }
-  comm::HaloStats exchange_stats() const override { return halo_->stats(); }
+  comm::ExchangeStats exchange_stats() const override { return halo_->stats(); }
   void close_exchange() override { halo_->close(); }  // kept for its statistics until the next open
 
   // next <- Jacobi update of cur, with the local part of ||b - A cur||^2 fused in when asked.
@@ -68,7 +67,7 @@ class JacobiRun : public LocalIteration, private detail::JacobiRunBase {
 
 }  // namespace
 
-JacobiResult solve_jacobi(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
+IterationResult solve_jacobi(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
                           const JacobiOptions& options, Field& u) {
   if (options.threads > 0) {
     if (core::simulated_build)  // the threaded sweeps charge no cost: their time would be zero

@@ -14,31 +14,31 @@
 namespace desync::solvers::detail {
 
 /// The driver's settings of a Jacobi run.
-inline IterationOptions jacobi_iteration_options(const JacobiOptions& o) {
-  IterationOptions it;
-  it.asynchronous = o.mode != comm::HaloMode::sync;
-  it.exchange_period = o.halo_period;
-  it.check_every = o.check_every;
-  it.max_iters = o.max_iters;
-  it.time_limit = o.time_limit;
-  it.tol = o.tol;
-  it.divergence_factor = o.divergence_factor;
-  it.polish = o.polish;
-  it.monitor = o.monitor;
-  it.reduction = o.reduction;
-  it.noise = o.noise;
-  it.idle = o.idle;
-  return it;
+inline DriverOptions jacobi_driver_options(const JacobiOptions& o) {
+  DriverOptions d;
+  d.iteration = o.iteration;
+  d.asynchronous = o.mode != comm::HaloMode::sync;
+  d.exchange_period = o.halo_period;
+  d.reduction = o.reduction;
+  d.idle = o.idle;
+  return d;
 }
 
-/// The halo exchange of a synchronous phase (tags 8: main phase, 16: polish).
-inline comm::HaloConfig sync_halo_config(const JacobiOptions& o, bool polishing) {
-  return {comm::HaloMode::sync, 1, 1, polishing ? 16 : 8, o.transport, o.rma_sync, o.shmem_sync};
+/// The halo exchange of a synchronous phase (main or polish).
+inline comm::PlanExchangeConfig sync_halo_config(const JacobiOptions& o) {
+  comm::PlanExchangeConfig c;
+  c.transport = o.transport;
+  c.racy_chunks = 1;
+  return c;
 }
 
-/// The halo exchange of the asynchronous main phase (tag 0).
-inline comm::HaloConfig async_halo_config(const JacobiOptions& o) {
-  return {o.mode, o.inflight, o.racy_chunks, 0, o.transport, o.rma_sync, o.shmem_sync};
+/// The halo exchange of the asynchronous main phase.
+inline comm::PlanExchangeConfig async_halo_config(const JacobiOptions& o) {
+  comm::PlanExchangeConfig c;
+  c.mode = o.mode;
+  c.transport = o.transport;
+  c.racy_chunks = o.racy_chunks;
+  return c;
 }
 
 class JacobiRunBase {
@@ -49,7 +49,7 @@ class JacobiRunBase {
       : grid_(grid), problem_(problem), opt_(options), u_(u), v_(u),
         prefetch_(options.prefetch ? *options.prefetch
                                    : sweep_prefetch_for(u, ranks_on_node(grid.comm()), std::max(1, options.threads))),
-        driver_(grid.comm(), jacobi_iteration_options(options), self) {
+        driver_(grid.comm(), jacobi_driver_options(options), self) {
     driver_.stats().prefetch = prefetch_ == SweepPrefetch::on;
   }
 

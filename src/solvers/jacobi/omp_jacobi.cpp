@@ -186,7 +186,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     driver_.stats().threads = threads_;
   }
 
-  JacobiResult run() {
+  IterationResult run() {
     return driver_.run([this](IterationPhase phase, std::int64_t& iterations,
                               TimeSplit& time) { return run_sync(phase, iterations, time); },
                        [this] { run_async(); });
@@ -204,7 +204,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     const bool polishing = phase.polishing;
     const int period = phase.period;
     const int check_every = phase.check_every;
-    comm::HaloExchange halo(grid_, detail::sync_halo_config(opt_, polishing));
+    comm::HaloExchange halo(grid_, detail::sync_halo_config(opt_));
     std::optional<StopReason> stop;  // set by thread 0 on a check iteration, read after a barrier
     double residual_sq = 0;          // the parallel loop's reduction variable
     Field* const start_cur = cur_;
@@ -216,7 +216,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
       Field* c = start_cur;
       Field* n = start_next;
       for (std::int64_t it = 0;; ++it) {
-        const bool at_limit = it >= opt_.max_iters;
+        const bool at_limit = it >= opt_.iteration.max_iters;
         const bool check = it % check_every == 0 || at_limit;
         if (t == 0) {
           core::Stopwatch t_halo;
@@ -418,7 +418,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
           double sq = 0;
           if (with_residual) {
             sq = jacobi_sweep_residual(*c, *n, prefetch_);
-            next_test = it + opt_.check_every;
+            next_test = it + opt_.iteration.check_every;
           } else {
             jacobi_sweep(*c, *n, prefetch_);
           }
@@ -477,9 +477,9 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
                 if (t == 0) record(it, residual);
                 if (!std::isfinite(residual))
                   claim(StopReason::non_finite, residual);
-                else if (residual > opt_.divergence_factor * driver_.initial_residual())
+                else if (residual > opt_.iteration.divergence_factor * driver_.initial_residual())
                   claim(StopReason::diverged, residual);
-                else if (residual > opt_.tol)
+                else if (residual > opt_.iteration.tol)
                   agreement.disagree();
                 else if (agreement.agree(nthreads, agreement_at_start, agreed))
                   claim(StopReason::converged, residual);
@@ -489,7 +489,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
           }
           const bool late = driver_.over_time();
           if (late) timed_out.store(true, std::memory_order_relaxed);
-          if (it >= opt_.max_iters || late) {
+          if (it >= opt_.iteration.max_iters || late) {
             done = true;
             finished[ts].value.store(1, std::memory_order_relaxed);
             threads_done.fetch_add(1, std::memory_order_relaxed);
@@ -568,7 +568,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
           result.message = "non-finite value (NaN or Inf) in the solution at iteration " +
                            std::to_string(thread_iterations[0]) + " of thread 0";
         } else if (result.stop == StopReason::diverged) {
-          result.message = divergence_message(driver_.initial_residual(), claimed_residual, opt_.divergence_factor);
+          result.message = divergence_message(driver_.initial_residual(), claimed_residual, opt_.iteration.divergence_factor);
         }
       } else {
         result.stop = timed_out.load() ? StopReason::time_limit : StopReason::max_iters;
@@ -594,7 +594,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
 
 }  // namespace
 
-JacobiResult solve_jacobi_omp(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
+IterationResult solve_jacobi_omp(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
                               const JacobiOptions& options, Field& u) {
   OmpJacobiRun run(grid, problem, options, u);
   return run.run();

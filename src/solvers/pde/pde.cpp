@@ -405,18 +405,9 @@ class PdeRun {
     r.end_time = dt * static_cast<double>(total);
 
     const bool model = opt_.mode == PdeMode::bounded && opt_.delay_model != DelayModel::none;
-    comm::PlanExchangeConfig c;
-    c.mode = opt_.mode == PdeMode::bounded && !model ? comm::HaloMode::bounded : comm::HaloMode::sync;
-    c.max_delay = opt_.max_delay;
-    c.retain_behind = 1;  // the halo approximation reads levels n - k and n - k - 1 only
-    // Section 5: the weakly-synchronous NB variant pre-posts receives for the L levels of the bound.
-    c.posted_receives = pde_p2p_receives(opt_);
-    c.transport = opt_.transport;
-    c.rma_sync = opt_.rma_sync;
-    c.shmem_sync = opt_.shmem_sync;
-    c.round_robin = true;  // section 5.2: no directional bias
-    c.threads = opt_.threads;  // section 5.1: pack loops threaded
-    exchange_.emplace(grid_.comm(), plan_, c);
+    exchange_.emplace(grid_.comm(), plan_,
+                      exchange_config(opt_.mode == PdeMode::bounded && !model ? comm::HaloMode::bounded
+                                                                              : comm::HaloMode::sync));
     const std::size_t nn = plan_.neighbours.size();
     r.faces.resize(nn);
     for (std::size_t n = 0; n < nn; ++n) {
@@ -612,6 +603,20 @@ class PdeRun {
     return f;
   }
 
+  /// The halo exchange of the run (bounded or sync) and of the final quantities (sync).
+  comm::PlanExchangeConfig exchange_config(comm::HaloMode mode) const {
+    comm::PlanExchangeConfig c;
+    c.mode = mode;
+    c.transport = opt_.transport;
+    // Section 5: the weakly-synchronous NB variant pre-posts receives for the L levels of the bound.
+    c.transport.posted_receives = pde_p2p_receives(opt_);
+    c.max_delay = opt_.max_delay;
+    c.retain_behind = 1;  // the halo approximation reads levels n - k and n - k - 1 only
+    c.round_robin = true;  // section 5.2: no directional bias
+    c.threads = opt_.threads;  // section 5.1: pack loops threaded
+    return c;
+  }
+
   void save(std::int64_t step) {
     if (opt_.on_save) opt_.on_save(step, first_variable());
   }
@@ -620,10 +625,7 @@ class PdeRun {
   // with the final halos exchanged synchronously.
   void finish_quantities(PdeResult& r) {
     {
-      comm::PlanExchangeConfig c;
-      c.mode = comm::HaloMode::sync;
-      c.tag_base = 32;
-      comm::PlanExchange ex(grid_.comm(), plan_, c);
+      comm::PlanExchange ex(grid_.comm(), plan_, exchange_config(comm::HaloMode::sync));
       ex.start(state_.data(), 0);
       ex.finish(state_.data(), 0);
       ex.close();

@@ -246,7 +246,7 @@ namespace {
 // One rank's run: the driver's loops around a subdomain solve (LocalIteration).
 class SchwarzRun : public LocalIteration {
  public:
-  SchwarzRun(const decomposition::CartGrid& grid, const SchwarzOptions& o, IterationOptions it)
+  SchwarzRun(const decomposition::CartGrid& grid, const SchwarzOptions& o, const DriverOptions& it)
       : grid_(grid), opt_(o), sub_(make_schwarz_subdomain(grid, grid.coords(), o.overlap, o.alpha, o.problem)),
         plan_(make_schwarz_plan(grid, o.overlap, o.alpha, o.problem)),
         x_(sub_.rhs_fixed.size(), 0.0), next_(x_.size(), 0.0), rhs_(x_.size(), 0.0), ghost_(sub_.ghosts.size(), 0.0),
@@ -293,9 +293,9 @@ class SchwarzRun : public LocalIteration {
     return b2;
   }
   // The global residual of the assembled iterate: the owners' values at the ghosts, exchanged
-  // synchronously (tag 24), then every block's rows.
+  // synchronously, then every block's rows.
   double true_residual_sq() override {
-    comm::PlanExchange ex(grid_.comm(), plan_, exchange_config(comm::HaloMode::sync, 24));
+    comm::PlanExchange ex(grid_.comm(), plan_, exchange_config(comm::HaloMode::sync));
     std::vector<double> ghost(ghost_.size(), 0.0);
     ex.start(x_.data(), 0);
     ex.finish(ghost.data(), 0);
@@ -305,24 +305,17 @@ class SchwarzRun : public LocalIteration {
     return r2;
   }
 
-  comm::PlanExchangeConfig exchange_config(comm::HaloMode mode, int tag_base) const {
+  comm::PlanExchangeConfig exchange_config(comm::HaloMode mode) const {
     comm::PlanExchangeConfig c;
     c.mode = mode;
-    c.tag_base = tag_base;
-    c.transport = opt_.transport;
-    c.rma_sync = opt_.rma_sync;
-    c.shmem_sync = opt_.shmem_sync;
+    c.transport = opt_.transport;  // sync: one message in flight (the plan exchange's rule)
     c.wait_all = opt_.wait_all;
-    if (mode != comm::HaloMode::sync) c.max_in_flight = opt_.inflight;
     return c;
   }
 
-  // Tags: 0 the asynchronous main phase, 8 a synchronous main phase, 16 polish, 24 true residual.
-  void open_exchange(IterationPhase phase, bool synchronous) override {
+  void open_exchange(IterationPhase, bool synchronous) override {
     exchange_.reset();
-    exchange_.emplace(grid_.comm(), plan_,
-                      exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async,
-                                      synchronous ? (phase == IterationPhase::polish ? 16 : 8) : 0));
+    exchange_.emplace(grid_.comm(), plan_, exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async));
   }
   // Section 4.1: send the values the neighbours need, wait for theirs of the same iteration.
   void exchange(std::int64_t it) override {
@@ -333,7 +326,7 @@ class SchwarzRun : public LocalIteration {
   // Section 4.2: push the newest values; pull whatever newest whole messages have arrived.
   void push(std::int64_t it) override { exchange_->start(x_.data(), it); }
   void pull(std::int64_t it) override { exchange_->finish(ghost_.data(), it); }
-  comm::HaloStats exchange_stats() const override { return exchange_->stats(); }
+  comm::ExchangeStats exchange_stats() const override { return exchange_->stats(); }
   void close_exchange() override { exchange_->close(); }
 
   double update(std::int64_t, bool want_residual) override {
@@ -378,7 +371,8 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   if (o.problem == SchwarzProblem::poisson2d && grid.global()[2] != 1)
     throw InputError("the 2D Poisson problem needs a 2D grid (one point along z)");
   if (o.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", o.overlap));
-  if (o.inflight < 1) throw InputError(fmt::format("--inflight {}: R must be >= 1", o.inflight));
+  if (o.transport.max_in_flight < 1)
+    throw InputError(fmt::format("--inflight {}: R must be >= 1", o.transport.max_in_flight));
   if (!(o.alpha > 0)) throw InputError(fmt::format("--alpha {}: must be > 0 (the local problem of an interior "
                                                    "subdomain would be singular)", o.alpha));
   const auto& g = grid.global();
@@ -388,21 +382,13 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   if (grid.size() > 1 && o.overlap >= smallest)
     throw InputError(fmt::format("--overlap {}: must be smaller than the smallest block ({} points)", o.overlap,
                                  smallest));
-  IterationOptions it;
-  it.asynchronous = o.asynchronous;
-  it.check_every = o.check_every;
-  it.max_iters = o.max_iters;
-  it.time_limit = o.time_limit;
-  it.tol = o.tol;
-  it.polish = o.polish;
-  it.monitor = o.monitor;
+  DriverOptions it;
+  it.iteration = o.iteration;
+  it.asynchronous = o.asynchronous();
   it.reduction = o.reduction;
-  it.noise = o.noise;
   it.stop_rule = StopRule::every_rank_local;
-  it.tree_termination = o.asynchronous && o.tree_termination;
-  it.termination_transport.transport = o.transport;
-  it.termination_transport.rma_sync = o.rma_sync;
-  it.termination_transport.shmem_sync = o.shmem_sync;
+  it.tree_termination = o.asynchronous() && o.tree_termination;
+  it.termination_transport = o.transport;
   it.idle = o.idle;
   it.rank_history = true;  // the per-rank local residual histories (their Figures 15-16)
   SchwarzRun run(grid, o, it);

@@ -37,13 +37,14 @@
 #include <optional>
 #include <string>
 
-#include "desync/communication/halo_exchange.hpp"
+#include "desync/communication/plan_exchange.hpp"
 #include "desync/communication/reduction.hpp"
 #include "desync/communication/termination.hpp"
 #include "desync/core/noise.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/core/waiting.hpp"
-#include "desync/solvers/jacobi/jacobi.hpp"  // StopReason, JacobiResult (the result of every driven run)
+#include "desync/solvers/driver/iteration_result.hpp"
+#include "desync/solvers/iteration_options.hpp"
 
 namespace desync::solvers {
 
@@ -57,31 +58,24 @@ enum class StopRule { global_residual, every_rank_local };
 
 using core::IdlePolicy;  // what an asynchronous rank does when nothing new has arrived
 
-/// The settings the driver reads (JacobiOptions maps onto them; see jacobi_iteration_options()).
-struct IterationOptions {
+/// The settings the driver reads: the solver's iteration settings and how its loops run.
+struct DriverOptions {
+  IterationOptions iteration;
   bool asynchronous = false;   ///< main phase: the asynchronous loop (async, racy) or the synchronous one
   int exchange_period = 1;     ///< exchange (sync) / push (async) every this many iterations
-  int check_every = 100;       ///< sync: iterations between tests; async: minimum between test starts
-  std::int64_t max_iters = 1000000;
-  double time_limit = 0;       ///< seconds since the driver was constructed, 0 = none
-  double tol = 1e-4;           ///< on sqrt(sum of local residual^2) / source norm
-  double divergence_factor = 1e6;
-  bool polish = false;
-  bool monitor = false;        ///< rank 0 prints each history point
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async
-  core::NoiseOptions noise;
   StopRule stop_rule = StopRule::global_residual;
   /// async with StopRule::every_rank_local: the binary-tree termination detection instead of
-  /// repeated reductions; its messages travel over termination_transport (transport and scheme).
+  /// repeated reductions; its messages travel over termination_transport (kind and scheme).
   bool tree_termination = false;
-  comm::ChannelConfig termination_transport;
-  /// Record this rank's local residual at each test (JacobiResult::rank_history).
+  comm::TransportConfig termination_transport;
+  /// Record this rank's local residual at each test (IterationResult::rank_history).
   bool rank_history = false;
   /// async: a pass in which nothing new has arrived (see IdlePolicy).
   IdlePolicy idle = IdlePolicy::yield;
 };
 
-/// The most points JacobiResult::rank_history keeps: beyond, every other point is dropped and
+/// The most points IterationResult::rank_history keeps: beyond, every other point is dropped and
 /// only every second test is recorded from then on (and so on).
 inline constexpr std::size_t rank_history_cap = 4096;
 
@@ -117,7 +111,7 @@ class LocalIteration : public LocalProblem {
   /// async: installs the newest values that have arrived; `it` is this rank's iteration (ages).
   virtual void pull(std::int64_t it) = 0;
   /// Statistics of the open exchange (the driver keeps the main phase's).
-  virtual comm::HaloStats exchange_stats() const = 0;
+  virtual comm::ExchangeStats exchange_stats() const = 0;
   /// Collective between neighbours: drains and closes the open exchange.
   virtual void close_exchange() = 0;
   /// One local iteration (a sweep, a subdomain solve) from the current iterate into a candidate.
@@ -155,14 +149,14 @@ class IterationDriver {
   };
 
   /// The run's clock (time_limit, history times) starts here.
-  IterationDriver(MPI_Comm comm, const IterationOptions& options, LocalProblem& problem);
+  IterationDriver(MPI_Comm comm, const DriverOptions& options, LocalProblem& problem);
 
   /// Collective: the global source norm and the true residual of the initial guess (the baseline
   /// of the divergence safeguard). Call once, after the solver's own checks have passed.
   void start();
 
   /// The whole run with the driver's loops.
-  JacobiResult run(LocalIteration& local);
+  IterationResult run(LocalIteration& local);
 
   /// A synchronous phase run by the solver: returns why it stopped and sets `iterations` (the
   /// iterate kept is that of the stopping test) and the phase's time split.
@@ -171,7 +165,7 @@ class IterationDriver {
   using AsyncLoop = std::function<void()>;
   /// The whole run with loops of the solver's own (OpenMP threads): the driver decides what runs
   /// when and does the rest (true residual, polish, result).
-  JacobiResult run(const SyncLoop& sync_loop, const AsyncLoop& async_loop);
+  IterationResult run(const SyncLoop& sync_loop, const AsyncLoop& async_loop);
 
   // Pieces for solvers that run their own loops.
 
@@ -195,7 +189,7 @@ class IterationDriver {
   /// With rank_history: this rank's local residual^2 local_sq at iteration `it` (main-phase numbering
   /// continued by polish).
   void record_local(std::int64_t it, double local_sq);
-  bool over_time() const { return opt_.time_limit > 0 && clock_.seconds() > opt_.time_limit; }
+  bool over_time() const { return opt_.iteration.time_limit > 0 && clock_.seconds() > opt_.iteration.time_limit; }
   /// The perturbation, if one is due at main-phase iteration `it` on this rank.
   void perturb(LocalIteration& local, std::int64_t it) const {
     if (noise_.perturb_now(it)) local.perturb(noise_.perturb_value());
@@ -203,14 +197,14 @@ class IterationDriver {
   /// sqrt(sum over ranks of true_residual_sq()) / source norm. Collective.
   double true_residual();
 
-  JacobiResult& result() { return result_; }
+  IterationResult& result() { return result_; }
   RankStats& stats() { return result_.stats; }
-  const IterationOptions& options() const { return opt_; }
+  const DriverOptions& options() const { return opt_; }
   const core::Noise& noise() const { return noise_; }
   double seconds() const { return clock_.seconds(); }
   double source_norm() const { return source_norm_; }
   double initial_residual() const { return initial_residual_; }
-  /// The last residual the main phase's test saw (JacobiResult::tested_residual).
+  /// The last residual the main phase's test saw (IterationResult::tested_residual).
   void set_last_tested(double residual) { last_tested_ = residual; }
 
  private:
@@ -222,7 +216,7 @@ class IterationDriver {
 
   MPI_Comm comm_;
   int rank_ = 0;
-  IterationOptions opt_;
+  DriverOptions opt_;
   LocalProblem& problem_;
   core::Noise noise_;
   double source_norm_ = 1;
@@ -236,7 +230,7 @@ class IterationDriver {
   std::int64_t iteration_offset_ = 0;  // polish phase: history continues the main phase's numbering
   std::int64_t next_test_ = 0;         // async: earliest iteration at which the next test may start
   core::Stopwatch clock_;
-  JacobiResult result_;
+  IterationResult result_;
 };
 
 /// The message of a run stopped by the divergence safeguard.

@@ -51,7 +51,7 @@ namespace desync::solvers {
 /// solve_jacobi with options.threads >= 1 OpenMP threads per rank (see above). Collective over the
 /// grid. Throws InputError (on every rank) if a rank's block has fewer planes along z than
 /// threads, or if the OpenMP runtime gives fewer threads than asked for.
-JacobiResult solve_jacobi_omp(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
+IterationResult solve_jacobi_omp(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
                               const JacobiOptions& options, decomposition::Field& u);
 
 }  // namespace desync::solvers

@@ -41,6 +41,7 @@
 #include "desync/communication/channel.hpp"
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/core/cache.hpp"
+#include "desync/core/names.hpp"
 #include "desync/core/noise.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
@@ -48,9 +49,30 @@
 namespace desync::solvers {
 
 enum class PdeProblem { advection_diffusion1d, burgers3d };
+inline constexpr core::Named<PdeProblem> pde_problems[] = {
+    {PdeProblem::advection_diffusion1d, "advection-diffusion1d", "the verification problem, exact solution"},
+    {PdeProblem::burgers3d, "burgers3d", "Burgers' equation with passive scalars, Aditya et al. 2019, Eq. 4"},
+};
 enum class PdeMode { sync, bounded };
+/// The modes of `desync pde` (--mode, the JSON "method"). async is refused: time stepping needs a
+/// bound on the delay.
+inline constexpr core::Named<PdeMode> pde_modes[] = {
+    {PdeMode::sync, "sync", "traditional synchronous: every step waits for the neighbours' values of that step"},
+    {PdeMode::bounded, "bounded",
+     "weakly synchronous: halo values up to --max-delay steps old, asynchrony-tolerant stencils"},
+};
 enum class PdeScheme { at, standard };
+inline constexpr core::Named<PdeScheme> pde_schemes[] = {
+    {PdeScheme::at, "at", "asynchrony-tolerant: halo values extrapolated from the two newest levels"},
+    {PdeScheme::standard, "standard", "the newest level used as if current"},
+};
 enum class DelayModel { none, uniform, max };
+inline constexpr core::Named<DelayModel> delay_models[] = {
+    {DelayModel::none, "none", "real asynchrony"},
+    {DelayModel::uniform, "uniform",
+     "seeded delays drawn from 0..L-1 each step and neighbour, data moved synchronously"},
+    {DelayModel::max, "max", "always L-1"},
+};
 
 const char* to_string(PdeProblem p);
 const char* to_string(DelayModel m);
@@ -76,9 +98,6 @@ struct PdeOptions {
   PdeMode mode = PdeMode::sync;
   PdeScheme scheme = PdeScheme::at;
   int max_delay = 10;                       ///< L (bounded), >= 0
-  /// bounded over p2p: receives kept posted per neighbour, 1 .. 2 L + 1 (0: L, at least 1, as
-  /// Aditya et al., 2019, section 5, pre-post for the L levels of the bound)
-  int p2p_receives = 0;
   DelayModel delay_model = DelayModel::none;
   std::uint64_t delay_seed = 1;
   std::int64_t steps = 1000;                ///< timed steps after the warm-up (end_time == 0)
@@ -90,9 +109,10 @@ struct PdeOptions {
   double viscosity = 0.1;                   ///< ν
   int scalars = 2;                          ///< K (burgers3d)
   std::vector<double> diffusivity;          ///< α_k (empty: ν / (k + 1))
-  comm::Transport transport = comm::Transport::p2p;
-  comm::RmaSync rma_sync = comm::RmaSync::flush;
-  comm::ShmemSync shmem_sync = comm::ShmemSync::put;
+  /// How halo levels travel. posted_receives, bounded over p2p: receives kept posted per
+  /// neighbour, 1 .. 2 L + 1 (0: L, at least 1, as Aditya et al., 2019, section 5, pre-post for the
+  /// L levels of the bound). max_in_flight does not apply (a bounded exchange keeps 2 L + 1).
+  comm::TransportConfig transport;
   core::NoiseOptions noise;
   int threads = 0;                          ///< OpenMP threads for the pack, approximation and update loops
   std::optional<PdeStores> stores;          ///< burgers3d update; unset: pde_stores_for() per rank
@@ -104,10 +124,10 @@ struct PdeOptions {
   std::function<void(std::int64_t, std::int64_t)> on_step;
 };
 
-/// The receives a bounded exchange over p2p keeps posted per neighbour: p2p_receives, or L (at least
+/// The receives a bounded exchange over p2p keeps posted per neighbour: transport.posted_receives, or L (at least
 /// 1) when it is 0.
 inline int pde_p2p_receives(const PdeOptions& o) {
-  return o.p2p_receives > 0 ? o.p2p_receives : std::max(o.max_delay, 1);
+  return o.transport.posted_receives > 0 ? o.transport.posted_receives : std::max(o.max_delay, 1);
 }
 
 

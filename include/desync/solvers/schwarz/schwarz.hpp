@@ -39,7 +39,10 @@
 #include "desync/core/waiting.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr.hpp"
-#include "desync/solvers/jacobi/jacobi.hpp"  // JacobiResult: the result of every driven run
+#include "desync/communication/plan_exchange.hpp"
+#include "desync/core/names.hpp"
+#include "desync/solvers/driver/iteration_result.hpp"
+#include "desync/solvers/iteration_options.hpp"
 
 namespace desync::solvers {
 
@@ -51,36 +54,44 @@ inline constexpr double schwarz_classical = std::numeric_limits<double>::infinit
 ///   laplace3d  the unit cube, f = 0, the source disc on the bottom face (problems/laplace3d.hpp,
 ///              offset 0): Jacobi's problem, for comparing the two on one system; no known solution
 enum class SchwarzProblem { poisson2d, laplace3d };
+inline constexpr core::Named<SchwarzProblem> schwarz_problems[] = {
+    {SchwarzProblem::poisson2d, "poisson2d", "the unit square, a known smooth solution"},
+    {SchwarzProblem::laplace3d, "laplace3d",
+     "Jacobi's 3D problem of Bethune et al., 2011: 7-point, overlap in 3D"},
+};
+
+/// The modes of `desync schwarz` (--mode, the JSON "method").
+inline constexpr core::Named<comm::HaloMode> schwarz_modes[] = {
+    {comm::HaloMode::sync, "sync",
+     "two-sided exchange of the interface values and an allreduce of the local flags every iteration"},
+    {comm::HaloMode::async, "async",
+     "interface values pushed over the channel transport, newest whole message used; non-blocking votes"},
+};
 
 struct SchwarzOptions {
   SchwarzProblem problem = SchwarzProblem::poisson2d;
-  bool asynchronous = false;
+  comm::HaloMode mode = comm::HaloMode::sync;  ///< sync or async (schwarz_modes)
   int overlap = 1;               ///< gamma >= 1
   double alpha = 0;              ///< Robin parameter > 0, or schwarz_classical (resolved by the caller)
-  double tol = 1e-7;             ///< local criterion ||r_p|| < tol ||b_p|| on every rank
-  int check_every = 1;           ///< sync: every iteration (as the paper); async: minimum between tests
-  std::int64_t max_iters = 100000;
-  double time_limit = 0;
-  bool polish = false;
-  bool monitor = false;
+  /// tol: the local criterion ||r_p|| < tol ||b_p|| on every rank; check_every: sync every
+  /// iteration (as the paper), async the least between votes.
+  IterationOptions iteration{.tol = 1e-7, .max_iters = 100000, .check_every = 1};
+  /// How interface values travel in async mode (sync: two-sided). max_in_flight is R, interface
+  /// messages in flight per neighbour: with R = 1 a rank whose neighbour has not yet taken its
+  /// previous message skips sending its newest values; a neighbour twice as slow then gets values
+  /// one iteration older than it could (see docs/benchmarks.md).
+  comm::TransportConfig transport{.max_in_flight = 2};
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;
   /// async: the binary-tree termination detection of their section 4.3 (Figure 3) instead of
   /// repeated non-blocking reductions (`reduction`); its flags travel over `transport`.
   bool tree_termination = true;
   /// sync: wait for every neighbour together (MPI_Waitall) instead of one MPI_Wait per neighbour.
   bool wait_all = false;
-  /// async: interface messages in flight per neighbour (R). With R = 1 a rank whose neighbour has
-  /// not yet taken its previous message skips sending its newest values; a neighbour twice as slow
-  /// then gets values one iteration older than it could (see docs/benchmarks.md).
-  int inflight = 2;
   /// async: a pass in which no new interface value has arrived (core::IdlePolicy). skip: the
   /// subdomain solve would repeat its result, so none is made until something arrives or a
   /// convergence test needs the residual.
   core::IdlePolicy idle = core::IdlePolicy::skip;
-  comm::Transport transport = comm::Transport::p2p;
-  comm::RmaSync rma_sync = comm::RmaSync::flush;
-  comm::ShmemSync shmem_sync = comm::ShmemSync::put;
-  core::NoiseOptions noise;
+  bool asynchronous() const { return mode != comm::HaloMode::sync; }
 };
 
 /// The OO0 Robin parameter with overlap (Gander, "Optimized Schwarz methods", SIAM J. Numer. Anal.
@@ -156,7 +167,7 @@ comm::HaloPlan make_schwarz_plan(const decomposition::CartGrid& grid, int overla
 double schwarz_local_residual_sq(const SchwarzSubdomain& s, const double* x, const double* ghost);
 
 struct SchwarzResult {
-  JacobiResult run;               ///< iterations, stop, residuals, time split, history
+  IterationResult run;               ///< iterations, stop, residuals, time split, history
   double alpha = 0;
   std::int64_t factor_nonzeros = 0;
   double factor_seconds = 0;

@@ -1,0 +1,69 @@
+#pragma once
+// The names of an enumeration's values, listed once beside the enum, and what is made from that
+// list: the name of a value, parsing a command-line spelling, the "a, b or c" of an error message
+// and the "a | b | c" help text with a line per value.
+//
+//   enum class Transport { p2p, rma, shmem };
+//   inline constexpr core::Named<Transport> transport_names[] = {
+//       {Transport::p2p, "p2p", "MPI two-sided"}, {Transport::rma, "rma", "MPI one-sided"}, ...};
+//   auto t = core::parse_named(transport_names, "rma", "--transport", "transport");
+#include <iterator>
+#include <string>
+#include <string_view>
+
+#include "desync/core/error.hpp"
+
+namespace desync::core {
+
+/// One value of an enumeration with its command-line spelling and a one-line description.
+template <class E>
+struct Named {
+  E value;
+  const char* name;
+  const char* description = "";
+};
+
+/// The spelling of `value` in `names` ("?" if it has none).
+template <class Names, class E>
+constexpr const char* name_of(const Names& names, E value) {
+  for (const auto& n : names)
+    if (n.value == value) return n.name;
+  return "?";
+}
+
+/// "a, b or c": the spellings, for an error message.
+template <class Names>
+std::string name_list(const Names& names) {
+  std::string out;
+  const auto count = std::size(names);
+  std::size_t i = 0;
+  for (const auto& n : names) {
+    if (i > 0) out += i + 1 == count ? " or " : ", ";
+    out += n.name;
+    ++i;
+  }
+  return out;
+}
+
+/// The value spelled `text`; InputError "<option> '<text>': unknown <what> (expected a, b or c)"
+/// for anything else.
+template <class Names>
+auto parse_named(const Names& names, std::string_view text, std::string_view option, std::string_view what) {
+  for (const auto& n : names)
+    if (text == n.name) return n.value;
+  throw InputError(std::string(option) + " '" + std::string(text) + "': unknown " + std::string(what) +
+                   " (expected " + name_list(names) + ")");
+}
+
+/// "a | b | c", then, when the values have descriptions, a line "  a: description" for each.
+template <class Names>
+std::string named_help(const Names& names) {
+  std::string spellings, lines;
+  for (const auto& n : names) {
+    spellings += (spellings.empty() ? "" : " | ") + std::string(n.name);
+    if (*n.description) lines += "\n  " + std::string(n.name) + ": " + n.description;
+  }
+  return spellings + lines;
+}
+
+}  // namespace desync::core
