@@ -5,14 +5,16 @@
            against the exact solution for N points at a fixed end time, in three configurations
            (synchronous + standard, weakly synchronous + standard, weakly synchronous + AT) with the
            seeded delay model (delays drawn from 0..L-1 every step at every process boundary), and
-           the slope of each fitted in log-log. Not a timing: oversubscribed runs are fine (the paper
-           uses P = 8).
+           the slope of each fitted in log-log; all three at one step per N, the weakly-synchronous
+           default, given with --dt (a synchronous run's default step is larger). Not a timing:
+           oversubscribed runs are fine (the paper uses P = 8).
 
              python3 bench/pde_bench.py verify --ranks 8 --points 32 64 128 256 512 --json v.json --figure v.png
 
   compare  burgers3d at --ranks ranks (2), synchronous against weakly synchronous (--max-delay L,
-           default 10) over each --transports entry, with no noise and with each --noise setting
-           (extra desync options, e.g. "--noise jitter"), --reps interleaved repetitions. Reports
+           default 10), both at the weakly-synchronous default step (given with --dt), over each
+           --transports entry, with no noise and with each --noise setting (extra desync options, e.g.
+           "--noise jitter"), --reps interleaved repetitions. Reports
            median total time, computation (compute), communication (send + consume) and
            approximation as ratios to sync with the same noise and transport (the total also as the
            median of each repetition's ratio, "paired", with its smallest and largest), the delays, and an
@@ -57,6 +59,14 @@ def run_desync(args, ranks, desync_args):
             return json.load(f)
 
 
+def bounded_step(args, ranks, desync_args):
+    """The step a bounded run with these options takes by default (a run of no steps reports it). A
+    synchronous run's default step is larger (desync pde's default step depends only on what applies
+    to the mode), so every run of one comparison is given this step with --dt."""
+    rec = run_desync(args, ranks, [*desync_args, "--mode", "bounded", "--steps", "0", "--warmup", "0"])
+    return rec["details"]["dt"]
+
+
 def slope(xs, ys):
     lx = [math.log(x) for x in xs]
     ly = [math.log(y) for y in ys]
@@ -74,16 +84,19 @@ CONFIGS = {
 def verify(args):
     rows = {name: [] for name in CONFIGS}
     for n in args.points:
+        problem = ["--problem", "advection-diffusion1d", "--global", str(n), "--max-delay", str(args.max_delay)]
+        # The three configurations at one step: the bounded default, passed to all with --dt.
+        dt = bounded_step(args, args.ranks, problem)
         for name, extra in CONFIGS.items():
-            rec = run_desync(args, args.ranks, ["--problem", "advection-diffusion1d", "--global", str(n),
-                                                "--end-time", str(args.end_time), "--max-delay", str(args.max_delay),
+            rec = run_desync(args, args.ranks, [*problem, "--dt", repr(dt), "--end-time", str(args.end_time),
                                                 "--delay-seed", str(args.seed), *extra])
             d = rec["details"]
             rows[name].append({"points": n, "error_mean": d["error"]["mean"], "error_max": d["error"]["max"],
                                "steps": d["steps"], "dt": d["dt"], "delay_mean": d["delay"]["mean"],
                                "delay_mean_sq": d["delay"]["mean_sq"]})
     print(f"verification: advection-diffusion1d, {args.ranks} ranks, end time {args.end_time}, "
-          f"delays uniform on 0..{args.max_delay - 1} (seed {args.seed})")
+          f"delays uniform on 0..{args.max_delay - 1} (seed {args.seed}), every configuration at the bounded "
+          f"default step for its N (given with --dt)")
     print(f"  {'N':>6} " + " ".join(f"{name:>24}" for name in CONFIGS))
     for i, n in enumerate(args.points):
         print(f"  {n:>6} " + " ".join(f"{rows[name][i]['error_mean']:>24.4e}" for name in CONFIGS))
@@ -94,6 +107,7 @@ def verify(args):
     print(f"  sync slope within 0.2 of -2: {'ok' if ok_sync else 'MISS'}; AT slope within 0.2 of -2: "
           f"{'ok' if ok_at else 'MISS'}; standard with delays: slope {slopes['weakly sync + standard']:.2f}")
     doc = {"benchmark": "pde verify", "ranks": args.ranks, "end_time": args.end_time, "max_delay": args.max_delay,
+           "dt_note": "every configuration at the bounded default step for its N (--dt)",
            "seed": args.seed, "rows": rows, "slopes": slopes}
     if args.json:
         write_json(args.json, doc)
@@ -176,10 +190,13 @@ def compare(args):
             for mode in ("sync", "bounded"):
                 configs.append((t, noise_name, noise, mode))
     results = {c: [] for c in configs}
+    # Both modes at one step (the bounded default), given with --dt: the same work per step.
+    problem = ["--problem", "burgers3d", "--global", str(args.points), "--dims", args.dims,
+               "--max-delay", str(args.max_delay)]
+    dt = bounded_step(args, args.ranks, problem)
     for rep, c in interleaved(configs, args.reps):
         t, noise_name, noise, mode = c
-        argv = ["--problem", "burgers3d", "--global", str(args.points), "--dims", args.dims, "--steps", str(args.steps),
-                "--max-delay", str(args.max_delay), "--mode", mode, "--transport", *shlex.split(t)]
+        argv = [*problem, "--dt", repr(dt), "--steps", str(args.steps), "--mode", mode, "--transport", *shlex.split(t)]
         argv += shlex.split(noise)
         rec = run_desync(args, args.ranks, argv)
         ts = rec["time_split"]
@@ -187,8 +204,10 @@ def compare(args):
                            "approximate": ts["approximate"], "noise": ts.get("noise", 0.0),
                            "delay": rec["details"]["delay"], "forced_waits": rec["details"]["forced_waits"]})
     out = {"benchmark": "pde compare", "ranks": args.ranks, "points": args.points, "steps": args.steps,
-           "max_delay": args.max_delay, "reps": args.reps, "rows": []}
+           "max_delay": args.max_delay, "dt": dt, "dt_note": "both modes at the bounded default step (--dt)",
+           "reps": args.reps, "rows": []}
     print(f"burgers3d, {args.ranks} ranks, {args.points}^3 points ({args.dims}), {args.steps} timed steps, L = {args.max_delay}, "
+          f"dt {dt:.4g} in both modes (the bounded default, given with --dt), "
           f"{args.reps} interleaved repetitions (medians; ratios to sync with the same transport and noise)")
     print(f"  {'transport':<22} {'noise':<22} {'mode':<8} {'total s':>9} {'ratio':>7} {'paired':>7} {'(min':>6} {'max)':>6} "
           f"{'compute':>8} {'comm':>8} {'approx':>7} {'delay mean':>10} {'max':>4} {'model':>6} {'+work':>6}")

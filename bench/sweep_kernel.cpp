@@ -38,7 +38,7 @@
 
 #include "desync/decomposition/field.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
-#include "desync/solvers/pde/pde.hpp"
+#include "desync/problems/burgers3d.hpp"
 
 namespace {
 
@@ -90,7 +90,7 @@ Options parse(int argc, char** argv, int rank) {
             "  --triad-mib M    size of each of the three triad arrays in MiB (default 64)\n"
             "  --pde-local N    also the burgers3d update of desync pde (3 velocities, 2 scalars) on an N^3 block\n"
             "                   per rank, memory-bound, in the same rounds (default 0: off), with the store path\n"
-            "                   the solvers choose (pde_stores_for) and the other one, for comparison\n"
+            "                   the solvers choose (problems::burgers_stores_for) and the other one, for comparison\n"
             "  --prefetch P     software prefetch in the sweeps: auto (default; the solvers' choice, on when the\n"
             "                   two fields exceed the rank's share of the last-level cache), on, off. With auto\n"
             "                   the memory-bound sweep is also run with the other setting, for comparison\n"
@@ -149,7 +149,7 @@ struct Timing {
   std::string working_set;            // e.g. "3 x 64.0 MiB"
   bool prefetch = false;              // sweeps: software prefetch on
   bool burgers = false;               // the burgers3d update (its JSON reports streaming_stores, not prefetch)
-  bool streaming = false;             // burgers: streaming stores (solvers::PdeStores::streaming)
+  bool streaming = false;             // burgers: streaming stores (problems::BurgersStores::streaming)
   double working_set_bytes = 0;
 
   double aggregate_rate(int nranks) const { return work_per_rank * nranks / best_aggregate; }
@@ -312,9 +312,9 @@ Kernel sweep_kernel(SweepFields& f, bool residual, bool memory_bound, int ranks_
           }};
 }
 
-// The burgers3d update of desync pde (solvers::pde_burgers_step) on an N^3 block of 5 variables
+// The burgers3d update of desync pde (problems::burgers_step) on an N^3 block of 5 variables
 // (3 velocities, 2 scalars), two state vectors swapped after every step: counted as
-// pde_bytes_per_update_per_variable (24 B: read, write, write-allocate) per variable and point,
+// burgers_bytes_per_update_per_variable (24 B: read, write, write-allocate) per variable and point,
 // the neighbours coming from cache. Smooth data and a small step keep the values tame.
 struct BurgersFields {
   static constexpr int variables = 5;
@@ -333,22 +333,22 @@ struct BurgersFields {
   ~BurgersFields() { sink = sink + cur[layout.index(local / 2, local / 2, local / 2)]; }
 };
 
-// `stores`: the store path of the update (solvers::PdeStores); the solvers choose with pde_stores_for,
+// `stores`: the store path of the update (problems::BurgersStores); the solvers choose with burgers_stores_for,
 // which the first burgers kernel uses, and the other path runs beside it for comparison.
-Kernel burgers_kernel(BurgersFields& f, desync::solvers::PdeStores stores, bool chosen, Timing& t) {
+Kernel burgers_kernel(BurgersFields& f, desync::problems::BurgersStores stores, bool chosen, Timing& t) {
   const double points = static_cast<double>(f.local) * f.local * f.local;
-  t.name = chosen ? "pde burgers3d" : (stores == desync::solvers::PdeStores::streaming ? "burgers [stream]" : "burgers [regular]");
+  t.name = chosen ? "pde burgers3d" : (stores == desync::problems::BurgersStores::streaming ? "burgers [stream]" : "burgers [regular]");
   t.burgers = true;
-  t.streaming = stores == desync::solvers::PdeStores::streaming;
+  t.streaming = stores == desync::problems::BurgersStores::streaming;
   t.work_per_rank = points;
-  t.bytes_per_unit = desync::solvers::pde_bytes_per_update_per_variable * BurgersFields::variables;
+  t.bytes_per_unit = desync::problems::burgers_bytes_per_update_per_variable * BurgersFields::variables;
   t.working_set_bytes = 2.0 * static_cast<double>(f.a.size()) * sizeof(double);
   char buf[96];
   std::snprintf(buf, sizeof buf, "2 x 5 x %d^3 (%.1f MiB)", f.local, t.working_set_bytes / (1024.0 * 1024.0));
   t.working_set = buf;
   return {&t, [&f, stores] {
             static const double diffusivity[BurgersFields::variables] = {0.1, 0.1, 0.1, 0.1, 0.05};
-            desync::solvers::pde_burgers_step(f.layout, f.cur, f.next, BurgersFields::variables, diffusivity, 1e-5,
+            desync::problems::burgers_step(f.layout, f.cur, f.next, BurgersFields::variables, diffusivity, 1e-5,
                                               0.1, 0, stores);
             std::swap(f.cur, f.next);
           }};
@@ -395,14 +395,15 @@ int main(int argc, char** argv) {
     std::unique_ptr<BurgersFields> burgers;
     if (o.pde_local > 0) {
       burgers = std::make_unique<BurgersFields>(o.pde_local);
-      using desync::solvers::PdeStores;
-      const PdeStores chosen = desync::solvers::pde_stores_for(burgers->layout, BurgersFields::variables, ranks_on_node, 1);
+      using desync::problems::BurgersStores;
+      const BurgersStores chosen =
+          desync::problems::burgers_stores_for(burgers->layout, BurgersFields::variables, ranks_on_node, 1);
       big.emplace_back();
       kernels.push_back(burgers_kernel(*burgers, chosen, true, big.back()));
-      if (desync::solvers::pde_streaming_available()) {
+      if (desync::problems::burgers_streaming_available()) {
         big.emplace_back();
         kernels.push_back(burgers_kernel(
-            *burgers, chosen == PdeStores::streaming ? PdeStores::regular : PdeStores::streaming, false, big.back()));
+            *burgers, chosen == BurgersStores::streaming ? BurgersStores::regular : BurgersStores::streaming, false, big.back()));
       }
     }
     time_interleaved(o.reps, kernels);

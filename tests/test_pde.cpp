@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -12,6 +13,7 @@
 #include "test_util.hpp"
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
+#include "desync/problems/burgers3d.hpp"
 #include "desync/solvers/pde/pde.hpp"
 
 using namespace desync;
@@ -47,6 +49,12 @@ bool bitwise_equal(const decomposition::Field& a, const decomposition::Field& b)
       for (int i = 0; i < n[0]; ++i) same = same && a(i, j, k) == b(i, j, k);
   MPI_Allreduce(MPI_IN_PLACE, &same, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD);
   return same == 1;
+}
+
+// The default step of a bounded run with these options: what a synchronous run compared with it takes.
+double bounded_step(PdeOptions o, const decomposition::CartGrid& grid) {
+  o.mode = PdeMode::bounded;
+  return solvers::pde_default_dt(o, solvers::pde_spacing(o, grid.global()));
 }
 
 // Least-squares slope of log(error) against log(points).
@@ -85,12 +93,12 @@ TEST(AtHalo, ZeroDelayIsTheStandardValueAndLinearInTimeIsExact) {
 // 729 doubles a variable, shifts the alignment from one variable to the next) and end in partial
 // vectors.
 TEST(Pde, BurgersKernelMatchesTheReference) {
-  using solvers::PdeStores;
+  using problems::BurgersStores;
   for (int scalars : {0, 1, 2, 4, 5, 9})
     for (const decomposition::Index3 ext :
          {decomposition::Index3{8, 8, 8}, decomposition::Index3{37, 70, 5}, decomposition::Index3{7, 7, 7}})
       for (int threads : {0, 2})
-        for (PdeStores stores : {PdeStores::regular, PdeStores::streaming})
+        for (BurgersStores stores : {BurgersStores::regular, BurgersStores::streaming})
         for (bool one_viscosity : {true, false}) {  // the velocities' fused path, and the general one
         const decomposition::Field layout(ext, {1, 1, 1});
         const int vars = 3 + scalars;
@@ -100,8 +108,8 @@ TEST(Pde, BurgersKernelMatchesTheReference) {
         std::vector<double> D(static_cast<std::size_t>(vars));
         for (int q = 0; q < vars; ++q) D[static_cast<std::size_t>(q)] = one_viscosity && q < 3 ? 0.1 : 0.1 / (1 + q % 3);
         const double dt = 1e-3, dx = 0.05;
-        solvers::pde_burgers_step(layout, in.data(), fast.data(), vars, D.data(), dt, dx, threads, stores);
-        solvers::pde_burgers_step_reference(layout, in.data(), ref.data(), vars, D.data(), dt, dx);
+        problems::burgers_step(layout, in.data(), fast.data(), vars, D.data(), dt, dx, threads, stores);
+        problems::burgers_step_reference(layout, in.data(), ref.data(), vars, D.data(), dt, dx);
         double worst = 0;
         for (int q = 0; q < vars; ++q)
           for (int k = 0; k < ext[2]; ++k)
@@ -111,10 +119,10 @@ TEST(Pde, BurgersKernelMatchesTheReference) {
                 worst = std::max(worst, std::abs(fast[e] - ref[e]) / (1 + std::abs(ref[e])));
               }
         EXPECT_LT(worst, 1e-14) << "scalars " << scalars << " block " << ext[0] << "x" << ext[1] << "x" << ext[2]
-                                << (one_viscosity ? " one viscosity" : "") << " " << solvers::to_string(stores);
+                                << (one_viscosity ? " one viscosity" : "") << " " << problems::to_string(stores);
         // Halos are not written, except by streaming rows, which write the x-halo cells at their ends
         // with the input's values (whole cache lines stream).
-        const bool streamed = stores == PdeStores::streaming && solvers::pde_streaming_available();
+        const bool streamed = stores == BurgersStores::streaming && problems::burgers_streaming_available();
         EXPECT_EQ(fast[layout.index(-1, 0, 0)], streamed ? in[layout.index(-1, 0, 0)] : -1);
         EXPECT_EQ(fast[layout.index(ext[0], ext[1] - 1, ext[2] - 1)],
                   streamed ? in[layout.index(ext[0], ext[1] - 1, ext[2] - 1)] : -1);
@@ -148,19 +156,78 @@ TEST(Pde, DecompositionChangesNoBit) {
   EXPECT_NEAR(all.moment_u, single.moment_u, 1e-12 * single.moment_u);
 }
 
+// A synchronous run's default step is --safety x the stability limit whatever --max-delay says; a
+// bounded run's is smaller by min(1, 4 / (2L + 1)), whatever the scheme.
+TEST(Pde, DefaultStepDependsOnlyOnWhatAppliesToTheMode) {
+  auto grid = grid_3d(8);
+  auto o = options(PdeProblem::burgers3d);
+  o.steps = 2;
+  o.warmup = 0;
+  const double dx = solvers::pde_spacing(o, grid.global()), limit = solvers::pde_stable_dt(o, dx);
+  for (int L : {0, 3, 10}) {
+    o.max_delay = L;
+    o.mode = PdeMode::sync;
+    EXPECT_EQ(solvers::pde_default_dt(o, dx), 0.5 * limit) << "L = " << L;
+    EXPECT_EQ(solvers::solve_pde(grid, o).dt, 0.5 * limit) << "L = " << L;
+    o.mode = PdeMode::bounded;
+    const double at = 0.5 * std::min(1.0, 4.0 / (2.0 * L + 1.0)) * limit;
+    EXPECT_EQ(solvers::pde_default_dt(o, dx), at) << "L = " << L;
+    o.scheme = PdeScheme::standard;
+    EXPECT_EQ(solvers::pde_default_dt(o, dx), at) << "L = " << L;
+    o.scheme = PdeScheme::at;
+  }
+  o.mode = PdeMode::sync;
+  o.max_delay = 10;
+  o.dt = 1e-4;  // given: taken as it is in either mode
+  EXPECT_EQ(solvers::solve_pde(grid, o).dt, 1e-4);
+}
+
+// A box of 2 x 1 x 1 periods holds the cube's solution twice: a synchronous run on {2n, n, n} points
+// is, along x modulo n, the run on the cube of n^3 on one rank (up to the rounding of sin and cos at
+// x and x + 2π), and its moments are the cube's.
+TEST(Pde, BoxOfPeriodsRepeatsTheCube) {
+  const int n = 8;
+  decomposition::CartGrid box(MPI_COMM_WORLD, {2 * n, n, n},
+                              decomposition::choose_dims(desync_test::world_size(), {0, 0, 0}), {true, true, true});
+  decomposition::CartGrid cube(MPI_COMM_SELF, {n, n, n}, {1, 1, 1}, {true, true, true});
+  auto o = options(PdeProblem::burgers3d);
+  o.steps = 10;
+  o.warmup = 2;
+  const auto single = solvers::solve_pde(cube, o);
+  o.periods = {2, 1, 1};
+  const auto tiled = solvers::solve_pde(box, o);
+  EXPECT_EQ(tiled.dx, single.dx);
+  EXPECT_EQ(tiled.dt, single.dt);
+  const auto& ext = box.local();
+  const auto& off = box.offset();
+  double worst = 0;
+  for (int k = 0; k < ext[2]; ++k)
+    for (int j = 0; j < ext[1]; ++j)
+      for (int i = 0; i < ext[0]; ++i)
+        worst = std::max(worst, std::abs(tiled.u(i, j, k) - single.u((off[0] + i) % n, off[1] + j, off[2] + k)));
+  MPI_Allreduce(MPI_IN_PLACE, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  EXPECT_LT(worst, 1e-13);
+  EXPECT_NEAR(tiled.moment_u, single.moment_u, 1e-12 * single.moment_u);
+  EXPECT_NEAR(tiled.moment_dudx, single.moment_dudx, 1e-12 * single.moment_dudx);
+  // The points must follow the periods: the same spacing on every axis.
+  o.periods = {1, 1, 1};
+  EXPECT_THROW(solvers::solve_pde(box, o), InputError);
+}
+
 // Streaming stores when a rank's two states exceed its share of the last-level cache (as the Jacobi
 // sweep's prefetch).
 TEST(Pde, StoresChoice) {
-  using solvers::PdeStores;
+  using problems::BurgersStores;
   const core::CacheInfo l3{32u << 20, 2};
   const decomposition::Field small({48, 48, 48}, {1, 1, 1});   // 2 x 5 x 50^3 doubles: 9.5 MiB
   const decomposition::Field large({96, 96, 96}, {1, 1, 1});   // 2 x 5 x 98^3 doubles: 71.8 MiB
-  const PdeStores streams = solvers::pde_streaming_available() ? PdeStores::streaming : PdeStores::regular;
-  EXPECT_EQ(solvers::pde_stores_for(small, 5, 1, 1, l3), PdeStores::regular);
-  EXPECT_EQ(solvers::pde_stores_for(small, 5, 64, 1, core::CacheInfo{32u << 20, 16}), streams);  // a 2 MiB share
-  EXPECT_EQ(solvers::pde_stores_for(small, 5, 2, 2, l3), PdeStores::regular);  // 2 threads: the whole 32 MiB
-  EXPECT_EQ(solvers::pde_stores_for(large, 5, 1, 1, l3), streams);
-  EXPECT_EQ(solvers::pde_stores_for(large, 5, 1, 1, core::CacheInfo{}), PdeStores::regular);  // unknown cache
+  const BurgersStores streams =
+      problems::burgers_streaming_available() ? BurgersStores::streaming : BurgersStores::regular;
+  EXPECT_EQ(problems::burgers_stores_for(small, 5, 1, 1, l3), BurgersStores::regular);
+  EXPECT_EQ(problems::burgers_stores_for(small, 5, 64, 1, core::CacheInfo{32u << 20, 16}), streams);  // a 2 MiB share
+  EXPECT_EQ(problems::burgers_stores_for(small, 5, 2, 2, l3), BurgersStores::regular);  // 2 threads: the whole 32 MiB
+  EXPECT_EQ(problems::burgers_stores_for(large, 5, 1, 1, l3), streams);
+  EXPECT_EQ(problems::burgers_stores_for(large, 5, 1, 1, core::CacheInfo{}), BurgersStores::regular);  // unknown cache
 }
 
 // A run with streaming stores is bitwise the run with regular stores (the same expression per value;
@@ -183,7 +250,7 @@ TEST(Pde, StreamingStoresChangeNoBit) {
     const auto streaming = solvers::solve_pde(grid, o);
     EXPECT_EQ(regular.stores, solvers::PdeStores::regular);
     EXPECT_EQ(streaming.stores,
-              solvers::pde_streaming_available() ? solvers::PdeStores::streaming : solvers::PdeStores::regular);
+              problems::burgers_streaming_available() ? solvers::PdeStores::streaming : solvers::PdeStores::regular);
     EXPECT_TRUE(bitwise_equal(regular.u, streaming.u)) << (delays ? "delay model" : "sync");
     EXPECT_EQ(regular.moment_u, streaming.moment_u);
   }
@@ -244,6 +311,7 @@ TEST(Pde, VerificationSlopesWithTheDelayModel) {
     auto grid = grid_1d(static_cast<int>(n));
     auto o = options(PdeProblem::advection_diffusion1d);
     o.end_time = 0.25;
+    o.dt = bounded_step(o, grid);  // the three configurations at one step
     e_sync.push_back(solvers::solve_pde(grid, o).error_mean);
     o.mode = PdeMode::bounded;
     o.delay_model = DelayModel::uniform;
@@ -272,6 +340,7 @@ TEST(Pde, RealAsynchronyStaysWithinTheBound) {
     o.steps = 60;
     o.warmup = 30;
     o.max_delay = 3;
+    o.dt = bounded_step(o, grid);  // the synchronous reference at the bounded run's step
     const auto sync = solvers::solve_pde(grid, o);
     o.mode = PdeMode::bounded;
     o.transport.posted_receives = receives;

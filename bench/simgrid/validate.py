@@ -53,10 +53,12 @@ CASES = [
     ("jacobi", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async", "--transport", "p2p"])],
      ["--local", "32"]),
     ("cg", [("cg", ["--method", "cg"]), ("pipecg", ["--method", "pipecg"])], ["--local", "32"]),
+    # (pde: both modes at one step, given with --dt, about the bounded default at L = 10; a
+    # synchronous run's own default step is larger.)
     ("pde", [("sync", ["--mode", "sync"]), ("bounded", ["--mode", "bounded", "--transport", "p2p"])],
-     ["--problem", "burgers3d", "--global", "32", "--steps", "300"]),
+     ["--problem", "burgers3d", "--global", "32", "--steps", "300", "--dt", "0.0005"]),
     ("pde+jitter", [("sync", ["--mode", "sync"]), ("bounded", ["--mode", "bounded", "--transport", "p2p"])],
-     ["--problem", "burgers3d", "--global", "32", "--steps", "300", "--noise", "jitter"]),
+     ["--problem", "burgers3d", "--global", "32", "--steps", "300", "--dt", "0.0005", "--noise", "jitter"]),
     ("schwarz", [("sync", ["--mode", "sync"]), ("async", ["--mode", "async", "--transport", "p2p"])],
      ["--local", "32"]),
 ]

@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <numeric>
 #include <nlohmann/json.hpp>
 #include <optional>
 #include <string>
@@ -82,15 +83,19 @@ void PdeCommand::add_options(CLI::App& app) {
   app.add_option("--delay-model", delay_model, "bounded: " + core::named_help(solvers::delay_models))
       ->capture_default_str();
   app.add_option("--delay-seed", s.delay_seed, "Seed of the delay model")->capture_default_str();
-  app.add_option("--local", local, "Points per rank: M (1D) or M (an M^3 block, 3D) (weak scaling; default 48 in 3D, "
-                                   "256 in 1D)");
+  app.add_option("--local", local, "Points per rank: M (1D) or M (an M^3 block, 3D; on a periodic box of whole 2pi "
+                                   "periods along each axis in proportion to the ranks along it) (weak scaling; "
+                                   "default 48 in 3D, 256 in 1D)");
   app.add_option("--global", global, "Points of the periodic domain per axis: N (strong scaling)");
   app.add_option("--dims", dims, "Process grid (3D: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create");
   app.add_option("--steps", s.steps, "Timed steps after the warm-up")->capture_default_str();
   app.add_option("--warmup", s.warmup, "Untimed steps first (fill the rings of levels)")->capture_default_str();
   app.add_option("--end-time", s.end_time, "Run to this time instead of --steps (warm-up included; 0: off)")
       ->capture_default_str();
-  app.add_option("--dt", s.dt, "Time step (0: --safety x the stability limit)")->capture_default_str();
+  app.add_option("--dt", s.dt,
+                 "Time step (0: --safety x the stability limit, bounded also x min(1, 4/(2L+1)); give one --dt to "
+                 "compare modes at equal steps)")
+      ->capture_default_str();
   app.add_option("--safety", s.safety, "Fraction of the stability limit used when --dt is 0")->capture_default_str();
   app.add_option("--velocity", s.velocity, "advection-diffusion1d: the advection speed c")->capture_default_str();
   app.add_option("--viscosity", s.viscosity, "nu: viscosity (Burgers) or diffusivity (1D)")->capture_default_str();
@@ -184,11 +189,12 @@ void PdeCommand::finalise(MPI_Comm comm) {
       const int n = number(global, "--global");
       global_points = {n, n, n};
     } else {
+      // An M^3 block per rank on a periodic box of whole 2π periods with the same spacing on every
+      // axis: p_a = P_a / gcd(P_x, P_y, P_z) periods along axis a, so the box is the cube of Aditya
+      // et al. (2019) on a cubic process grid and grows along the axes with more ranks otherwise.
       const int m = number(local.empty() ? "48" : local, "--local");
-      if (process_grid[0] != process_grid[1] || process_grid[1] != process_grid[2])
-        throw InputError(fmt::format("--local with a {}x{}x{} process grid: the periodic cube needs the same number of "
-                                     "ranks along each axis (or give --global N)",
-                                     process_grid[0], process_grid[1], process_grid[2]));
+      const int g = std::gcd(std::gcd(process_grid[0], process_grid[1]), process_grid[2]);
+      s.periods = {process_grid[0] / g, process_grid[1] / g, process_grid[2] / g};
       global_points = {m * process_grid[0], m * process_grid[1], m * process_grid[2]};
     }
   }
@@ -205,6 +211,7 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
   const auto& s = solver;
   std::string diff;
   for (double a : s.diffusivity) diff += (diff.empty() ? "" : ",") + fmt::format("{}", a);
+  const bool cube = global_points[0] == global_points[1] && global_points[1] == global_points[2];
   std::vector<std::pair<std::string, std::string>> out = {{"problem", problem},
           {"mode", mode},
           {"max-delay", std::to_string(s.max_delay)},
@@ -213,7 +220,9 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
           {"scheme", scheme},
           {"delay-model", delay_model},
           {"delay-seed", std::to_string(s.delay_seed)},
-          {"global", std::to_string(global_points[0])},
+          {"global", cube ? std::to_string(global_points[0])
+                          : fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2])},
+          {"periods", fmt::format("{}x{}x{}", s.periods[0], s.periods[1], s.periods[2])},
           {"local", local},
           {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
           {"steps", std::to_string(s.steps)},
@@ -306,7 +315,10 @@ int PdeCommand::run(MPI_Comm comm) {
     };
   std::optional<solvers::PdeResult> reference;
   if (paired) {
-    auto sync_opts = solver;  // the same problem, synchronous, nothing saved
+    // The same problem, synchronous, nothing saved, and the same step as the run it is compared
+    // with: the default step of a bounded run is smaller than a synchronous run's (pde_default_dt).
+    auto sync_opts = solver;
+    if (sync_opts.dt <= 0) sync_opts.dt = solvers::pde_default_dt(solver, solvers::pde_spacing(solver, global_points));
     sync_opts.mode = solvers::PdeMode::sync;
     sync_opts.delay_model = solvers::DelayModel::none;
     sync_opts.noise = core::NoiseOptions{};
@@ -338,15 +350,20 @@ int PdeCommand::run(MPI_Comm comm) {
   if (rank == 0) {
     r.iteration_rate = r.wall_time > 0 ? static_cast<double>(result.timed_steps) / r.wall_time : 0.0;
     const double limit = solvers::pde_stable_dt(solver, result.dx);
+    const bool cube = global_points[0] == global_points[1] && global_points[1] == global_points[2];
     r.headline = fmt::format("{}, mode {}{}, scheme {}, transport {}", problem, mode,
                              mode == "bounded" ? fmt::format(" (L = {})", solver.max_delay) : "", scheme,
                              comm::describe(solver.transport));
     r.setup_lines.push_back(
         {"problem", fmt::format("{} points{}, dt {:.4g} ({:.2f} of the stability limit {:.4g}), {} steps to t = {:.4g} "
                                 "({} warm-up)",
-                                one_d ? std::to_string(global_points[0])
-                                      : fmt::format("{}^3", global_points[0]),
-                                one_d ? "" : fmt::format(", {} scalars", solver.scalars), result.dt, result.dt / limit,
+                                one_d  ? std::to_string(global_points[0])
+                                : cube ? fmt::format("{}^3", global_points[0])
+                                       : fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2]),
+                                one_d  ? ""
+                                : cube ? fmt::format(", {} scalars", solver.scalars)
+                                       : fmt::format(" on a box of {}x{}x{} periods of 2π, {} scalars", solver.periods[0],
+                                                     solver.periods[1], solver.periods[2], solver.scalars), result.dt, result.dt / limit,
                                 limit, result.steps, result.end_time, result.steps - result.timed_steps)});
     if (delay_model != "none")
       r.setup_lines.push_back({"delays", fmt::format("seeded model '{}' on 0..{} (seed {})", delay_model,
@@ -385,9 +402,9 @@ int PdeCommand::run(MPI_Comm comm) {
                                 result.error_max, result.end_time)});
     if (reference)
       r.performance_lines.push_back(
-          {"paired", fmt::format("against the synchronous run: mean |u1 - u1_sync| = {:.4e}, max {:.4e}; its moments "
-                                 "{:.8e}, {:.8e}",
-                                 diff[0], diff[1], reference->moment_u, reference->moment_dudx)});
+          {"paired", fmt::format("against the synchronous run at the same dt {:.4g}: mean |u1 - u1_sync| = {:.4e}, "
+                                 "max {:.4e}; its moments {:.8e}, {:.8e}",
+                                 reference->dt, diff[0], diff[1], reference->moment_u, reference->moment_dudx)});
     r.residual_note = one_d ? " (pde: the mean error against the exact solution)" : " (pde: no residual)";
     nlohmann::json d;
     d["problem"] = problem;
@@ -398,6 +415,7 @@ int PdeCommand::run(MPI_Comm comm) {
     d["dt"] = result.dt;
     d["dx"] = result.dx;
     d["stability_limit"] = limit;
+    d["periods"] = {solver.periods[0], solver.periods[1], solver.periods[2]};
     d["steps"] = result.steps;
     d["timed_steps"] = result.timed_steps;
     d["end_time"] = result.end_time;
@@ -408,7 +426,8 @@ int PdeCommand::run(MPI_Comm comm) {
     d["forced_waits"] = waits;
     d["notifications"] = consumed;
     if (reference)
-      d["paired"] = {{"error_mean", diff[0]},
+      d["paired"] = {{"dt", reference->dt},  // the same step as this run's
+                     {"error_mean", diff[0]},
                      {"error_max", diff[1]},
                      {"moments", {{"u1", reference->moment_u}, {"du1dx1", reference->moment_dudx}}}};
     else

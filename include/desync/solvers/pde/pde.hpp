@@ -3,12 +3,12 @@
 // synchronous and the weakly-synchronous algorithms with asynchrony-tolerant (AT) finite differences
 // of Aditya, Gysi, Kranzlmüller and Hoefler (2019).
 //
-// Problems (periodic, N points per axis on [0, 2π), x_i = i Δx, Δx = 2π/N, forward Euler in time,
-// second-order central differences in space):
-//   advection_diffusion1d   u_t + c u_x = ν u_xx, u(x, 0) = sin x, exact solution
-//                           u = exp(-ν t) sin(x - c t) (their section 3.2 verification, Figure 2)
-//   burgers3d               their Equation 4: u_i,t + u_j u_i,j = ν ∇²u_i (i = 1..3) and K passive
-//                           scalars φ_k,t + u_j φ_k,j = α_k ∇²φ_k, from a multi-scale sinusoidal field
+// Problems (the physics in the problems layer: initial field, right-hand side and its forward Euler
+// step, stability limit), periodic, second-order central differences in space, forward Euler in time:
+//   advection_diffusion1d   problems/advection_diffusion1d.hpp: u_t + c u_x = ν u_xx on [0, 2π),
+//                           N points, Δx = 2π/N, the exact solution (their section 3.2, Figure 2)
+//   burgers3d               problems/burgers3d.hpp: their Equation 4 on a periodic box of whole 2π
+//                           periods (the cube, or p_x x p_y x p_z periods), the same Δx on every axis
 //
 // Algorithms (section 5):
 //   sync      Algorithm 1: every step sends the boundary values of level n and waits for the
@@ -45,6 +45,8 @@
 #include "desync/core/noise.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
+#include "desync/problems/advection_diffusion1d.hpp"
+#include "desync/problems/burgers3d.hpp"
 
 namespace desync::solvers {
 
@@ -82,16 +84,9 @@ inline double at_halo_value(double newest, double previous, std::int64_t k) {
   return static_cast<double>(k + 1) * newest - static_cast<double>(k) * previous;
 }
 
-/// How pde_burgers_step writes the new state. `regular`: ordinary stores; the kernel sweeps tiles of
-/// rows through z and prefetches the planes two ahead. `streaming`: non-temporal stores, which skip
-/// the write-allocate read of every new value (16 B of memory traffic per point and variable instead
-/// of 24) and leave the cache to the planes being read; whole planes in order, each row through a
-/// small buffer and written out with its two x-halo cells, which get `in`'s halo values (so that
-/// whole cache lines stream; the exchange refills them before a stencil reads them). Streaming pays only
-/// when the two states stream from memory: on a state that fits in cache it sends to memory what the
-/// next step would have found in cache (pde_stores_for chooses).
-enum class PdeStores { regular, streaming };
-const char* to_string(PdeStores s);
+/// How the burgers3d update writes the new state (problems::BurgersStores).
+using PdeStores = problems::BurgersStores;
+using problems::to_string;
 
 struct PdeOptions {
   PdeProblem problem = PdeProblem::advection_diffusion1d;
@@ -103,12 +98,16 @@ struct PdeOptions {
   std::int64_t steps = 1000;                ///< timed steps after the warm-up (end_time == 0)
   std::int64_t warmup = 30;                 ///< untimed steps first
   double end_time = 0;                      ///< > 0: run to this time instead (warm-up included)
-  double dt = 0;                            ///< 0: safety x the stability limit
+  double dt = 0;                            ///< 0: pde_default_dt
   double safety = 0.5;
   double velocity = 1.0;                    ///< c (advection_diffusion1d)
   double viscosity = 0.1;                   ///< ν
   int scalars = 2;                          ///< K (burgers3d)
   std::vector<double> diffusivity;          ///< α_k (empty: ν / (k + 1))
+  /// The periodic box in whole periods 2π of the initial field along x, y, z: [0, 2π p_x) x ...
+  /// (advection_diffusion1d: p_x only). The grid spacing is 2π p_x / N_x, and burgers3d needs the same
+  /// on every axis (N_a proportional to p_a). {1, 1, 1}: the cube of Aditya et al. (2019).
+  decomposition::Index3 periods{1, 1, 1};
   /// How halo levels travel. posted_receives, bounded over p2p: receives kept posted per
   /// neighbour, 1 .. 2 L + 1 (0: L, at least 1, as Aditya et al., 2019, section 5, pre-post for the
   /// L levels of the bound). max_in_flight does not apply (a bounded exchange keeps 2 L + 1).
@@ -131,17 +130,26 @@ inline int pde_p2p_receives(const PdeOptions& o) {
 }
 
 
+/// The options' problem as the problems layer takes it.
+problems::Burgers3D pde_burgers(const PdeOptions& o);
+problems::AdvectionDiffusion1D pde_advection_diffusion(const PdeOptions& o);
+/// The grid spacing Δx = 2π p_x / N_x on a grid of `global` points (the same on every axis).
+double pde_spacing(const PdeOptions& o, const decomposition::Index3& global);
 /// The stability limit of forward Euler with central differences on the options' problem and grid
 /// spacing: min(Δx² / (2 d D_max), 2 D_min / U²) with d the dimension, D the diffusivities and U the
 /// largest advection speed (the initial velocity's maximum for Burgers).
 double pde_stable_dt(const PdeOptions& o, double dx);
 /// The asynchrony-tolerant extrapolation (k + 1) f^{n-k} - k f^{n-k-1} amplifies what changes from
 /// step to step by up to 2k + 1, and forward Euler with it is stable only for a smaller step: the
-/// automatic Δt (dt == 0) is safety x this factor x pde_stable_dt, the factor min(1, 4 / (2L + 1))
-/// (measured: stable for delays up to L - 1 every step, L = 2..20, on the 1D problem). It depends on
-/// L only, not on the mode or the scheme, so that the synchronous, standard and AT runs of one
-/// comparison with the same options take the same steps (--max-delay 0 gives sync the full step).
-double pde_at_factor(const PdeOptions& o);
+/// factor min(1, 4 / (2L + 1)) of the stability limit (measured: stable for delays up to L - 1 every
+/// step, L = 2..20, on the 1D problem).
+double pde_at_factor(int max_delay);
+/// The step a run takes when dt == 0, from what applies to its mode only: synchronous, safety x
+/// pde_stable_dt; bounded, safety x pde_at_factor(L) x pde_stable_dt, whatever the scheme and the
+/// delay model (so that the AT and standard runs of one bounded comparison take the same steps).
+/// A comparison across modes that needs equal steps passes one dt to every run (desync pde --paired
+/// gives the synchronous reference the bounded run's step).
+double pde_default_dt(const PdeOptions& o, double dx);
 
 /// Per-neighbour (face) statistics of the delays actually used.
 struct FaceStats {
@@ -183,33 +191,10 @@ struct PdeResult {
   decomposition::Field u;                ///< this rank's block of the first variable at the end
 };
 
-/// Runs the problem on `grid` (periodic along the problem's axes: 1D grids {N,1,1}, 3D {N,N,N}).
+/// Runs the problem on `grid` (periodic along the problem's axes: 1D grids {N,1,1}, 3D grids with
+/// N_a proportional to options.periods[a], {N,N,N} for the cube).
 /// Collective. Throws InputError for bad options (on every rank alike).
 PdeResult solve_pde(const decomposition::CartGrid& grid, const PdeOptions& options);
-
-/// The update kernels: one forward Euler step on a block stored as `layout` (halo width 1, the
-/// halos of `in` filled), variable q of `in` and `out` at q * layout.storage_size(). They write
-/// `out`'s interior only, except pde_burgers_step with PdeStores::streaming, which also copies `in`'s
-/// x-halo cells into `out`'s.
-void pde_advection_diffusion_step(const decomposition::Field& layout, const double* in, double* out, double c,
-                                  double nu, double dt, double dx);
-void pde_burgers_step(const decomposition::Field& layout, const double* in, double* out, int variables,
-                      const double* diffusivity, double dt, double dx, int threads,
-                      PdeStores stores = PdeStores::regular);
-/// Whether this build has streaming stores (x86-64); without, pde_burgers_step writes with regular
-/// stores whatever it is asked.
-bool pde_streaming_available();
-/// `streaming` when available and the two states (2 x variables x storage) exceed this rank's share
-/// of the last-level cache (core::exceeds_cache_share), `regular` otherwise.
-PdeStores pde_stores_for(const decomposition::Field& layout, int variables, int ranks_on_node, int threads_per_rank,
-                         core::CacheInfo cache = core::last_level_cache());
-/// The same step written as Equation 4 reads, one point at a time: the reference the fused,
-/// tiled and prefetched pde_burgers_step is tested against (equal up to rounding).
-void pde_burgers_step_reference(const decomposition::Field& layout, const double* in, double* out, int variables,
-                                const double* diffusivity, double dt, double dx);
-/// Memory traffic of one point update per variable, as the Jacobi sweep's: read the old value, write
-/// the new one plus its write-allocate read (neighbours come from cache).
-inline constexpr double pde_bytes_per_update_per_variable = 24.0;
 
 /// The difference of two runs' first variables over the whole grid: mean and max |a - b|
 /// (collective; blocks as given by two results on the same grid).
