@@ -15,10 +15,10 @@
 
 #include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
+#include "desync/run/json_file.hpp"
 #include "desync/run/record.hpp"
-#include "report_common.hpp"
 
-namespace desync::run {
+namespace desync::apps {
 
 namespace {
 
@@ -569,7 +569,7 @@ void BenchCommCommand::finalise(MPI_Comm comm) {
   if (samples < 1 || samples > 1000) throw InputError(fmt::format("--samples {}: must be between 1 and 1000", samples));
   if (!(volume_mib > 0) || !std::isfinite(volume_mib))
     throw InputError(fmt::format("--volume-mib {}: must be > 0", volume_mib));
-  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+  if (!json_path.empty()) run::check_writable(comm, json_path, "--json");
 }
 
 std::vector<std::pair<std::string, std::string>> BenchCommCommand::effective() const {
@@ -591,7 +591,7 @@ BenchCommReport run_bench_comm(MPI_Comm comm, const BenchCommCommand& cmd) {
   int rank = 0;
   MPI_Comm_rank(world, &rank);
   MPI_Comm_size(world, &report.ranks);
-  report.mpi_library = mpi_library_version();
+  report.mpi_library = run::mpi_library_version();
   report.options = cmd.effective();
   for (long n = cmd.min_doubles; n <= cmd.max_doubles; n *= 2) report.sizes.push_back(n);
 
@@ -738,7 +738,7 @@ void write_bench_comm_json(const BenchCommReport& r, const std::string& path) {
   j["mpi_library"] = r.mpi_library;
   j["ranks"] = r.ranks;
   j["pair"] = {0, 1};
-  j["options"] = detail::options_json<json>(r.options);
+  j["options"] = run::options_json(r.options);
   std::vector<long> bytes;
   for (long n : r.sizes) bytes.push_back(8 * n);
   j["sizes"] = {{"doubles", r.sizes}, {"bytes", bytes}};
@@ -787,7 +787,7 @@ void write_bench_comm_json(const BenchCommReport& r, const std::string& path) {
   j["wall_time"] = r.wall_time;
   j["phase_time"] = {{"bandwidth", r.bandwidth_time}, {"overlap", r.overlap_time}, {"collectives", r.collectives_time}};
   j["verified"] = r.verified;
-  detail::write_json_file(j, path);
+  run::write_json_file(j, path);
 }
 
 int bench_comm_main(const BenchCommCommand& cmd, MPI_Comm comm) {
@@ -817,4 +817,4 @@ int bench_comm_main(const BenchCommCommand& cmd, MPI_Comm comm) {
   return code;
 }
 
-}  // namespace desync::run
+}  // namespace desync::apps

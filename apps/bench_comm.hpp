@@ -14,7 +14,7 @@ namespace CLI {
 class App;
 }
 
-namespace desync::run {
+namespace desync::apps {
 
 inline constexpr int bench_comm_schema_version = 1;
 
@@ -109,4 +109,4 @@ void write_bench_comm_json(const BenchCommReport& report, const std::string& pat
 /// was not verified at the target.
 int bench_comm_main(const BenchCommCommand& cmd, MPI_Comm comm);
 
-}  // namespace desync::run
+}  // namespace desync::apps

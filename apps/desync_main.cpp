@@ -7,6 +7,7 @@
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -48,20 +49,6 @@ std::string solver_list(const run::SolverRegistry& registry) {
 
 int main(int argc, char** argv) {
   run::prepare_mpi_io_environment();
-  int provided = 0;
-  // `--progress thread` runs a progress thread that calls MPI while the interior rows are computed:
-  // it needs MPI_THREAD_MULTIPLE, which is requested only then (the operators check the level).
-  int required = MPI_THREAD_FUNNELED;
-  for (int a = 1; a < argc; ++a) {
-    const std::string arg = argv[a];
-    if (arg == "--progress=thread" || (arg == "--progress" && a + 1 < argc && std::string(argv[a + 1]) == "thread"))
-      required = MPI_THREAD_MULTIPLE;
-  }
-  MPI_Init_thread(&argc, &argv, required, &provided);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-  MPI_Comm_size(MPI_COMM_WORLD, &size);
-
   CLI::App app{"desync: asynchronous and communication-hiding iterative solvers on MPI.\n"
                "Example: mpirun -np 2 desync jacobi --mode async --local 50"};
   app.require_subcommand(1);
@@ -79,21 +66,34 @@ int main(int argc, char** argv) {
   app.footer(solver_list(registry));
   CLI::App* bench_app = app.add_subcommand("bench", "Benchmarks of this machine and MPI library");
   bench_app->require_subcommand(1);
-  run::BenchCommCommand bench_comm;
+  apps::BenchCommCommand bench_comm;
   CLI::App* bench_comm_app = bench_app->add_subcommand(
       "comm", "Two-sided vs one-sided bandwidth, overlap with computation, allreduce latency (Yamazaki et al., 2019, section 6)");
   bench_comm.add_options(*bench_comm_app);
 
+  // The command line is parsed before MPI starts, so that MPI is initialised at the thread level the
+  // chosen command needs (SolverCommand::thread_level); what went wrong is said once MPI runs.
+  std::optional<CLI::ParseError> parse_error;
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    const bool help = e.get_exit_code() == 0;  // --help and friends
+    parse_error = e;
+  }
+  int required = MPI_THREAD_FUNNELED;
+  for (auto& [sub, command] : commands)
+    if (!parse_error && sub->parsed()) required = command->thread_level();
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, required, &provided);
+  int rank = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  if (parse_error) {
+    const bool help = parse_error->get_exit_code() == 0;  // --help and friends
     if (rank == 0) {
       if (help)
-        app.exit(e);
+        app.exit(*parse_error);
       else
         std::fprintf(stderr, "desync: error: %s\nRun 'desync --help' or 'desync <command> --help' for the options.\n",
-                     e.what());
+                     parse_error->what());
     }
     return finish(help ? 0 : exit_bad_input);
   }
@@ -108,7 +108,7 @@ int main(int argc, char** argv) {
     if (!core::simulated_build) core::start_watchdog(wait_limit, rank);
     if (bench_comm_app->parsed()) {
       bench_comm.finalise(MPI_COMM_WORLD);
-      return finish(run::bench_comm_main(bench_comm, MPI_COMM_WORLD));
+      return finish(apps::bench_comm_main(bench_comm, MPI_COMM_WORLD));
     }
     for (auto& [sub, command] : commands) {
       if (!sub->parsed()) continue;

@@ -32,10 +32,10 @@ int main(int argc, char** argv) {
     left.peer = (rank + size - 1) % size;
     for (ChannelConfig* c : {&right, &left}) {
       c->message_size = 1000;    // doubles per message
-      c->max_in_flight = 2;      // R: unacknowledged messages per direction
+      c->transport.max_in_flight = 2;  // R: unacknowledged messages per direction
       c->mode = ChannelMode::async;
-      c->transport = transport;
-      c->rma_sync = RmaSync::flush;
+      c->transport.kind = transport;
+      c->transport.rma_sync = RmaSync::flush;
     }
     right.tag = 1, right.recv_tag = 2;
     left.tag = 2, left.recv_tag = 1;

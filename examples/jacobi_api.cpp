@@ -30,9 +30,9 @@ int main(int argc, char** argv) {
     solvers::JacobiOptions options;
     options.mode = comm::HaloMode::async;  // or sync, racy
     options.inflight = 100;                // R, halo messages in flight per neighbour
-    options.tol = 1e-4;
-    options.polish = true;                 // synchronous sweeps until the true residual meets tol
-    const solvers::JacobiResult result = solvers::solve_jacobi(grid, problem, options, u);
+    options.iteration.tol = 1e-4;
+    options.iteration.polish = true;                // synchronous sweeps until the true residual meets tol
+    const solvers::IterationResult result = solvers::solve_jacobi(grid, problem, options, u);
 
     if (grid.rank() == 0)
       std::printf("stop %s, %s: true residual %.3e after %lld iterations (+%lld polish) on rank 0; "

@@ -42,21 +42,6 @@ void progress_reduction() {
   if (progressed != nullptr && progressed->active()) progressed->test();
 }
 
-ReductionKind parse_reduction(const std::string& name) {
-  if (name == "iallreduce") return ReductionKind::iallreduce;
-  if (name == "tree") return ReductionKind::tree;
-  if (name == "doubling") return ReductionKind::doubling;
-  throw InputError("unknown reduction '" + name + "' (expected iallreduce, tree or doubling)");
-}
-
-const char* to_string(ReductionKind kind) {
-  switch (kind) {
-    case ReductionKind::tree: return "tree";
-    case ReductionKind::doubling: return "doubling";
-    default: return "iallreduce";
-  }
-}
-
 namespace {
 
 /// Owns a duplicate communicator so reduction traffic never matches halo traffic.

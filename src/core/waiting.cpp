@@ -13,19 +13,8 @@
 
 namespace desync::core {
 
-const char* to_string(IdlePolicy p) {
-  switch (p) {
-    case IdlePolicy::spin: return "spin";
-    case IdlePolicy::yield: return "yield";
-    case IdlePolicy::skip: return "skip";
-  }
-  return "?";
-}
-
 IdlePolicy parse_idle_policy(const std::string& text, const std::string& option) {
-  for (auto p : {IdlePolicy::spin, IdlePolicy::yield, IdlePolicy::skip})
-    if (text == to_string(p)) return p;
-  throw InputError(option + " '" + text + "': unknown policy (expected spin, yield or skip)");
+  return parse_named(idle_policy_names, text, option, "policy");
 }
 
 double wait_limit_from_environment() {

@@ -471,6 +471,67 @@ void append_int(std::string& s, std::int64_t v) {
 
 // ------------------------------------------------------------------------------------------------
 
+namespace {
+
+/// A general file must hold a symmetric matrix: every owner sends the transpose of its off-diagonal
+/// entries to the owner of their column, which compares. Collective; InputError naming the lowest
+/// (row, column) pair that differs, the same whatever the ranks.
+void check_symmetric(const DistributedCsr& A, const std::string& path) {
+  const MPI_Comm comm = A.comm;
+  const int rank = comm_rank(comm), size = comm_size(comm);
+  const std::int64_t n = A.row_offsets.back();
+  const std::int64_t first = A.row_offsets[rank], rows = A.row_offsets[rank + 1] - first;
+  double max_abs = 0;
+  for (double v : A.val) max_abs = std::max(max_abs, std::abs(v));
+  MPI_Allreduce(MPI_IN_PLACE, &max_abs, 1, MPI_DOUBLE, MPI_MAX, comm);
+  const double tol = 1e-12 * max_abs;
+  std::vector<Entry> transposed;
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t p = A.row_ptr[r]; p < A.row_ptr[r + 1]; ++p)
+      if (A.col[p] != first + r) transposed.push_back({A.col[p], first + r, 0, A.val[p]});
+  std::vector<Entry> in =
+      redistribute(comm, transposed, [&](const Entry& e) { return balanced_owner(n, size, e.row); });
+  transposed.clear();
+  std::vector<char> matched(A.col.size(), 0);
+  FirstError sym;
+  const std::string what = "'" + path + "': the matrix is declared 'general' but is not symmetric: ";
+  for (const Entry& t : in) {  // t = (i, j, a(j, i)); row i is ours
+    const std::int64_t r = t.row - first;
+    const auto b = A.col.begin() + A.row_ptr[r], e = A.col.begin() + A.row_ptr[r + 1];
+    const auto it = std::lower_bound(b, e, t.col);
+    if (it == e || *it != t.col) {
+      sym.offer(std::min(t.row, t.col), std::max(t.row, t.col),
+                what + entry_name(t.col, t.row) + " is stored but " + entry_name(t.row, t.col) + " is not");
+      continue;
+    }
+    const std::size_t p = static_cast<std::size_t>(it - A.col.begin());
+    matched[p] = 1;
+    if (!(std::abs(A.val[p] - t.val) <= tol)) {
+      // Named with the smaller index first, so both owners word it the same way.
+      const bool lower_first = t.row < t.col;
+      const std::int64_t i = lower_first ? t.row : t.col, j = lower_first ? t.col : t.row;
+      const double aij = lower_first ? A.val[p] : t.val, aji = lower_first ? t.val : A.val[p];
+      sym.offer(i, j, what + entry_name(i, j) + " = " + num(aij) + " but " + entry_name(j, i) + " = " + num(aji));
+    }
+  }
+  for (std::int64_t r = 0; r < rows; ++r)
+    for (std::int64_t p = A.row_ptr[r]; p < A.row_ptr[r + 1]; ++p)
+      if (A.col[p] != first + r && !matched[static_cast<std::size_t>(p)])
+        sym.offer(std::min(first + r, A.col[p]), std::max(first + r, A.col[p]),
+                  what + entry_name(first + r, A.col[p]) + " is stored but " + entry_name(A.col[p], first + r) + " is not");
+  // The lowest (row, column) pair over all ranks, so the message does not depend on the ranks.
+  const std::int64_t none = std::numeric_limits<std::int64_t>::max();
+  std::int64_t best_row = sym.message.empty() ? none : sym.row;
+  MPI_Allreduce(MPI_IN_PLACE, &best_row, 1, MPI_INT64_T, MPI_MIN, comm);
+  std::int64_t best_col = (!sym.message.empty() && sym.row == best_row) ? sym.col : none;
+  MPI_Allreduce(MPI_IN_PLACE, &best_col, 1, MPI_INT64_T, MPI_MIN, comm);
+  const bool mine_is_first = !sym.message.empty() && sym.row == best_row && sym.col == best_col;
+  // agree_or_throw takes the lowest failing rank's message: fail only on ranks holding the first.
+  agree_or_throw(comm, !mine_is_first, sym.message);
+}
+
+}  // namespace
+
 DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
   const int rank = comm_rank(comm), size = comm_size(comm);
   const Header h = agree_header(comm, path);
@@ -569,57 +630,8 @@ DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
   }
   agree_or_throw(comm, diag.message.empty(), diag.message);
 
-  // A general file must hold a symmetric matrix: every owner sends the transpose of its
-  // off-diagonal entries to the owner of their column, which compares.
-  if (!symmetric) {
-    double max_abs = 0;
-    for (double v : A.val) max_abs = std::max(max_abs, std::abs(v));
-    MPI_Allreduce(MPI_IN_PLACE, &max_abs, 1, MPI_DOUBLE, MPI_MAX, comm);
-    const double tol = 1e-12 * max_abs;
-    std::vector<Entry> transposed;
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t p = A.row_ptr[r]; p < A.row_ptr[r + 1]; ++p)
-        if (A.col[p] != first + r) transposed.push_back({A.col[p], first + r, 0, A.val[p]});
-    std::vector<Entry> in =
-        redistribute(comm, transposed, [&](const Entry& e) { return balanced_owner(n, size, e.row); });
-    transposed.clear();
-    std::vector<char> matched(A.col.size(), 0);
-    FirstError sym;
-    const std::string what = "'" + path + "': the matrix is declared 'general' but is not symmetric: ";
-    for (const Entry& t : in) {  // t = (i, j, a(j, i)); row i is ours
-      const std::int64_t r = t.row - first;
-      const auto b = A.col.begin() + A.row_ptr[r], e = A.col.begin() + A.row_ptr[r + 1];
-      const auto it = std::lower_bound(b, e, t.col);
-      if (it == e || *it != t.col) {
-        sym.offer(std::min(t.row, t.col), std::max(t.row, t.col),
-                  what + entry_name(t.col, t.row) + " is stored but " + entry_name(t.row, t.col) + " is not");
-        continue;
-      }
-      const std::size_t p = static_cast<std::size_t>(it - A.col.begin());
-      matched[p] = 1;
-      if (!(std::abs(A.val[p] - t.val) <= tol)) {
-        // Named with the smaller index first, so both owners word it the same way.
-        const bool lower_first = t.row < t.col;
-        const std::int64_t i = lower_first ? t.row : t.col, j = lower_first ? t.col : t.row;
-        const double aij = lower_first ? A.val[p] : t.val, aji = lower_first ? t.val : A.val[p];
-        sym.offer(i, j, what + entry_name(i, j) + " = " + num(aij) + " but " + entry_name(j, i) + " = " + num(aji));
-      }
-    }
-    for (std::int64_t r = 0; r < rows; ++r)
-      for (std::int64_t p = A.row_ptr[r]; p < A.row_ptr[r + 1]; ++p)
-        if (A.col[p] != first + r && !matched[static_cast<std::size_t>(p)])
-          sym.offer(std::min(first + r, A.col[p]), std::max(first + r, A.col[p]),
-                    what + entry_name(first + r, A.col[p]) + " is stored but " + entry_name(A.col[p], first + r) + " is not");
-    // The lowest (row, column) pair over all ranks, so the message does not depend on the ranks.
-    const std::int64_t none = std::numeric_limits<std::int64_t>::max();
-    std::int64_t best_row = sym.message.empty() ? none : sym.row;
-    MPI_Allreduce(MPI_IN_PLACE, &best_row, 1, MPI_INT64_T, MPI_MIN, comm);
-    std::int64_t best_col = (!sym.message.empty() && sym.row == best_row) ? sym.col : none;
-    MPI_Allreduce(MPI_IN_PLACE, &best_col, 1, MPI_INT64_T, MPI_MIN, comm);
-    const bool mine_is_first = !sym.message.empty() && sym.row == best_row && sym.col == best_col;
-    // agree_or_throw takes the lowest failing rank's message: fail only on ranks holding the first.
-    agree_or_throw(comm, !mine_is_first, sym.message);
-  }
+  // A general file must hold a symmetric matrix.
+  if (!symmetric) check_symmetric(A, path);
   return A;
 }
 

@@ -32,8 +32,8 @@ class TransportCli {
   void add(CLI::App& app, comm::TransportConfig& t, const std::string& scope = "", bool inflight = false) {
     const std::string when = scope.empty() ? "" : " (" + scope + ")";
     app.add_option("--transport", kind_,
-                   "How messages between neighbours travel: " + core::named_help(comm::transport_names) + when +
-                       "; docs/channel.md")
+                   "How messages between neighbours travel" + when + ", docs/channel.md: " +
+                       core::named_help(comm::transport_names))
         ->capture_default_str();
     app.add_option("--rma-sync", rma_sync_, "rma completion scheme: " + core::named_help(comm::rma_sync_names))
         ->capture_default_str();

@@ -252,7 +252,7 @@ void write_json(const RunRecord& r, const std::string& path) {
   j["process_grid"] = index3(r.process_grid);
   j["global_size"] = index3(r.global_size);
   j["unknowns"] = r.unknowns;
-  j["options"] = detail::options_json<json>(r.options);
+  j["options"] = options_json(r.options);
   j["tolerance"] = r.tolerance;
   j["converged"] = r.converged;
   j["stop_reason"] = core::to_string(r.stop_reason);
@@ -288,7 +288,7 @@ void write_json(const RunRecord& r, const std::string& path) {
   // On a simulated cluster: the platform, the calibrated cost model and the ranks' speeds the run
   // was simulated with (desync-sim's description; every time in this record is simulated).
   if (core::simulated_build) j["simulation"] = json::parse(core::simulation_description());
-  detail::write_json_file(j, path);
+  write_json_file(j, path);
 }
 
 // ---- the end of a run -------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the run layer: the pieces that the summaries and JSON documents of desync's commands
-// share (record.cpp, the solvers' command files, bench_comm.cpp).
+// share (record.cpp, the solvers' command files).
 #include <fmt/format.h>
 
 #include <cstdint>
@@ -14,6 +14,7 @@
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/history.hpp"
+#include "desync/run/json_file.hpp"
 #include "desync/run/record.hpp"
 
 namespace desync::run::detail {
@@ -26,14 +27,6 @@ inline RankFields& exchange_open_fields(RankFields& f) {
   return f.integer("exchange_opens", s.opens).number("exchange_open_seconds", s.seconds);
 }
 
-/// The "options" object: every option's effective value under its key.
-template <class Json>
-Json options_json(const std::vector<std::pair<std::string, std::string>>& options) {
-  Json opts = Json::object();
-  for (const auto& [k, v] : options) opts[k] = v;
-  return opts;
-}
-
 /// The "residual_history" object: the history's times, iterations and residuals as three arrays.
 inline nlohmann::json history_json(const std::vector<core::HistoryPoint>& history) {
   std::vector<double> ht, hr;
@@ -44,16 +37,6 @@ inline nlohmann::json history_json(const std::vector<core::HistoryPoint>& histor
     hr.push_back(h.residual);
   }
   return {{"time", ht}, {"iteration", hi}, {"residual", hr}};
-}
-
-/// Writes a JSON document (indented by 2, a newline at the end); throws std::runtime_error if the
-/// file cannot be written.
-template <class Json>
-void write_json_file(const Json& j, const std::string& path) {
-  std::ofstream out(path);
-  if (!out) throw std::runtime_error("cannot write JSON output '" + path + "'");
-  out << j.dump(2) << "\n";
-  if (!out) throw std::runtime_error("error writing JSON output '" + path + "'");
 }
 
 /// The sizes of the blocks of `global` split over the process grid `dims`: "AxBxC", or

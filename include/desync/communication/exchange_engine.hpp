@@ -3,6 +3,8 @@
 // computes the rows that need no halo value (Hoefler et al., 2007, Listings 3-5).
 #include <string>
 
+#include "desync/core/names.hpp"
+
 namespace desync::comm {
 
 /// How ghost values travel during a split-phase exchange.
@@ -17,11 +19,18 @@ enum class Progress {
   test,    ///< MPI_Test every `test_interval` interior rows
   thread,  ///< a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE)
 };
-const char* to_string(ExchangeEngine e);
-const char* to_string(Progress p);
-/// "p2p", "neighbor", "blocking"; throws desync::InputError naming the choices otherwise.
-ExchangeEngine parse_exchange_engine(const std::string& text);
-/// "none", "test", "thread"; throws desync::InputError naming the choices otherwise.
-Progress parse_progress(const std::string& text);
+inline constexpr core::Named<ExchangeEngine> exchange_engine_names[] = {
+    {ExchangeEngine::p2p, "p2p"}, {ExchangeEngine::neighbor, "neighbor"}, {ExchangeEngine::blocking, "blocking"}};
+inline constexpr core::Named<Progress> progress_names[] = {
+    {Progress::none, "none"}, {Progress::test, "test"}, {Progress::thread, "thread"}};
+inline const char* to_string(ExchangeEngine e) { return core::name_of(exchange_engine_names, e); }
+inline const char* to_string(Progress p) { return core::name_of(progress_names, p); }
+/// The command-line spellings; desync::InputError naming `option` and the choices otherwise.
+inline ExchangeEngine parse_exchange_engine(const std::string& text, const std::string& option = "--engine") {
+  return core::parse_named(exchange_engine_names, text, option, "engine");
+}
+inline Progress parse_progress(const std::string& text, const std::string& option = "--progress") {
+  return core::parse_named(progress_names, text, option, "progress mode");
+}
 
 }  // namespace desync::comm

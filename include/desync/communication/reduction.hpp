@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include "desync/core/names.hpp"
+
 namespace desync::comm {
 
 /// Blocking global sum in place (MPI_Allreduce). Collective.
@@ -55,8 +57,13 @@ class NonblockingReduction {
 /// doubling over point-to-point messages, a round per test() (log2 p rounds; for simulated
 /// clusters whose MPI_Iallreduce is all-to-all).
 enum class ReductionKind { iallreduce, tree, doubling };
-ReductionKind parse_reduction(const std::string& name);  // throws InputError
-const char* to_string(ReductionKind kind);
+inline constexpr core::Named<ReductionKind> reduction_names[] = {
+    {ReductionKind::iallreduce, "iallreduce"}, {ReductionKind::tree, "tree"}, {ReductionKind::doubling, "doubling"}};
+/// The command-line spelling; InputError naming `option` on anything else.
+inline ReductionKind parse_reduction(const std::string& name, const std::string& option = "--reduction") {
+  return core::parse_named(reduction_names, name, option, "reduction");
+}
+inline const char* to_string(ReductionKind kind) { return core::name_of(reduction_names, kind); }
 
 /// A reduction that advances only when tested (tree, doubling) can be advanced by the halo traffic
 /// too, as an MPI library progresses its non-blocking collectives inside any MPI call: while one is

@@ -10,6 +10,8 @@
 #include <cstdint>
 #include <string>
 
+#include "desync/core/names.hpp"
+
 namespace desync::core {
 
 /// What an asynchronous rank does in a pass where no new external value has arrived since its last
@@ -23,7 +25,9 @@ namespace desync::core {
 ///          iteration; the rank yields its core, keeps receiving and testing, and updates once a
 ///          convergence test needs the residual of the current iterate.
 enum class IdlePolicy { spin, yield, skip };
-const char* to_string(IdlePolicy p);
+inline constexpr Named<IdlePolicy> idle_policy_names[] = {
+    {IdlePolicy::spin, "spin"}, {IdlePolicy::yield, "yield"}, {IdlePolicy::skip, "skip"}};
+inline const char* to_string(IdlePolicy p) { return name_of(idle_policy_names, p); }
 /// Parses spin|yield|skip; throws desync::InputError naming `option` otherwise.
 IdlePolicy parse_idle_policy(const std::string& text, const std::string& option = "--idle");
 

@@ -22,13 +22,16 @@ struct MethodInfo {
   std::string name, description;
 };
 
-/// One run of a solver's command: created by the registry, given its options by CLI11, checked,
-/// then run. The calls come in this order, each at most once.
+/// One run of a solver's command: created by the registry, given its options by CLI11, asked for
+/// its thread level, checked, then run. The calls come in this order, each at most once.
 class SolverCommand {
  public:
   virtual ~SolverCommand() = default;
   /// Registers the options on the solver's CLI11 subcommand (each with its help text).
   virtual void add_options(CLI::App& app) = 0;
+  /// The MPI thread level the parsed options need, asked after parsing and before MPI is
+  /// initialised (MPI_Init_thread); default MPI_THREAD_FUNNELED. Bad values are left to finalise().
+  virtual int thread_level() const { return MPI_THREAD_FUNNELED; }
   /// Checks the values and their combinations after parsing and resolves what they imply (sizes,
   /// process grid). Collective over `comm`; throws InputError with a clear message on every rank.
   virtual void finalise(MPI_Comm comm) = 0;

@@ -45,6 +45,18 @@ std::vector<MethodInfo> methods() {
 class CgCommand final : public SolverCommand {
  public:
   void add_options(CLI::App& app) override;
+  /// `--progress thread` runs a progress thread that calls MPI while the interior rows are computed:
+  /// MPI_THREAD_MULTIPLE (linalg::required_thread_level), requested only then.
+  int thread_level() const override {
+    linalg::SpmvConfig c;
+    try {
+      c.engine = linalg::parse_exchange_engine(engine);
+      c.progress = linalg::parse_progress(progress);
+    } catch (const InputError&) {
+      return MPI_THREAD_FUNNELED;  // finalise() reports it
+    }
+    return linalg::required_thread_level(c);
+  }
   void finalise(MPI_Comm comm) override;
   int run(MPI_Comm comm) override;
 

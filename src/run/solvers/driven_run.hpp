@@ -23,6 +23,28 @@
 
 namespace desync::run::detail {
 
+/// The per-rank keys of every driven run (docs/output.md): the rank, its neighbours, iterations,
+/// tests, idle passes, the exchange's traffic and the ages of the values each update used.
+inline RankFields& driven_rank_fields(RankFields& f, const solvers::RankStats& s) {
+  const auto& d = s.halo.delay;
+  return f.integer("rank", s.rank)
+      .integers("local_size", {s.local[0], s.local[1], s.local[2]})
+      .integer("neighbours", s.neighbours)
+      .integer("iterations", s.iterations)
+      .integer("polish_iterations", s.polish_iterations)
+      .integer("reductions", s.reductions)
+      .integer("idle_passes", s.idle_passes)
+      .integer("messages_sent", s.halo.messages_sent)
+      .integer("messages_received", s.halo.messages_received)
+      .integer("messages_discarded", s.halo.messages_discarded)
+      .integer("sends_skipped", s.halo.sends_skipped)
+      .integer("delay_count", d.count)
+      .number("delay_mean", d.mean())
+      .integer("delay_min", d.min)
+      .integer("delay_max", d.max)
+      .integers("delay_histogram", std::vector<std::int64_t>(d.histogram.begin(), d.histogram.end()));
+}
+
 /// The record's keys that the driver's result gives: convergence, stop, residuals, history, the
 /// slowest rank's time, the requests left pending. Collective.
 inline void fill_from_driver(RunRecord& r, MPI_Comm comm, const solvers::IterationResult& result) {
@@ -36,7 +58,7 @@ inline void fill_from_driver(RunRecord& r, MPI_Comm comm, const solvers::Iterati
   r.outstanding_requests = pending_requests(comm);
 }
 
-/// The per-rank local residual histories (IterationOptions::rank_history) gathered into the record
+/// The per-rank local residual histories (DriverOptions::rank_history) gathered into the record
 /// (rank_histories on rank 0), and for asynchronous runs the record's residual history replaced by
 /// the global residual estimated from them (core::estimate_global_history; a synchronous run's
 /// history is already the exact global residual of each iteration). Collective.

@@ -176,29 +176,13 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
 /// One rank's statistics by name (the JSON per_rank entry; docs/output.md).
 RankFields rank_fields(const solvers::RankStats& s) {
   RankFields f;
-  const auto& d = s.halo.delay;
-  f.integer("rank", s.rank)
+  detail::driven_rank_fields(f, s)
       .integers("coords", {s.coords[0], s.coords[1], s.coords[2]})
-      .integers("local_size", {s.local[0], s.local[1], s.local[2]})
-      .integer("neighbours", s.neighbours)
-      .integer("iterations", s.iterations)
-      .integer("polish_iterations", s.polish_iterations)
-      .integer("reductions", s.reductions)
-      .integer("idle_passes", s.idle_passes)
       .integer("threads", s.threads)
       .integer("thread_iterations_min", s.thread_iterations_min)
       .integer("thread_iterations_max", s.thread_iterations_max)
       .flag("prefetch", s.prefetch)
-      .integer("messages_sent", s.halo.messages_sent)
-      .integer("messages_received", s.halo.messages_received)
-      .integer("messages_discarded", s.halo.messages_discarded)
-      .integer("sends_skipped", s.halo.sends_skipped)
-      .integer("delay_count", d.count)
-      .number("delay_mean", d.mean())
-      .integer("delay_min", d.min)
-      .integer("delay_max", d.max)
-      .integer("delay_ahead", d.ahead)
-      .integers("delay_histogram", std::vector<std::int64_t>(d.histogram.begin(), d.histogram.end()));
+      .integer("delay_ahead", s.halo.delay.ahead);
   detail::exchange_open_fields(f);
   f.time_part("compute", s.time.compute)
       .time_part("halo", s.time.halo)

@@ -51,6 +51,8 @@ class PdeCommand final : public SolverCommand {
 
  private:
   std::vector<std::pair<std::string, std::string>> effective() const;
+  void fill_section(RunRecord& r, const solvers::PdeResult& result, const std::optional<solvers::PdeResult>& reference,
+                    const std::array<double, 2>& diff, int bins) const;
 
   std::string problem = "burgers3d", mode = "sync", scheme = "at", delay_model = "none", stores = "auto";
   std::string jitter_basis = "step";
@@ -285,6 +287,98 @@ RankFields rank_fields(const decomposition::CartGrid& grid, const solvers::PdeRe
   return f;
 }
 
+/// The command's section of the record, from the gathered per-rank fields (rank 0).
+void PdeCommand::fill_section(RunRecord& r, const solvers::PdeResult& result,
+                              const std::optional<solvers::PdeResult>& reference, const std::array<double, 2>& diff,
+                              int bins) const {
+  const bool one_d = solver.problem == solvers::PdeProblem::advection_diffusion1d;
+  r.iteration_rate = r.wall_time > 0 ? static_cast<double>(result.timed_steps) / r.wall_time : 0.0;
+  const double limit = solvers::pde_stable_dt(solver, result.dx);
+  const bool cube = global_points[0] == global_points[1] && global_points[1] == global_points[2];
+  r.headline = fmt::format("{}, mode {}{}, scheme {}, transport {}", problem, mode,
+                           mode == "bounded" ? fmt::format(" (L = {})", solver.max_delay) : "", scheme,
+                           comm::describe(solver.transport));
+  r.setup_lines.push_back(
+      {"problem", fmt::format("{} points{}, dt {:.4g} ({:.2f} of the stability limit {:.4g}), {} steps to t = {:.4g} "
+                              "({} warm-up)",
+                              one_d  ? std::to_string(global_points[0])
+                              : cube ? fmt::format("{}^3", global_points[0])
+                                     : fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2]),
+                              one_d  ? ""
+                              : cube ? fmt::format(", {} scalars", solver.scalars)
+                                     : fmt::format(" on a box of {}x{}x{} periods of 2π, {} scalars", solver.periods[0],
+                                                   solver.periods[1], solver.periods[2], solver.scalars), result.dt, result.dt / limit,
+                              limit, result.steps, result.end_time, result.steps - result.timed_steps)});
+  if (delay_model != "none")
+    r.setup_lines.push_back({"delays", fmt::format("seeded model '{}' on 0..{} (seed {})", delay_model,
+                                                   std::max(0, solver.max_delay - 1), solver.delay_seed)});
+  // Delays over all ranks and faces.
+  double count = 0, sum = 0, sum_sq = 0, dmax = 0, waits = 0, consumed = 0;
+  std::vector<std::int64_t> hist(static_cast<std::size_t>(bins), 0);
+  for (const auto& p : r.per_rank)
+    for (const auto& fld : p.fields) {
+      const auto& nm = fld.name;
+      if (nm.rfind("delay_histogram_", 0) == 0) {
+        for (std::size_t b = 0; b < fld.values.size(); ++b) {
+          hist[b] += static_cast<std::int64_t>(fld.values[b]);
+          count += fld.values[b];
+          sum += fld.values[b] * static_cast<double>(b);
+          sum_sq += fld.values[b] * static_cast<double>(b * b);
+        }
+      } else if (nm.rfind("delay_max_", 0) == 0) {
+        dmax = std::max(dmax, fld.values[0]);
+      } else if (nm.rfind("forced_waits_", 0) == 0) {
+        waits += fld.values[0];
+      } else if (nm.rfind("notifications_", 0) == 0) {
+        consumed += fld.values[0];
+      }
+    }
+  const double mean = count > 0 ? sum / count : 0, mean_sq = count > 0 ? sum_sq / count : 0;
+  r.performance_lines.push_back(
+      {"delays", fmt::format("mean {:.3f}, mean of squares {:.3f}, max {} steps; {} waits forced by the bound, {} "
+                             "notifications consumed",
+                             mean, mean_sq, dmax, waits, consumed)});
+  r.performance_lines.push_back({"moments", fmt::format("<u1'^2> = {:.8e}, <(du1/dx1)'^2> = {:.8e}", result.moment_u,
+                                                        result.moment_dudx)});
+  if (one_d)
+    r.performance_lines.push_back(
+        {"error", fmt::format("mean |u - u_exact| = {:.4e}, max {:.4e} at t = {:.4g}", result.error_mean,
+                              result.error_max, result.end_time)});
+  if (reference)
+    r.performance_lines.push_back(
+        {"paired", fmt::format("against the synchronous run at the same dt {:.4g}: mean |u1 - u1_sync| = {:.4e}, "
+                               "max {:.4e}; its moments {:.8e}, {:.8e}",
+                               reference->dt, diff[0], diff[1], reference->moment_u, reference->moment_dudx)});
+  r.residual_note = one_d ? " (pde: the mean error against the exact solution)" : " (pde: no residual)";
+  nlohmann::json d;
+  d["problem"] = problem;
+  d["scheme"] = scheme;
+  d["max_delay"] = solver.max_delay;
+  d["delay_model"] = delay_model;
+  d["transport"] = transport_cli.kind();
+  d["dt"] = result.dt;
+  d["dx"] = result.dx;
+  d["stability_limit"] = limit;
+  d["periods"] = {solver.periods[0], solver.periods[1], solver.periods[2]};
+  d["steps"] = result.steps;
+  d["timed_steps"] = result.timed_steps;
+  d["end_time"] = result.end_time;
+  d["time_per_step"] = result.timed_steps > 0 ? r.wall_time / static_cast<double>(result.timed_steps) : 0.0;
+  d["moments"] = {{"u1", result.moment_u}, {"du1dx1", result.moment_dudx}};
+  d["error"] = one_d ? nlohmann::json{{"mean", result.error_mean}, {"max", result.error_max}} : nlohmann::json(nullptr);
+  d["delay"] = {{"mean", mean}, {"mean_sq", mean_sq}, {"max", dmax}, {"histogram", hist}};
+  d["forced_waits"] = waits;
+  d["notifications"] = consumed;
+  if (reference)
+    d["paired"] = {{"dt", reference->dt},  // the same step as this run's
+                   {"error_mean", diff[0]},
+                   {"error_max", diff[1]},
+                   {"moments", {{"u1", reference->moment_u}, {"du1dx1", reference->moment_dudx}}}};
+  else
+    d["paired"] = nullptr;
+  r.details = d.dump();
+}
+
 int PdeCommand::run(MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -347,93 +441,7 @@ int PdeCommand::run(MPI_Comm comm) {
   r.per_rank = gather_rank_fields(comm, rank_fields(grid, result, bins));
   std::array<double, 2> diff{0, 0};
   if (reference) diff = solvers::pde_field_difference(grid, result.u, reference->u);
-  if (rank == 0) {
-    r.iteration_rate = r.wall_time > 0 ? static_cast<double>(result.timed_steps) / r.wall_time : 0.0;
-    const double limit = solvers::pde_stable_dt(solver, result.dx);
-    const bool cube = global_points[0] == global_points[1] && global_points[1] == global_points[2];
-    r.headline = fmt::format("{}, mode {}{}, scheme {}, transport {}", problem, mode,
-                             mode == "bounded" ? fmt::format(" (L = {})", solver.max_delay) : "", scheme,
-                             comm::describe(solver.transport));
-    r.setup_lines.push_back(
-        {"problem", fmt::format("{} points{}, dt {:.4g} ({:.2f} of the stability limit {:.4g}), {} steps to t = {:.4g} "
-                                "({} warm-up)",
-                                one_d  ? std::to_string(global_points[0])
-                                : cube ? fmt::format("{}^3", global_points[0])
-                                       : fmt::format("{}x{}x{}", global_points[0], global_points[1], global_points[2]),
-                                one_d  ? ""
-                                : cube ? fmt::format(", {} scalars", solver.scalars)
-                                       : fmt::format(" on a box of {}x{}x{} periods of 2π, {} scalars", solver.periods[0],
-                                                     solver.periods[1], solver.periods[2], solver.scalars), result.dt, result.dt / limit,
-                                limit, result.steps, result.end_time, result.steps - result.timed_steps)});
-    if (delay_model != "none")
-      r.setup_lines.push_back({"delays", fmt::format("seeded model '{}' on 0..{} (seed {})", delay_model,
-                                                     std::max(0, solver.max_delay - 1), solver.delay_seed)});
-    // Delays over all ranks and faces.
-    double count = 0, sum = 0, sum_sq = 0, dmax = 0, waits = 0, consumed = 0;
-    std::vector<std::int64_t> hist(static_cast<std::size_t>(bins), 0);
-    for (const auto& p : r.per_rank)
-      for (const auto& fld : p.fields) {
-        const auto& nm = fld.name;
-        if (nm.rfind("delay_histogram_", 0) == 0) {
-          for (std::size_t b = 0; b < fld.values.size(); ++b) {
-            hist[b] += static_cast<std::int64_t>(fld.values[b]);
-            count += fld.values[b];
-            sum += fld.values[b] * static_cast<double>(b);
-            sum_sq += fld.values[b] * static_cast<double>(b * b);
-          }
-        } else if (nm.rfind("delay_max_", 0) == 0) {
-          dmax = std::max(dmax, fld.values[0]);
-        } else if (nm.rfind("forced_waits_", 0) == 0) {
-          waits += fld.values[0];
-        } else if (nm.rfind("notifications_", 0) == 0) {
-          consumed += fld.values[0];
-        }
-      }
-    const double mean = count > 0 ? sum / count : 0, mean_sq = count > 0 ? sum_sq / count : 0;
-    r.performance_lines.push_back(
-        {"delays", fmt::format("mean {:.3f}, mean of squares {:.3f}, max {} steps; {} waits forced by the bound, {} "
-                               "notifications consumed",
-                               mean, mean_sq, dmax, waits, consumed)});
-    r.performance_lines.push_back({"moments", fmt::format("<u1'^2> = {:.8e}, <(du1/dx1)'^2> = {:.8e}", result.moment_u,
-                                                          result.moment_dudx)});
-    if (one_d)
-      r.performance_lines.push_back(
-          {"error", fmt::format("mean |u - u_exact| = {:.4e}, max {:.4e} at t = {:.4g}", result.error_mean,
-                                result.error_max, result.end_time)});
-    if (reference)
-      r.performance_lines.push_back(
-          {"paired", fmt::format("against the synchronous run at the same dt {:.4g}: mean |u1 - u1_sync| = {:.4e}, "
-                                 "max {:.4e}; its moments {:.8e}, {:.8e}",
-                                 reference->dt, diff[0], diff[1], reference->moment_u, reference->moment_dudx)});
-    r.residual_note = one_d ? " (pde: the mean error against the exact solution)" : " (pde: no residual)";
-    nlohmann::json d;
-    d["problem"] = problem;
-    d["scheme"] = scheme;
-    d["max_delay"] = solver.max_delay;
-    d["delay_model"] = delay_model;
-    d["transport"] = transport_cli.kind();
-    d["dt"] = result.dt;
-    d["dx"] = result.dx;
-    d["stability_limit"] = limit;
-    d["periods"] = {solver.periods[0], solver.periods[1], solver.periods[2]};
-    d["steps"] = result.steps;
-    d["timed_steps"] = result.timed_steps;
-    d["end_time"] = result.end_time;
-    d["time_per_step"] = result.timed_steps > 0 ? r.wall_time / static_cast<double>(result.timed_steps) : 0.0;
-    d["moments"] = {{"u1", result.moment_u}, {"du1dx1", result.moment_dudx}};
-    d["error"] = one_d ? nlohmann::json{{"mean", result.error_mean}, {"max", result.error_max}} : nlohmann::json(nullptr);
-    d["delay"] = {{"mean", mean}, {"mean_sq", mean_sq}, {"max", dmax}, {"histogram", hist}};
-    d["forced_waits"] = waits;
-    d["notifications"] = consumed;
-    if (reference)
-      d["paired"] = {{"dt", reference->dt},  // the same step as this run's
-                     {"error_mean", diff[0]},
-                     {"error_max", diff[1]},
-                     {"moments", {{"u1", reference->moment_u}, {"du1dx1", reference->moment_dudx}}}};
-    else
-      d["paired"] = nullptr;
-    r.details = d.dump();
-  }
+  if (rank == 0) fill_section(r, result, reference, diff, bins);
   return finish_run(comm, r, quiet, json_path, io_error);
 }
 

@@ -209,26 +209,10 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
 RankFields rank_fields(const solvers::SchwarzResult& r) {
   const auto& s = r.run.stats;
   RankFields f;
-  f.integer("rank", s.rank)
+  // The delays: the age in iterations of the neighbour values each update used (0: the neighbour's
+  // values of the same iteration, as sync uses), over every neighbour and iteration.
+  detail::driven_rank_fields(f, s)
       .integers("coords", {s.coords[0], s.coords[1]})
-      .integers("local_size", {s.local[0], s.local[1], s.local[2]})
-      .integer("neighbours", s.neighbours)
-      .integer("iterations", s.iterations)
-      .integer("polish_iterations", s.polish_iterations)
-      .integer("reductions", s.reductions)
-      .integer("idle_passes", s.idle_passes)
-      .integer("messages_sent", s.halo.messages_sent)
-      .integer("messages_received", s.halo.messages_received)
-      .integer("messages_discarded", s.halo.messages_discarded)
-      .integer("sends_skipped", s.halo.sends_skipped)
-      // Age in iterations of the neighbour values each update used (0: the neighbour's values of
-      // the same iteration, as sync uses), over every neighbour and iteration.
-      .integer("delay_count", s.halo.delay.count)
-      .number("delay_mean", s.halo.delay.mean())
-      .integer("delay_min", s.halo.delay.min)
-      .integer("delay_max", s.halo.delay.max)
-      .integers("delay_histogram",
-                std::vector<std::int64_t>(s.halo.delay.histogram.begin(), s.halo.delay.histogram.end()))
       .integer("factor_nonzeros", r.factor_nonzeros)
       .number("factor_seconds", r.factor_seconds)
       .number("source_share", r.run.source_share);

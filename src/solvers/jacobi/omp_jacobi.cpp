@@ -268,53 +268,28 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     return *stop;
   }
 
-  // Asynchronous and racy Jacobi with threads (3.3.2, 3.3.3); see omp_jacobi.hpp.
-  void run_async() {
-    auto& st = driver_.stats();
-    const bool racy = opt_.mode == comm::HaloMode::racy;
-    const bool hybrid = grid_.size() > 1;
-    const int nthreads = threads_;
-    const std::size_t plane_size = u_.stride_z();
+  // ---- Asynchronous and racy Jacobi with threads (3.3.2, 3.3.3); see omp_jacobi.hpp -------------
 
+  // What the threads of an asynchronous run share.
+  struct AsyncShared {
+    AsyncShared(int nthreads, bool racy, bool hybrid)
+        : racy(racy), hybrid(hybrid), boundaries(static_cast<std::size_t>(std::max(0, nthreads - 1))),
+          out_cells(static_cast<std::size_t>(nthreads)), in_cells(static_cast<std::size_t>(nthreads)),
+          rank_locks(static_cast<std::size_t>(nthreads)), fresh_since(static_cast<std::size_t>(nthreads)),
+          finished(static_cast<std::size_t>(nthreads)), thread_iterations(static_cast<std::size_t>(nthreads), 0) {}
+
+    const bool racy;    // racy mode: element-wise atomic reads and writes instead of locks
+    const bool hybrid;  // more than one rank: the rank mailbox, halo exchange and reduction
     // Inter-thread plane buffers, initialised with the initial guess.
-    std::vector<Boundary> boundaries(static_cast<std::size_t>(std::max(0, nthreads - 1)));
-    for (int b = 0; b + 1 < nthreads; ++b) {
-      const int k = slabs_[static_cast<std::size_t>(b) + 1].k0;  // first plane above the boundary
-      auto& bd = boundaries[static_cast<std::size_t>(b)];
-      bd.up.assign(plane(u_, k - 1), plane(u_, k - 1) + plane_size);
-      bd.down.assign(plane(u_, k), plane(u_, k) + plane_size);
-    }
-
+    std::vector<Boundary> boundaries;
     // Hybrid: the rank mailbox (boundary cells published by the threads, halo cells installed by
     // thread 0), thread 0's private copy for the halo layer, and which cells belong to which thread.
     std::optional<Field> mailbox, rank_buffer;
-    std::vector<std::vector<std::size_t>> out_cells(static_cast<std::size_t>(nthreads)),
-        in_cells(static_cast<std::size_t>(nthreads));
-    std::vector<ThreadLock> rank_locks(static_cast<std::size_t>(nthreads));
+    std::vector<std::vector<std::size_t>> out_cells, in_cells;
+    std::vector<ThreadLock> rank_locks;
     std::optional<comm::HaloExchange> halo;
     std::unique_ptr<comm::NonblockingReduction> reduction;
-    if (hybrid) {
-      mailbox.emplace(u_);
-      rank_buffer.emplace(u_);
-      std::vector<int> owner(static_cast<std::size_t>(u_.extent()[2]));
-      for (int t = 0; t < nthreads; ++t)
-        for (int k = 0; k < slabs_[static_cast<std::size_t>(t)].nz; ++k)
-          owner[static_cast<std::size_t>(slabs_[static_cast<std::size_t>(t)].k0 + k)] = t;
-      const int nz = u_.extent()[2];
-      auto owner_of = [&](std::size_t idx) {
-        const int k = static_cast<int>(idx / plane_size) - 1;
-        return static_cast<std::size_t>(owner[static_cast<std::size_t>(std::clamp(k, 0, nz - 1))]);
-      };
-      for (int f = 0; f < decomposition::num_faces; ++f) {
-        if (grid_.on_global_boundary(f)) continue;
-        u_.for_each_boundary(f, [&](std::size_t, std::size_t idx) { out_cells[owner_of(idx)].push_back(idx); });
-        u_.for_each_halo(f, [&](std::size_t, std::size_t idx) { in_cells[owner_of(idx)].push_back(idx); });
-      }
-      halo.emplace(grid_, detail::async_halo_config(opt_));
-      reduction = comm::make_reduction(opt_.reduction, grid_.comm(), IterationDriver::vote_count);
-    }
 
-    // Shared state of the threads.
     std::atomic<bool> stop_flag{false};
     std::atomic<int> claimed{-1};  // one rank: the StopReason of the first thread to stop the run
     double claimed_residual = 0;   // written only by the thread that set `claimed`
@@ -327,259 +302,336 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     // MPI solver contributes a fresh residual to every test. tests_started counts the starts;
     // fresh_since[t] is the count thread t saw at the start of the iteration of its last residual.
     std::atomic<std::int64_t> tests_started{0};
-    std::vector<PaddedCount> fresh_since(static_cast<std::size_t>(nthreads));
-    std::vector<PaddedCount> finished(static_cast<std::size_t>(nthreads));
+    std::vector<PaddedCount> fresh_since;
+    std::vector<PaddedCount> finished;
     std::atomic<int> threads_done{0};
     std::atomic<bool> timed_out{false}, non_finite{false};
-    std::vector<std::int64_t> thread_iterations(static_cast<std::size_t>(nthreads), 0);
-    Field& u = u_;
+    std::vector<std::int64_t> thread_iterations;
 
     // The first thread to call this decides why a one-rank run stops.
-    auto claim = [&](StopReason reason, double residual) {
+    void claim(StopReason reason, double residual) {
       int none = -1;
       if (claimed.compare_exchange_strong(none, static_cast<int>(reason), std::memory_order_acq_rel)) {
         claimed_residual = residual;
         stop_flag.store(true, std::memory_order_release);
       }
-    };
-
-#pragma omp parallel num_threads(nthreads) default(shared)
-    {
-      const int t = omp_get_thread_num();
-      const auto ts = static_cast<std::size_t>(t);
-      const Slab slab = slabs_[ts];
-      const std::ptrdiff_t shift = static_cast<std::ptrdiff_t>(slab.k0) * static_cast<std::ptrdiff_t>(plane_size);
-      // Private copy of the slab with its halo planes (first touch by its own thread).
-      Field a(Index3{u.extent()[0], u.extent()[1], slab.nz});
-      std::memcpy(plane(a, -1), plane(u, slab.k0 - 1), (static_cast<std::size_t>(slab.nz) + 2) * plane_size * sizeof(double));
-      Field b = a;
-      // Nobody writes the rank's field (below, after its loop) before every thread has its copy.
-#pragma omp barrier
-      Field* c = &a;
-      Field* n = &b;
-      solvers::TimeSplit own_time;
-      solvers::TimeSplit& time = t == 0 ? st.time : own_time;
-      std::int64_t it = 0, next_test = 0;
-      double my_sq = 0;
-      bool first = true, ready = false, done = false;
-      Agreement::Mine agreed;
-      bool fresh = false;  // thread 0: this iteration put a new residual into the running sum
-      // Thread 0, hybrid: time level of each face's halo when the previous test started.
-      std::array<std::int64_t, decomposition::num_faces> halo_at_last_test;
-      halo_at_last_test.fill(0);  // level 0 is the neighbour's initial guess: wait for a sweep of it
-
-      for (;;) {
-        if (stop_flag.load(std::memory_order_acquire)) break;
-        if (t == 0 && hybrid) {
-          // The rank's halo traffic: published boundary cells out, received halos in.
-          core::Stopwatch t_halo;
-          double* mb = mailbox->data();
-          double* rb = rank_buffer->data();
-          if (!done && it % opt_.halo_period == 0) {
-            for (std::size_t s = 0; s < out_cells.size(); ++s)
-              guarded(racy, rank_locks[s].lock, [&] { read_cells(racy, out_cells[s], mb, rb); });
-            halo->push(*rank_buffer, it);
-          }
-          halo->pull(*rank_buffer, it);
-          for (std::size_t s = 0; s < in_cells.size(); ++s)
-            guarded(racy, rank_locks[s].lock, [&] { write_cells(racy, in_cells[s], rb, mb); });
-          time.halo += t_halo.seconds();
-        }
-
-        fresh = false;
-        if (!done) {
-          const std::uint64_t agreement_at_start = hybrid ? 0 : agreement.snapshot();
-          const std::int64_t tests_at_start = hybrid ? tests_started.load(std::memory_order_relaxed) : 0;
-          // Neighbour threads' latest planes into this slab's halo planes.
-          core::Stopwatch t_halo;
-          if (t > 0) {
-            auto& bd = boundaries[ts - 1];
-            guarded(racy, bd.lock, [&] { read_shared(racy, bd.up.data(), plane(*c, -1), plane_size); });
-          }
-          if (t + 1 < nthreads) {
-            auto& bd = boundaries[ts];
-            guarded(racy, bd.lock, [&] { read_shared(racy, bd.down.data(), plane(*c, slab.nz), plane_size); });
-          }
-          if (hybrid && !in_cells[ts].empty()) {
-            double* mb = mailbox->data();
-            double* cd = c->data() - shift;  // rank storage index -> slab storage index
-            guarded(racy, rank_locks[ts].lock, [&] { read_cells(racy, in_cells[ts], mb, cd); });
-          }
-          time.halo += t_halo.seconds();
-          if (t == 0 && driver_.noise().perturb_now(it)) (*c)(0, 0, 0) = driver_.noise().perturb_value();
-
-          // A residual every --check-every sweeps, and (one rank) after every sweep while an
-          // agreement is being gathered: once some thread has seen the sum at or below the
-          // tolerance, every thread adds a fresh residual after each sweep until the run stops or
-          // someone sees the sum above it again, so the two agreement rounds take a few sweeps, not
-          // two --check-every periods.
-          const bool with_residual = it >= next_test || (!hybrid && Agreement::pending(agreement_at_start));
-          core::Stopwatch t_sweep;
-          double sq = 0;
-          if (with_residual) {
-            sq = jacobi_sweep_residual(*c, *n, prefetch_);
-            next_test = it + opt_.iteration.check_every;
-          } else {
-            jacobi_sweep(*c, *n, prefetch_);
-          }
-          const double sweep_s = t_sweep.seconds();
-          time.compute += sweep_s;
-          time.noise += driver_.noise().after_sweep(sweep_s);
-          std::swap(c, n);
-          ++it;
-
-          // This slab's new boundary planes out to the neighbour threads.
-          core::Stopwatch t_publish;
-          if (t > 0) {
-            auto& bd = boundaries[ts - 1];
-            guarded(racy, bd.lock, [&] { write_shared(racy, plane(*c, 0), bd.down.data(), plane_size); });
-          }
-          if (t + 1 < nthreads) {
-            auto& bd = boundaries[ts];
-            guarded(racy, bd.lock, [&] { write_shared(racy, plane(*c, slab.nz - 1), bd.up.data(), plane_size); });
-          }
-          if (hybrid && !out_cells[ts].empty()) {
-            double* mb = mailbox->data();
-            const double* cd = c->data() - shift;
-            guarded(racy, rank_locks[ts].lock, [&] { write_cells(racy, out_cells[ts], cd, mb); });
-          }
-          time.halo += t_publish.seconds();
-
-          if (with_residual) {
-            // The running residual: add this slab's change, keep a copy of the sum (3.3.2).
-            core::Stopwatch t_red;
-            const double delta = sq - my_sq;
-            my_sq = sq;
-            double sum = 0;
-            if (racy) {
-              sum = running_sq_racy.fetch_add(delta, std::memory_order_relaxed) + delta;
-            } else {
-#pragma omp critical(desync_omp_jacobi_residual)
-              {
-                running_sq += delta;
-                sum = running_sq;
-              }
-            }
-            if (first) {
-              first = false;
-              contributed.fetch_add(1, std::memory_order_relaxed);
-            }
-            if (hybrid) fresh_since[ts].value.store(tests_at_start, std::memory_order_relaxed);
-            if (!ready) ready = contributed.load(std::memory_order_relaxed) == nthreads;
-            if (!std::isfinite(sq)) {
-              non_finite.store(true, std::memory_order_relaxed);
-              if (!hybrid) claim(StopReason::non_finite, sq);
-            }
-            if (ready) {
-              fresh = true;
-              const double residual = std::sqrt(std::max(sum, 0.0)) / driver_.source_norm();
-              if (!hybrid) {
-                if (t == 0) record(it, residual);
-                if (!std::isfinite(residual))
-                  claim(StopReason::non_finite, residual);
-                else if (residual > opt_.iteration.divergence_factor * driver_.initial_residual())
-                  claim(StopReason::diverged, residual);
-                else if (residual > opt_.iteration.tol)
-                  agreement.disagree();
-                else if (agreement.agree(nthreads, agreement_at_start, agreed))
-                  claim(StopReason::converged, residual);
-              }
-            }
-            time.reduction += t_red.seconds();
-          }
-          const bool late = driver_.over_time();
-          if (late) timed_out.store(true, std::memory_order_relaxed);
-          if (it >= opt_.iteration.max_iters || late) {
-            done = true;
-            finished[ts].value.store(1, std::memory_order_relaxed);
-            threads_done.fetch_add(1, std::memory_order_relaxed);
-          }
-        }
-
-        if (t == 0 && hybrid) {
-          // The rank's part of the convergence test, as the MPI async solver runs it.
-          core::Stopwatch t_red;
-          const bool all_done = threads_done.load(std::memory_order_relaxed) == nthreads;
-          // New halo data from every neighbour rank since the previous test started: a rank that
-          // has not heard from its neighbours for a while has only solved its own block against
-          // old halos, and its residual says nothing about the global problem.
-          bool new_halos = true;
-          for (int f = 0; f < decomposition::num_faces; ++f)
-            if (!grid_.on_global_boundary(f) && halo->halo_level(f) <= halo_at_last_test[static_cast<std::size_t>(f)])
-              new_halos = false;
-          bool round_complete = (fresh && ready && new_halos) || all_done;
-          const std::int64_t started = tests_started.load(std::memory_order_relaxed);
-          for (int s = 0; s < nthreads && round_complete && !all_done; ++s) {
-            const auto ss = static_cast<std::size_t>(s);
-            round_complete = finished[ss].value.load(std::memory_order_relaxed) != 0 ||
-                             fresh_since[ss].value.load(std::memory_order_relaxed) >= started;
-          }
-          if (!reduction->active() && round_complete) {
-            tests_started.store(started + 1, std::memory_order_relaxed);
-            for (int f = 0; f < decomposition::num_faces; ++f)
-              halo_at_last_test[static_cast<std::size_t>(f)] = halo->halo_level(f);
-            double sum = 0;  // the latest sum: every thread's newest residual
-            if (racy) {
-              sum = running_sq_racy.load(std::memory_order_relaxed);
-            } else {
-#pragma omp critical(desync_omp_jacobi_residual)
-              sum = running_sq;
-            }
-            // Rounding in the running sum can leave a fully converged rank a tiny negative value.
-            double votes[IterationDriver::vote_count];
-            IterationDriver::fill_votes(votes, std::max(sum, 0.0), all_done,
-                                        timed_out.load(std::memory_order_relaxed),
-                                        non_finite.load(std::memory_order_relaxed));
-            reduction->start(votes);
-          }
-          const bool complete = reduction->test();
-          time.reduction += t_red.seconds();
-          if (complete) {
-            if (const auto stop = driver_.completed_test(*reduction, it)) {
-              driver_.result().stop = *stop;
-              stop_flag.store(true, std::memory_order_release);
-              break;
-            }
-          }
-        } else if (done) {
-          break;
-        }
-      }
-      thread_iterations[ts] = it;
-      // The slab's final iterate back into the rank's field (disjoint planes per thread).
-      std::memcpy(plane(u, slab.k0), plane(*c, 0), static_cast<std::size_t>(slab.nz) * plane_size * sizeof(double));
     }
+  };
 
-    if (hybrid) {
+  // One thread's state: its slab, a private copy of it with its halo planes (two buffers), its
+  // clock and its part of the running residual.
+  struct ThreadState {
+    ThreadState(int t, const Slab& slab, const Field& u, std::size_t plane_size)
+        : t(t), ts(static_cast<std::size_t>(t)), slab(slab),
+          shift(static_cast<std::ptrdiff_t>(slab.k0) * static_cast<std::ptrdiff_t>(plane_size)),
+          a(Index3{u.extent()[0], u.extent()[1], slab.nz}), b(Index3{u.extent()[0], u.extent()[1], slab.nz}) {
+      halo_at_last_test.fill(0);  // level 0 is the neighbour's initial guess: wait for a sweep of it
+    }
+    const int t;
+    const std::size_t ts;
+    const Slab slab;
+    const std::ptrdiff_t shift;  // rank storage index - slab storage index
+    Field a, b;
+    Field* c = &a;
+    Field* n = &b;
+    solvers::TimeSplit own_time;
+    solvers::TimeSplit* time = &own_time;  // thread 0: the rank's
+    std::int64_t it = 0, next_test = 0;
+    double my_sq = 0;
+    bool first = true, ready = false, done = false;
+    Agreement::Mine agreed;
+    bool fresh = false;  // thread 0: this iteration put a new residual into the running sum
+    // Thread 0, hybrid: time level of each face's halo when the previous test started.
+    std::array<std::int64_t, decomposition::num_faces> halo_at_last_test;
+  };
+
+  // The shared state: plane buffers between threads and, with several ranks, the mailbox, the cells
+  // of each thread, the halo exchange and the reduction.
+  void set_up_async(AsyncShared& sh) {
+    const int nthreads = threads_;
+    const std::size_t plane_size = u_.stride_z();
+    for (int b = 0; b + 1 < nthreads; ++b) {
+      const int k = slabs_[static_cast<std::size_t>(b) + 1].k0;  // first plane above the boundary
+      auto& bd = sh.boundaries[static_cast<std::size_t>(b)];
+      bd.up.assign(plane(u_, k - 1), plane(u_, k - 1) + plane_size);
+      bd.down.assign(plane(u_, k), plane(u_, k) + plane_size);
+    }
+    if (!sh.hybrid) return;
+    sh.mailbox.emplace(u_);
+    sh.rank_buffer.emplace(u_);
+    std::vector<int> owner(static_cast<std::size_t>(u_.extent()[2]));
+    for (int t = 0; t < nthreads; ++t)
+      for (int k = 0; k < slabs_[static_cast<std::size_t>(t)].nz; ++k)
+        owner[static_cast<std::size_t>(slabs_[static_cast<std::size_t>(t)].k0 + k)] = t;
+    const int nz = u_.extent()[2];
+    auto owner_of = [&](std::size_t idx) {
+      const int k = static_cast<int>(idx / plane_size) - 1;
+      return static_cast<std::size_t>(owner[static_cast<std::size_t>(std::clamp(k, 0, nz - 1))]);
+    };
+    for (int f = 0; f < decomposition::num_faces; ++f) {
+      if (grid_.on_global_boundary(f)) continue;
+      u_.for_each_boundary(f, [&](std::size_t, std::size_t idx) { sh.out_cells[owner_of(idx)].push_back(idx); });
+      u_.for_each_halo(f, [&](std::size_t, std::size_t idx) { sh.in_cells[owner_of(idx)].push_back(idx); });
+    }
+    sh.halo.emplace(grid_, detail::async_halo_config(opt_));
+    sh.reduction = comm::make_reduction(opt_.reduction, grid_.comm(), IterationDriver::vote_count);
+  }
+
+  // Thread 0, hybrid: the rank's halo traffic, published boundary cells out, received halos in.
+  void rank_halo_traffic(AsyncShared& sh, ThreadState& me) {
+    core::Stopwatch t_halo;
+    double* mb = sh.mailbox->data();
+    double* rb = sh.rank_buffer->data();
+    if (!me.done && me.it % opt_.halo_period == 0) {
+      for (std::size_t s = 0; s < sh.out_cells.size(); ++s)
+        guarded(sh.racy, sh.rank_locks[s].lock, [&] { read_cells(sh.racy, sh.out_cells[s], mb, rb); });
+      sh.halo->push(*sh.rank_buffer, me.it);
+    }
+    sh.halo->pull(*sh.rank_buffer, me.it);
+    for (std::size_t s = 0; s < sh.in_cells.size(); ++s)
+      guarded(sh.racy, sh.rank_locks[s].lock, [&] { write_cells(sh.racy, sh.in_cells[s], rb, mb); });
+    me.time->halo += t_halo.seconds();
+  }
+
+  // Neighbour threads' latest planes, and the rank's halo cells, into this slab's halo planes.
+  void read_halo_planes(AsyncShared& sh, ThreadState& me) {
+    const std::size_t plane_size = u_.stride_z();
+    core::Stopwatch t_halo;
+    if (me.t > 0) {
+      auto& bd = sh.boundaries[me.ts - 1];
+      guarded(sh.racy, bd.lock, [&] { read_shared(sh.racy, bd.up.data(), plane(*me.c, -1), plane_size); });
+    }
+    if (me.t + 1 < threads_) {
+      auto& bd = sh.boundaries[me.ts];
+      guarded(sh.racy, bd.lock, [&] { read_shared(sh.racy, bd.down.data(), plane(*me.c, me.slab.nz), plane_size); });
+    }
+    if (sh.hybrid && !sh.in_cells[me.ts].empty()) {
+      double* mb = sh.mailbox->data();
+      double* cd = me.c->data() - me.shift;  // rank storage index -> slab storage index
+      guarded(sh.racy, sh.rank_locks[me.ts].lock, [&] { read_cells(sh.racy, sh.in_cells[me.ts], mb, cd); });
+    }
+    me.time->halo += t_halo.seconds();
+  }
+
+  // This slab's new boundary planes out to the neighbour threads, and its boundary cells to the mailbox.
+  void publish_boundary(AsyncShared& sh, ThreadState& me) {
+    const std::size_t plane_size = u_.stride_z();
+    core::Stopwatch t_publish;
+    if (me.t > 0) {
+      auto& bd = sh.boundaries[me.ts - 1];
+      guarded(sh.racy, bd.lock, [&] { write_shared(sh.racy, plane(*me.c, 0), bd.down.data(), plane_size); });
+    }
+    if (me.t + 1 < threads_) {
+      auto& bd = sh.boundaries[me.ts];
+      guarded(sh.racy, bd.lock,
+              [&] { write_shared(sh.racy, plane(*me.c, me.slab.nz - 1), bd.up.data(), plane_size); });
+    }
+    if (sh.hybrid && !sh.out_cells[me.ts].empty()) {
+      double* mb = sh.mailbox->data();
+      const double* cd = me.c->data() - me.shift;
+      guarded(sh.racy, sh.rank_locks[me.ts].lock, [&] { write_cells(sh.racy, sh.out_cells[me.ts], cd, mb); });
+    }
+    me.time->halo += t_publish.seconds();
+  }
+
+  // The running residual (3.3.2): add this slab's change sq - my_sq, keep a copy of the sum; one rank:
+  // the thread judges the sum itself and claims the stop.
+  void add_residual(AsyncShared& sh, ThreadState& me, double sq, std::uint64_t agreement_at_start,
+                    std::int64_t tests_at_start) {
+    core::Stopwatch t_red;
+    const double delta = sq - me.my_sq;
+    me.my_sq = sq;
+    double sum = 0;
+    if (sh.racy) {
+      sum = sh.running_sq_racy.fetch_add(delta, std::memory_order_relaxed) + delta;
+    } else {
+#pragma omp critical(desync_omp_jacobi_residual)
+      {
+        sh.running_sq += delta;
+        sum = sh.running_sq;
+      }
+    }
+    if (me.first) {
+      me.first = false;
+      sh.contributed.fetch_add(1, std::memory_order_relaxed);
+    }
+    if (sh.hybrid) sh.fresh_since[me.ts].value.store(tests_at_start, std::memory_order_relaxed);
+    if (!me.ready) me.ready = sh.contributed.load(std::memory_order_relaxed) == threads_;
+    if (!std::isfinite(sq)) {
+      sh.non_finite.store(true, std::memory_order_relaxed);
+      if (!sh.hybrid) sh.claim(StopReason::non_finite, sq);
+    }
+    if (me.ready) {
+      me.fresh = true;
+      const double residual = std::sqrt(std::max(sum, 0.0)) / driver_.source_norm();
+      if (!sh.hybrid) {
+        if (me.t == 0) record(me.it, residual);
+        if (!std::isfinite(residual))
+          sh.claim(StopReason::non_finite, residual);
+        else if (residual > opt_.iteration.divergence_factor * driver_.initial_residual())
+          sh.claim(StopReason::diverged, residual);
+        else if (residual > opt_.iteration.tol)
+          sh.agreement.disagree();
+        else if (sh.agreement.agree(threads_, agreement_at_start, me.agreed))
+          sh.claim(StopReason::converged, residual);
+      }
+    }
+    me.time->reduction += t_red.seconds();
+  }
+
+  // One sweep of the thread's slab: halo planes in, the sweep (with a residual every --check-every
+  // sweeps, and, one rank, after every sweep while an agreement is being gathered), boundary out,
+  // the running residual, the limits.
+  void sweep_step(AsyncShared& sh, ThreadState& me) {
+    const std::uint64_t agreement_at_start = sh.hybrid ? 0 : sh.agreement.snapshot();
+    const std::int64_t tests_at_start = sh.hybrid ? sh.tests_started.load(std::memory_order_relaxed) : 0;
+    read_halo_planes(sh, me);
+    if (me.t == 0 && driver_.noise().perturb_now(me.it)) (*me.c)(0, 0, 0) = driver_.noise().perturb_value();
+    // Once some thread has seen the sum at or below the tolerance, every thread adds a fresh residual
+    // after each sweep until the run stops or someone sees the sum above it again, so the two
+    // agreement rounds take a few sweeps, not two --check-every periods.
+    const bool with_residual = me.it >= me.next_test || (!sh.hybrid && Agreement::pending(agreement_at_start));
+    core::Stopwatch t_sweep;
+    double sq = 0;
+    if (with_residual) {
+      sq = jacobi_sweep_residual(*me.c, *me.n, prefetch_);
+      me.next_test = me.it + opt_.iteration.check_every;
+    } else {
+      jacobi_sweep(*me.c, *me.n, prefetch_);
+    }
+    const double sweep_s = t_sweep.seconds();
+    me.time->compute += sweep_s;
+    me.time->noise += driver_.noise().after_sweep(sweep_s);
+    std::swap(me.c, me.n);
+    ++me.it;
+    publish_boundary(sh, me);
+    if (with_residual) add_residual(sh, me, sq, agreement_at_start, tests_at_start);
+    const bool late = driver_.over_time();
+    if (late) sh.timed_out.store(true, std::memory_order_relaxed);
+    if (me.it >= opt_.iteration.max_iters || late) {
+      me.done = true;
+      sh.finished[me.ts].value.store(1, std::memory_order_relaxed);
+      sh.threads_done.fetch_add(1, std::memory_order_relaxed);
+    }
+  }
+
+  // Thread 0, hybrid: the rank's part of the convergence test, as the MPI async solver runs it.
+  // Returns true when the run stops.
+  bool rank_test(AsyncShared& sh, ThreadState& me) {
+    core::Stopwatch t_red;
+    const bool all_done = sh.threads_done.load(std::memory_order_relaxed) == threads_;
+    // New halo data from every neighbour rank since the previous test started: a rank that has not
+    // heard from its neighbours for a while has only solved its own block against old halos, and
+    // its residual says nothing about the global problem.
+    bool new_halos = true;
+    for (int f = 0; f < decomposition::num_faces; ++f)
+      if (!grid_.on_global_boundary(f) && sh.halo->halo_level(f) <= me.halo_at_last_test[static_cast<std::size_t>(f)])
+        new_halos = false;
+    bool round_complete = (me.fresh && me.ready && new_halos) || all_done;
+    const std::int64_t started = sh.tests_started.load(std::memory_order_relaxed);
+    for (int s = 0; s < threads_ && round_complete && !all_done; ++s) {
+      const auto ss = static_cast<std::size_t>(s);
+      round_complete = sh.finished[ss].value.load(std::memory_order_relaxed) != 0 ||
+                       sh.fresh_since[ss].value.load(std::memory_order_relaxed) >= started;
+    }
+    if (!sh.reduction->active() && round_complete) {
+      sh.tests_started.store(started + 1, std::memory_order_relaxed);
+      for (int f = 0; f < decomposition::num_faces; ++f)
+        me.halo_at_last_test[static_cast<std::size_t>(f)] = sh.halo->halo_level(f);
+      double sum = 0;  // the latest sum: every thread's newest residual
+      if (sh.racy) {
+        sum = sh.running_sq_racy.load(std::memory_order_relaxed);
+      } else {
+#pragma omp critical(desync_omp_jacobi_residual)
+        sum = sh.running_sq;
+      }
+      // Rounding in the running sum can leave a fully converged rank a tiny negative value.
+      double votes[IterationDriver::vote_count];
+      IterationDriver::fill_votes(votes, std::max(sum, 0.0), all_done, sh.timed_out.load(std::memory_order_relaxed),
+                                  sh.non_finite.load(std::memory_order_relaxed));
+      sh.reduction->start(votes);
+    }
+    const bool complete = sh.reduction->test();
+    me.time->reduction += t_red.seconds();
+    if (!complete) return false;
+    const auto stop = driver_.completed_test(*sh.reduction, me.it);
+    if (!stop) return false;
+    driver_.result().stop = *stop;
+    sh.stop_flag.store(true, std::memory_order_release);
+    return true;
+  }
+
+  // One thread's run: its private slab, sweeps until the run stops, the slab back into the rank's field.
+  void thread_run(AsyncShared& sh) {
+    const int t = omp_get_thread_num();
+    const std::size_t plane_size = u_.stride_z();
+    ThreadState me(t, slabs_[static_cast<std::size_t>(t)], u_, plane_size);
+    if (t == 0) me.time = &driver_.stats().time;
+    // Private copy of the slab with its halo planes (first touch by its own thread).
+    std::memcpy(plane(me.a, -1), plane(u_, me.slab.k0 - 1),
+                (static_cast<std::size_t>(me.slab.nz) + 2) * plane_size * sizeof(double));
+    me.b = me.a;
+    // Nobody writes the rank's field (below, after its loop) before every thread has its copy.
+#pragma omp barrier
+    for (;;) {
+      if (sh.stop_flag.load(std::memory_order_acquire)) break;
+      if (t == 0 && sh.hybrid) rank_halo_traffic(sh, me);
+      me.fresh = false;
+      if (!me.done) sweep_step(sh, me);
+      if (t == 0 && sh.hybrid) {
+        if (rank_test(sh, me)) break;
+      } else if (me.done) {
+        break;
+      }
+    }
+    sh.thread_iterations[me.ts] = me.it;
+    // The slab's final iterate back into the rank's field (disjoint planes per thread).
+    std::memcpy(plane(u_, me.slab.k0), plane(*me.c, 0), static_cast<std::size_t>(me.slab.nz) * plane_size * sizeof(double));
+  }
+
+  // After the threads: close the rank's exchange (hybrid) or settle why a one-rank run stopped.
+  void finish_async(AsyncShared& sh) {
+    auto& st = driver_.stats();
+    if (sh.hybrid) {
       core::Stopwatch t_finish;
-      reduction->finish();
-      halo->close();
+      sh.reduction->finish();
+      sh.halo->close();
       st.time.finish += t_finish.seconds();
-      st.halo = halo->stats();
+      st.halo = sh.halo->stats();
     } else {
       auto& result = driver_.result();
-      const int reason = claimed.load();
+      const int reason = sh.claimed.load();
       if (reason >= 0) {
         result.stop = static_cast<StopReason>(reason);
-        driver_.set_last_tested(claimed_residual);
-        if (result.history.empty() || result.history.back().residual != claimed_residual)
-          result.history.push_back({driver_.seconds(), thread_iterations[0], claimed_residual});
+        driver_.set_last_tested(sh.claimed_residual);
+        if (result.history.empty() || result.history.back().residual != sh.claimed_residual)
+          result.history.push_back({driver_.seconds(), sh.thread_iterations[0], sh.claimed_residual});
         if (result.stop == StopReason::non_finite) {
           result.message = "non-finite value (NaN or Inf) in the solution at iteration " +
-                           std::to_string(thread_iterations[0]) + " of thread 0";
+                           std::to_string(sh.thread_iterations[0]) + " of thread 0";
         } else if (result.stop == StopReason::diverged) {
-          result.message = divergence_message(driver_.initial_residual(), claimed_residual, opt_.iteration.divergence_factor);
+          result.message =
+              divergence_message(driver_.initial_residual(), sh.claimed_residual, opt_.iteration.divergence_factor);
         }
       } else {
-        result.stop = timed_out.load() ? StopReason::time_limit : StopReason::max_iters;
+        result.stop = sh.timed_out.load() ? StopReason::time_limit : StopReason::max_iters;
       }
       st.reductions = static_cast<long>(result.history.size());
     }
     cur_ = &u_;
     next_ = &v_;
-    st.thread_iterations_min = *std::min_element(thread_iterations.begin(), thread_iterations.end());
-    st.thread_iterations_max = *std::max_element(thread_iterations.begin(), thread_iterations.end());
+    const auto& its = sh.thread_iterations;
+    st.thread_iterations_min = *std::min_element(its.begin(), its.end());
+    st.thread_iterations_max = *std::max_element(its.begin(), its.end());
     st.iterations = st.thread_iterations_min;
+  }
+
+  void run_async() {
+    AsyncShared sh(threads_, opt_.mode == comm::HaloMode::racy, grid_.size() > 1);
+    set_up_async(sh);
+#pragma omp parallel num_threads(threads_) default(shared)
+    thread_run(sh);
+    finish_async(sh);
   }
 
   // One rank, thread 0: a history point (and --monitor line) for a residual it saw.

@@ -22,19 +22,6 @@ namespace desync::solvers {
 using decomposition::Field;
 using decomposition::Index3;
 
-const char* to_string(PdeProblem p) {
-  return p == PdeProblem::advection_diffusion1d ? "advection-diffusion1d" : "burgers3d";
-}
-
-const char* to_string(DelayModel m) {
-  switch (m) {
-    case DelayModel::none: return "none";
-    case DelayModel::uniform: return "uniform";
-    case DelayModel::max: return "max";
-  }
-  return "?";
-}
-
 namespace {
 
 constexpr double two_pi = 2.0 * std::numbers::pi;

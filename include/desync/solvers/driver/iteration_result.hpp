@@ -57,7 +57,7 @@ struct IterationResult {
   std::string message;         ///< why a numerical failure stopped the run
   std::vector<core::HistoryPoint> history;
   solvers::RankStats stats;
-  /// IterationOptions::rank_history: this rank's local residual ||r_p|| / ||b_p|| at each of its
+  /// DriverOptions::rank_history: this rank's local residual ||r_p|| / ||b_p|| at each of its
   /// tests (thinned to at most rank_history_cap points), times on rank 0's clock. (||b_p||: the
   /// local criterion's reference, see IterationDriver::start.)
   std::vector<core::HistoryPoint> rank_history;

@@ -76,8 +76,8 @@ inline constexpr core::Named<DelayModel> delay_models[] = {
     {DelayModel::max, "max", "always L-1"},
 };
 
-const char* to_string(PdeProblem p);
-const char* to_string(DelayModel m);
+inline const char* to_string(PdeProblem p) { return core::name_of(pde_problems, p); }
+inline const char* to_string(DelayModel m) { return core::name_of(delay_models, m); }
 
 /// The AT halo value from the newest level held (`newest`, delay k) and the one before it.
 inline double at_halo_value(double newest, double previous, std::int64_t k) {

@@ -75,12 +75,22 @@ struct SchwarzOptions {
   double alpha = 0;              ///< Robin parameter > 0, or schwarz_classical (resolved by the caller)
   /// tol: the local criterion ||r_p|| < tol ||b_p|| on every rank; check_every: sync every
   /// iteration (as the paper), async the least between votes.
-  IterationOptions iteration{.tol = 1e-7, .max_iters = 100000, .check_every = 1};
+  IterationOptions iteration = [] {
+    IterationOptions it;
+    it.tol = 1e-7;
+    it.max_iters = 100000;
+    it.check_every = 1;
+    return it;
+  }();
   /// How interface values travel in async mode (sync: two-sided). max_in_flight is R, interface
   /// messages in flight per neighbour: with R = 1 a rank whose neighbour has not yet taken its
   /// previous message skips sending its newest values; a neighbour twice as slow then gets values
   /// one iteration older than it could (see docs/benchmarks.md).
-  comm::TransportConfig transport{.max_in_flight = 2};
+  comm::TransportConfig transport = [] {
+    comm::TransportConfig t;
+    t.max_in_flight = 2;
+    return t;
+  }();
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;
   /// async: the binary-tree termination detection of their section 4.3 (Figure 3) instead of
   /// repeated non-blocking reductions (`reduction`); its flags travel over `transport`.
