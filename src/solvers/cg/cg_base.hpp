@@ -5,10 +5,10 @@
 // replacement that follows a failed one), and the divergence and breakdown tests.
 //
 // The methods, one file each (Horikoshi et al., 2022, section 2; the listings' lines are cited beside the code):
-//   pcg.cpp      cg        preconditioned CG, Algorithm 1
-//   cg_cg.cpp    cg-cg     Chronopoulos/Gear CG, Algorithm 2
-//   groppcg.cpp  groppcg   Gropp's CG, the listing printed as Algorithm 3 (5 vector updates)
-//   pipecg.cpp   pipecg    pipelined CG, the listing printed as Algorithm 4 (8 vector updates)
+//   cg.cpp                 cg        preconditioned CG, Algorithm 1
+//   chronopoulos_gear.cpp  cg-cg     Chronopoulos/Gear CG, Algorithm 2
+//   groppcg.cpp            groppcg   Gropp's CG, the listing printed as Algorithm 3 (5 vector updates)
+//   pipecg.cpp             pipecg    pipelined CG, the listing printed as Algorithm 4 (8 vector updates)
 // The paper prints the last two listings under each other's names (see include/desync/solvers/cg/cg.hpp).
 //
 // What every method does beyond its listing:
@@ -195,8 +195,8 @@ class CgBase {
 
 // The methods (one file each). Each allocates its work vectors, iterates until a stop and leaves
 // the outcome in the result; x holds the iterate.
-void run_pcg(CgBase& s);      ///< pcg.cpp
-void run_cg_cg(CgBase& s);    ///< cg_cg.cpp
+void run_pcg(CgBase& s);      ///< cg.cpp
+void run_cg_cg(CgBase& s);    ///< chronopoulos_gear.cpp
 void run_pipecg(CgBase& s);   ///< pipecg.cpp
 void run_groppcg(CgBase& s);  ///< groppcg.cpp
 
