@@ -396,7 +396,8 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>
 
 SolverInfo jacobi_solver() {
   return {"jacobi", "Jacobi's method on the 3D Laplace problem, sync, async or racy (Bethune et al.)", "--mode",
-          jacobi_command::jacobi_modes, &jacobi_command::create};
+          jacobi_command::jacobi_modes, &jacobi_command::create,
+          {"jacobi.update", "jacobi.update_residual"}};  // a sweep, with or without the residual, per point
 }
 
 }  // namespace desync::run

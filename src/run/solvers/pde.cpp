@@ -460,7 +460,9 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<PdeCommand>();
 
 SolverInfo pde_solver() {
   return {"pde", "Explicit PDE time stepping, sync or weakly synchronous with asynchrony-tolerant stencils (Aditya et al.)",
-          "--mode", pde_command::pde_modes, &pde_command::create};
+          "--mode", pde_command::pde_modes, &pde_command::create,
+          // each problem's update per point and variable; the halo approximation per value
+          {"pde.burgers3d.update", "pde.advection_diffusion1d.update", "pde.at.element"}};
 }
 
 }  // namespace desync::run

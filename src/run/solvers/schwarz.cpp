@@ -358,7 +358,8 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand
 
 SolverInfo schwarz_solver() {
   return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace), sync or async (Yamazaki et al.)",
-          "--mode", schwarz_command::schwarz_modes, &schwarz_command::create};
+          "--mode", schwarz_command::schwarz_modes, &schwarz_command::create,
+          {"schwarz.solve", "schwarz.residual"}};  // a subdomain solve, a residual, per unknown
 }
 
 }  // namespace desync::run

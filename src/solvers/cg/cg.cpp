@@ -5,6 +5,8 @@
 // p^(k+1) = u^(k+1) + beta_{k+1} p^(k) (line 10), unless a stop or a replacement needs x first; with
 // jacobi, u = M^-1 r (line 7) is fused with r's update (line 6); (r, r) for the convergence check
 // joins the reduction of rho (line 8).
+//
+//   mpirun -np 4 desync cg --method cg --pc jacobi --global 64
 #include "cg_base.hpp"
 
 namespace desync::solvers::detail {
@@ -12,7 +14,7 @@ namespace desync::solvers::detail {
 namespace {
 
 /// Algorithm 1's vectors.
-struct PcgVectors {
+struct CgVectors {
   Vec r;  ///< residual r^(k)
   Vec p;  ///< search direction p^(k)
   Vec q;  ///< q^(k) = A p^(k)
@@ -20,12 +22,10 @@ struct PcgVectors {
   Vec u;  ///< u^(k) = M^-1 r^(k) (aliases r when M = I)
 };
 
-}  // namespace
-
-void run_pcg(CgBase& s) {
+void run_cg(CgBase& s) {
   const bool id = s.identity();
   auto block = s.allocate(id ? 4 : 5);
-  PcgVectors v;
+  CgVectors v;
   v.r = block.next();
   v.p = block.next();
   v.q = block.next();
@@ -138,6 +138,16 @@ void run_pcg(CgBase& s) {
       // p <- u + beta p  (line 10)
       linalg::xpay(v.u, beta, v.p);
   }
+}
+
+}  // namespace
+
+CgMethodInfo cg_method() {
+  return {.name = "cg",
+          .description = "preconditioned CG: two blocking reductions per iteration",
+          .overlaps_reduction = false,
+          .vector_cost = "cg.cg.vector",
+          .run = &run_cg};
 }
 
 }  // namespace desync::solvers::detail

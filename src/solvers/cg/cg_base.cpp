@@ -10,12 +10,11 @@
 
 namespace desync::solvers::detail {
 
-CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgOptions& o, CgResult& res)
-    : A_(A), b_(b), x_(x), o_(o), res_(res), n_(static_cast<std::size_t>(A.local_size())),
-      nonblocking_(o.nonblocking && (o.method == CgMethod::pipecg || o.method == CgMethod::groppcg)),
+CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgMethodInfo& method, const CgOptions& o, CgResult& res)
+    : A_(A), b_(b), x_(x), vector_cost_(method.vector_cost), o_(o), res_(res),
+      n_(static_cast<std::size_t>(A.local_size())), nonblocking_(o.nonblocking && method.overlaps_reduction),
       sum_(A.comm(), nonblocking_, o.doubling) {
   MPI_Comm_rank(A.comm(), &rank_);
-  vector_cost_ = fmt::format("cg.{}.vector", to_string(o.method));
 }
 
 void CgBase::collect() {
@@ -119,7 +118,7 @@ bool CgBase::start() {
     Timed tm(times().setup);
     try {
       pc_ = make_preconditioner(o_.pc, A_);
-      pc_cost_ = fmt::format("pc.{}", to_string(pc_->kind()));
+      pc_cost_ = pc_cost_kind(pc_->kind());
       // Progress control: each poll inside an application charges its rows (simulated cluster)
       // and advances the reduction in flight (a no-op when none is).
       if (o_.pc_poll_interval > 0)

@@ -26,6 +26,14 @@ PcKind parse_pc(const std::string& name) {
   throw InputError("--pc '" + name + "': unknown preconditioner (expected none, jacobi or bjacobi-ic0)");
 }
 
+std::string pc_cost_kind(PcKind kind) { return std::string("pc.") + to_string(kind); }
+
+std::vector<std::string> pc_cost_kinds() {
+  std::vector<std::string> kinds;
+  for (PcKind k : {PcKind::none, PcKind::jacobi, PcKind::bjacobi_ic0}) kinds.push_back(pc_cost_kind(k));
+  return kinds;
+}
+
 // ---- IC(0) ------------------------------------------------------------------------------------
 
 Ic0Factor::Ic0Factor(const linalg::LocalCsr& a, int rank, std::int64_t first_global_row) : n_(a.rows) {

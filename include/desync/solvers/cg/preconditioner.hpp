@@ -24,6 +24,10 @@ enum class PcKind { none, jacobi, bjacobi_ic0 };
 const char* to_string(PcKind kind);
 /// "none", "jacobi" or "bjacobi-ic0"; throws InputError otherwise.
 PcKind parse_pc(const std::string& name);
+/// The simulation cost kind of an application of `kind`, per row: "pc.<name>" (core/simulation.hpp).
+std::string pc_cost_kind(PcKind kind);
+/// Those of every preconditioner.
+std::vector<std::string> pc_cost_kinds();
 
 /// Set-up failure of a preconditioner on this rank (a zero, negative or non-finite pivot or
 /// diagonal entry). The message names the cause, the rank and the row.
