@@ -62,7 +62,7 @@ class CgCommand final : public SolverCommand {
   /// Effective values, for the JSON record.
   std::vector<std::pair<std::string, std::string>> effective() const;
 
-  std::string method = "cg";              // --method
+  std::string method = solvers::CgOptions{}.method;  // --method (CgOptions's default)
   std::string pc = "none";                // --pc
   std::string reduction = "nonblocking";  // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
