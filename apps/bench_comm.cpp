@@ -738,7 +738,7 @@ void write_bench_comm_json(const BenchCommReport& r, const std::string& path) {
   j["mpi_library"] = r.mpi_library;
   j["ranks"] = r.ranks;
   j["pair"] = {0, 1};
-  j["options"] = run::options_json(r.options);
+  j["options"] = run::options_json<json>(r.options);
   std::vector<long> bytes;
   for (long n : r.sizes) bytes.push_back(8 * n);
   j["sizes"] = {{"doubles", r.sizes}, {"bytes", bytes}};

@@ -64,6 +64,16 @@ int main(int argc, char** argv) {
     commands.back().second->add_options(*sub);
   }
   app.footer(solver_list(registry));
+  // The registry as JSON (solvers, methods, simulation cost kinds), for tests and calibration scripts.
+  bool print_registry = false;  // printed by rank 0 once MPI runs
+  app.add_flag_callback(
+         "--registry",
+         [&] {
+           print_registry = true;
+           throw CLI::Success();
+         },
+         "Print the registered solvers, their methods and their simulation cost kinds as JSON and exit")
+      ->trigger_on_parse();
   CLI::App* bench_app = app.add_subcommand("bench", "Benchmarks of this machine and MPI library");
   bench_app->require_subcommand(1);
   apps::BenchCommCommand bench_comm;
@@ -89,7 +99,9 @@ int main(int argc, char** argv) {
   if (parse_error) {
     const bool help = parse_error->get_exit_code() == 0;  // --help and friends
     if (rank == 0) {
-      if (help)
+      if (print_registry)
+        std::printf("%s\n", run::registry_json(registry).c_str());
+      else if (help)
         app.exit(*parse_error);
       else
         std::fprintf(stderr, "desync: error: %s\nRun 'desync --help' or 'desync <command> --help' for the options.\n",
@@ -99,7 +111,9 @@ int main(int argc, char** argv) {
   }
 
   try {
-    // A simulated cluster: the cost model is read and checked on every rank before any work.
+    // A simulated cluster: the cost model is read and checked on every rank before any work, for
+    // every kind of work that the registered solvers and the layers beneath them may charge.
+    core::declare_cost_kinds(run::all_cost_kinds(registry));
     if (core::simulated_build) (void)core::simulation_description();
     // The last resort against a hang (DESYNC_WAIT_LIMIT, docs/usage.md): a rank that waits longer
     // than the limit for a peer ends the run with a message naming what it waited for. Not on a

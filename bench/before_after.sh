@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Back-to-back comparison of two desync builds (e.g. before and after a change) on the benchmarks
 # whose figures a change must not regress: the sweep kernel against STREAM, async/sync time to
-# solution with a slow rank, the iteration rate over each channel transport, and CG against PETSc.
+# solution with a slow rank, the iteration rate over each channel transport, CG against PETSc, and
+# Schwarz's iterations and time, sync and async, with rank 1 slowed twofold.
 # The two builds run alternately, round by round, so that both see the same state of the machine.
 #
 #   bash bench/before_after.sh OLD_TREE NEW_TREE [ROUNDS]
@@ -40,6 +41,17 @@ for r in $(seq 1 "$rounds"); do
           --methods cg,pipecg --petsc-methods cg --pcs none --json "$out/cg_$tag.json" > "$out/cg_$tag.txt" 2>/dev/null
       echo "$tag CG vs PETSc:"; grep -E "^\s+(petsc|desync)" "$out/cg_$tag.txt"
     fi
+    for mode in sync async; do
+      for rep in 1 2 3; do
+        "$MPIRUN" -np 2 "$b/desync" schwarz --global 128 --mode $mode --slow-rank 1 --slow-factor 2 --quiet \
+            --json "$out/schwarz_${mode}_${tag}_$rep.json" || true
+      done
+      echo "$tag schwarz $mode: $(python3 -c '
+import json, statistics, sys
+runs = [json.load(open(f)) for f in sys.argv[1:]]
+print("iterations (max over ranks)", [int(r["iterations"]["max"]) for r in runs],
+      "median time %.3f s" % statistics.median(r["wall_time"] for r in runs))' "$out"/schwarz_${mode}_${tag}_*.json)"
+    done
   done
 done
 echo "load at end: $(cut -d' ' -f1-3 /proc/loadavg)" | tee -a "$out/load.txt"

@@ -29,9 +29,9 @@ int main(int argc, char** argv) {
 
     solvers::JacobiOptions options;
     options.mode = comm::HaloMode::async;  // or sync, racy
-    options.inflight = 100;                // R, halo messages in flight per neighbour
+    options.transport.max_in_flight = 100;  // R, halo messages in flight per neighbour
     options.iteration.tol = 1e-4;
-    options.iteration.polish = true;                // synchronous sweeps until the true residual meets tol
+    options.iteration.polish = true;        // synchronous sweeps until the true residual meets tol
     const solvers::IterationResult result = solvers::solve_jacobi(grid, problem, options, u);
 
     if (grid.rank() == 0)

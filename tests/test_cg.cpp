@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 #include <mpi.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <limits>
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/csr_operator.hpp"
@@ -25,19 +28,27 @@ using namespace desync;
 using decomposition::CartGrid;
 using decomposition::Index3;
 using linalg::DistributedCsr;
-using solvers::CgMethod;
 using solvers::CgOptions;
 using solvers::CgResult;
-using solvers::CgStop;
+using desync::core::StopReason;
 using solvers::PcKind;
 
 namespace {
 
-const CgMethod all_methods[] = {CgMethod::cg, CgMethod::cg_cg, CgMethod::pipecg, CgMethod::groppcg};
+/// The registered methods' names (solvers::cg_method_registry), all of them or those that overlap
+/// their reductions with work when non-blocking.
+std::vector<std::string> registered_methods(bool overlapping_only = false) {
+  std::vector<std::string> names;
+  for (const auto& m : solvers::cg_method_registry().methods())
+    if (!overlapping_only || m.overlaps_reduction) names.push_back(m.name);
+  return names;
+}
+const std::vector<std::string> all_methods = registered_methods();
+const std::vector<std::string> overlapping_methods = registered_methods(true);
 const PcKind all_pcs[] = {PcKind::none, PcKind::jacobi, PcKind::bjacobi_ic0};
 
-std::string label(CgMethod m, PcKind p, bool nonblocking = true) {
-  return std::string(solvers::to_string(m)) + "/" + solvers::to_string(p) + (nonblocking ? "/nonblocking" : "/blocking");
+std::string label(const std::string& m, PcKind p, bool nonblocking = true) {
+  return m + "/" + solvers::to_string(p) + (nonblocking ? "/nonblocking" : "/blocking");
 }
 
 /// The whole of a distributed vector on rank 0 (empty elsewhere).
@@ -145,15 +156,15 @@ System elasticity(Index3 nodes) {
   return s;
 }
 
-CgResult solve(System& s, CgMethod m, PcKind pc, double rtol, std::vector<double>& x, bool nonblocking = true,
+CgResult solve(System& s, const std::string& m, PcKind pc, double rtol, std::vector<double>& x, bool nonblocking = true,
                int replace_every = 0) {
   CgOptions o;
   o.method = m;
   o.pc = pc;
-  o.rtol = rtol;
+  o.iteration.tol = rtol;
   o.nonblocking = nonblocking;
   o.replace_every = replace_every;
-  o.max_iters = 2000;
+  o.iteration.max_iters = 2000;
   x.assign(static_cast<std::size_t>(s.op->local_size()), 0.0);
   return solvers::solve_cg(*s.op, s.b, x, o);
 }
@@ -180,11 +191,11 @@ std::vector<std::int64_t> check_all_methods(System& s, double rtol, double max_e
   std::vector<std::int64_t> spread;
   for (auto pc : all_pcs) {
     std::int64_t lo = std::numeric_limits<std::int64_t>::max(), hi = 0;
-    for (auto m : all_methods) {
+    for (const auto& m : all_methods) {
       std::vector<double> x;
       const CgResult r = solve(s, m, pc, rtol, x);
       SCOPED_TRACE(label(m, pc));
-      EXPECT_EQ(r.stop, CgStop::converged) << r.message;
+      EXPECT_EQ(r.stop, core::StopReason::converged) << r.message;
       EXPECT_TRUE(r.converged);
       EXPECT_LE(r.true_residual, rtol);
       EXPECT_GT(r.iterations, 0);
@@ -199,6 +210,40 @@ std::vector<std::int64_t> check_all_methods(System& s, double rtol, double max_e
 }
 
 // ---- small units --------------------------------------------------------------------------------
+
+// ---- the registry of methods -------------------------------------------------------------------
+
+TEST(CgRegistry, EveryMethodIsComplete) {
+  const auto& methods = solvers::cg_method_registry().methods();
+  ASSERT_FALSE(methods.empty());
+  const auto kinds = solvers::cg_cost_kinds();
+  for (const auto& m : methods) {
+    SCOPED_TRACE(m.name);
+    EXPECT_FALSE(m.description.empty());
+    EXPECT_NE(m.run, nullptr);
+    EXPECT_EQ(m.vector_cost, "cg." + m.name + ".vector");  // the calibration's naming
+    EXPECT_EQ(std::count(kinds.begin(), kinds.end(), m.vector_cost), 1);
+    EXPECT_EQ(&solvers::find_cg_method(m.name), &m);
+  }
+  for (const auto& k : solvers::pc_cost_kinds()) EXPECT_EQ(std::count(kinds.begin(), kinds.end(), k), 1) << k;
+}
+
+TEST(CgRegistry, UnknownNamesAndDuplicatesAreRefused) {
+  try {
+    solvers::find_cg_method("bogus");
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    std::string expected = "--method 'bogus': unknown method (expected ";
+    const auto& methods = solvers::cg_method_registry().methods();
+    for (std::size_t i = 0; i < methods.size(); ++i)
+      expected += (i == 0 ? "" : i + 1 == methods.size() ? " or " : ", ") + methods[i].name;
+    EXPECT_EQ(std::string(e.what()), expected + ")");
+  }
+  solvers::CgMethodRegistry r;
+  solvers::register_all_cg_methods(r);
+  EXPECT_EQ(r.methods().size(), solvers::cg_method_registry().methods().size());
+  EXPECT_THROW(r.add(r.methods().front()), std::logic_error);
+}
 
 TEST(CgVector, FusedKernelsMatchPlainOnes) {
   const std::size_t n = 37;
@@ -327,7 +372,7 @@ TEST(CgPc, PollsEveryIntervalRowsAndChangeNoResult) {
 // preconditioner's polls: the same iterates as without polls, bitwise (IC(0)).
 TEST(CgPc, PollsInThePreconditionerGiveTheSameIterates) {
   System s = poisson({8, 7, 6}, false);
-  for (auto m : {CgMethod::pipecg, CgMethod::groppcg}) {
+  for (const auto& m : overlapping_methods) {
     std::vector<std::vector<double>> xs;
     std::vector<std::int64_t> its;
     for (std::int64_t interval : {0, 1, 7}) {
@@ -336,17 +381,17 @@ TEST(CgPc, PollsInThePreconditionerGiveTheSameIterates) {
       o.pc = PcKind::bjacobi_ic0;
       o.doubling = true;
       o.pc_poll_interval = interval;
-      o.rtol = 1e-8;
+      o.iteration.tol = 1e-8;
       std::vector<double> x(s.b.size(), 0.0);
       const CgResult r = solvers::solve_cg(*s.op, s.b, x, o);
       EXPECT_TRUE(r.converged) << r.message;
       xs.push_back(x);
       its.push_back(r.iterations);
     }
-    EXPECT_EQ(its[1], its[0]) << solvers::to_string(m);
-    EXPECT_EQ(its[2], its[0]) << solvers::to_string(m);
-    EXPECT_EQ(xs[1], xs[0]) << solvers::to_string(m);
-    EXPECT_EQ(xs[2], xs[0]) << solvers::to_string(m);
+    EXPECT_EQ(its[1], its[0]) << m;
+    EXPECT_EQ(its[2], its[0]) << m;
+    EXPECT_EQ(xs[1], xs[0]) << m;
+    EXPECT_EQ(xs[2], xs[0]) << m;
   }
 }
 
@@ -390,18 +435,18 @@ TEST(Cg, ElasticityBcsrAllMethodsAndPcsMatchDirectSolve) {
 TEST(Cg, MatrixFreeAndAssembledPoissonGiveTheSameIterates) {
   // The two operators give bitwise the same products, and the solver is deterministic.
   System a = poisson({8, 7, 6}, false), b = poisson({8, 7, 6}, true);
-  for (auto m : all_methods) {
+  for (const auto& m : all_methods) {
     std::vector<double> xa, xb;
     const auto ra = solve(a, m, PcKind::jacobi, 1e-8, xa);
     const auto rb = solve(b, m, PcKind::jacobi, 1e-8, xb);
-    EXPECT_EQ(ra.iterations, rb.iterations) << solvers::to_string(m);
-    EXPECT_EQ(xa, xb) << solvers::to_string(m);
+    EXPECT_EQ(ra.iterations, rb.iterations) << m;
+    EXPECT_EQ(xa, xb) << m;
   }
 }
 
 TEST(Cg, BlockingAndNonblockingReductionsAgree) {
   System s = poisson({8, 7, 6}, true);
-  for (auto m : {CgMethod::pipecg, CgMethod::groppcg})
+  for (const auto& m : overlapping_methods)
     for (auto pc : all_pcs) {
       std::vector<double> x1, x2;
       const auto a = solve(s, m, pc, 1e-6, x1, true);
@@ -413,19 +458,19 @@ TEST(Cg, BlockingAndNonblockingReductionsAgree) {
 
 TEST(Cg, ResidualReplacementKeepsTrueResidualBelowTolerance) {
   System s = poisson({8, 7, 6}, false);
-  for (auto m : all_methods)
+  for (const auto& m : all_methods)
     for (auto pc : {PcKind::none, PcKind::bjacobi_ic0}) {
       std::vector<double> x;
       const auto r = solve(s, m, pc, 1e-10, x, true, 4);
       SCOPED_TRACE(label(m, pc));
-      EXPECT_EQ(r.stop, CgStop::converged) << r.message;
+      EXPECT_EQ(r.stop, core::StopReason::converged) << r.message;
       EXPECT_LE(r.true_residual, 1e-10);
       EXPECT_GE(r.stats.replacements, 1);
       EXPECT_LE(error_vs_direct(s, x), 1e-8);
     }
 }
 
-// ---- plain references: each method as its listing reads (paper 004, section 2), one vector
+// ---- plain references: each method as its listing reads (Horikoshi et al., 2022, section 2), one vector
 // operation at a time, no fusion, no replacement. desync's fused iterations must follow them to
 // rounding (the fused kernels sum their dot products in another order).
 
@@ -440,13 +485,12 @@ class Plain {
   using V = std::vector<double>;
   Plain(linalg::Operator& A, PcKind pc) : A_(A), M_(solvers::make_preconditioner(pc, A)) {}
 
-  PlainRun run(CgMethod m, const V& b, int iterations) {
-    switch (m) {
-      case CgMethod::cg: return pcg(b, iterations);
-      case CgMethod::cg_cg: return cg_cg(b, iterations);
-      case CgMethod::pipecg: return pipecg(b, iterations);
-      case CgMethod::groppcg: return groppcg(b, iterations);
-    }
+  PlainRun run(const std::string& m, const V& b, int iterations) {
+    if (m == "cg") return pcg(b, iterations);
+    if (m == "cg-cg") return cg_cg(b, iterations);
+    if (m == "pipecg") return pipecg(b, iterations);
+    if (m == "groppcg") return groppcg(b, iterations);
+    ADD_FAILURE() << "the registered method " << m << " has no plain reference here";
     return {};
   }
 
@@ -583,7 +627,7 @@ class Plain {
 void check_against_plain(System& s, int iterations, double tol) {
   for (auto pc : all_pcs) {
     Plain plain(*s.op, pc);
-    for (auto m : all_methods) {
+    for (const auto& m : all_methods) {
       const PlainRun ref = plain.run(m, s.b, iterations);
       for (int mode : {0, 1, 2}) {  // MPI_Iallreduce, MPI_Allreduce, recursive doubling
         const bool nonblocking = mode != 1;
@@ -593,11 +637,11 @@ void check_against_plain(System& s, int iterations, double tol) {
         o.pc = pc;
         o.nonblocking = nonblocking;
         o.doubling = mode == 2;
-        o.rtol = 1e-30;  // no convergence test fires: the run stops at max_iters
-        o.max_iters = iterations;
+        o.iteration.tol = 1e-30;  // no convergence test fires: the run stops at max_iters
+        o.iteration.max_iters = iterations;
         std::vector<double> x(s.b.size(), 0.0);
         const CgResult r = solvers::solve_cg(*s.op, s.b, x, o);
-        EXPECT_EQ(r.stop, CgStop::max_iters) << r.message;
+        EXPECT_EQ(r.stop, core::StopReason::max_iters) << r.message;
         ASSERT_EQ(r.history.size(), ref.residuals.size());
         for (std::size_t k = 0; k < ref.residuals.size(); ++k) {
           EXPECT_EQ(r.history[k].iteration, static_cast<std::int64_t>(k));
@@ -651,13 +695,13 @@ TEST(Cg, IndefiniteMatrixBreaksDownWithAClearMessage) {
   const auto A = diagonal_matrix(comm, 16, [](std::int64_t i) { return i % 2 == 0 ? 1.0 : -1.0; });
   auto op = linalg::make_csr_operator(A, {});
   const std::vector<double> b(static_cast<std::size_t>(op->local_size()), 1.0);
-  for (auto m : all_methods) {
+  for (const auto& m : all_methods) {
     // no preconditioner: (p, Ap) = sum of +1 and -1 = 0 at the first step
     std::vector<double> x(b.size(), 0.0);
     CgOptions o;
     o.method = m;
     const auto r = solvers::solve_cg(*op, b, x, o);
-    EXPECT_EQ(r.stop, CgStop::breakdown) << solvers::to_string(m) << ": " << r.message;
+    EXPECT_EQ(r.stop, core::StopReason::breakdown) << m << ": " << r.message;
     EXPECT_NE(r.message.find("not positive definite"), std::string::npos) << r.message;
     EXPECT_FALSE(r.converged);
     EXPECT_TRUE(solvers::is_numerical_failure(r.stop));
@@ -665,7 +709,7 @@ TEST(Cg, IndefiniteMatrixBreaksDownWithAClearMessage) {
     for (auto pc : {PcKind::jacobi, PcKind::bjacobi_ic0}) {
       o.pc = pc;
       const auto f = solvers::solve_cg(*op, b, x, o);
-      EXPECT_EQ(f.stop, CgStop::pc_failed) << label(m, pc);
+      EXPECT_EQ(f.stop, core::StopReason::pc_failed) << label(m, pc);
       EXPECT_NE(f.message.find(pc == PcKind::jacobi ? "diagonal" : "pivot"), std::string::npos) << f.message;
     }
   }
@@ -675,26 +719,26 @@ TEST(Cg, NonFiniteRightHandSideIsReported) {
   System s = poisson({6, 5, 4}, false);
   if (desync_test::world_rank() == 0) s.b[0] = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> x;
-  const auto r = solve(s, CgMethod::pipecg, PcKind::none, 1e-6, x);
-  EXPECT_EQ(r.stop, CgStop::non_finite);
+  const auto r = solve(s, "pipecg", PcKind::none, 1e-6, x);
+  EXPECT_EQ(r.stop, core::StopReason::non_finite);
   EXPECT_NE(r.message.find("NaN or Inf"), std::string::npos) << r.message;
 }
 
 TEST(Cg, LimitsAndZeroRightHandSide) {
   System s = poisson({8, 7, 6}, false);
   CgOptions o;
-  o.max_iters = 5;
-  for (auto m : all_methods) {
+  o.iteration.max_iters = 5;
+  for (const auto& m : all_methods) {
     o.method = m;
     std::vector<double> x(s.b.size(), 0.0);
     const auto r = solvers::solve_cg(*s.op, s.b, x, o);
-    EXPECT_EQ(r.stop, CgStop::max_iters) << solvers::to_string(m);
+    EXPECT_EQ(r.stop, core::StopReason::max_iters) << m;
     EXPECT_EQ(r.iterations, 5);
     EXPECT_FALSE(r.converged);
     EXPECT_GT(r.true_residual, 1e-6);
     EXPECT_EQ(r.history.size(), 6u);
   }
-  o.max_iters = 100;
+  o.iteration.max_iters = 100;
   const std::vector<double> zero(s.b.size(), 0.0);
   std::vector<double> x(s.b.size(), 3.0);
   const auto r = solvers::solve_cg(*s.op, zero, x, o);

@@ -646,8 +646,8 @@ struct Solve {
 
 Solve solve(desync::linalg::Operator& A, const std::vector<double>& b) {
   desync::solvers::CgOptions o;
-  o.rtol = 1e-8;
-  o.max_iters = 60;
+  o.iteration.tol = 1e-8;
+  o.iteration.max_iters = 60;
   Solve s;
   s.x.assign(b.size(), 0.0);
   const auto r = desync::solvers::solve_cg(A, b, s.x, o);

@@ -78,6 +78,15 @@ def run(args, ranks, argv):
             return json.load(f), shlex.join(cmd)
 
 
+def registry(args):
+    """desync's registered solvers, their methods and the simulation cost kinds (`desync --registry`)."""
+    cmd = shlex.split(args.mpirun) + ["-np", "1", args.desync, "--registry"]
+    p = subprocess.run(cmd, env=child_env(), capture_output=True, text=True, timeout=120)
+    if p.returncode != 0:
+        raise SystemExit(f"calibrate: {shlex.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
+    return json.loads(p.stdout)
+
+
 def measure_rounds(args, specs, run_one=None):
     """Runs every spec (ranks, argv, {kind: per_unit}) once per round, --reps rounds, and returns
     {kind: (median, command, (min, max), runs)} of each per_unit over the rounds. Round by round, not
@@ -187,6 +196,7 @@ def main():
         link = measure_host_link(desync_sim_command(args.desync_sim), args.mpirun, args.host_calibration,
                                  script="calibrate")
     latency = float(link["latency_s"])
+    reg = registry(args)
     n, it = args.local, args.iterations
     pts = float(n) ** 3
     R = args.ranks  # every core busy, as on a node of the simulated cluster: memory bandwidth shared
@@ -222,16 +232,20 @@ def main():
     # CG's kinds with every core busy too (until 2026-11-26 with one rank: on this machine the
     # matrix-vector product then cost 1.35 times less per row, the vector work 1.1 times less, than on
     # a node whose cores all work). The phases timed (spmv, vector, pc) hold no waiting.
+    # The methods are desync's registered ones; each method's own kind is its vector work.
     cg = ["cg", "--local", str(n), "--rtol", "1e-10", "--max-iters", str(it)]
-    for method in ("cg", "cg-cg", "pipecg", "groppcg"):
-        per_unit = {f"cg.{method}.vector": lambda r: r["time_split"]["vector"] / (r["iterations"]["max"] * pts)}
-        if method == "cg":
+    cg_methods = next(s for s in reg["solvers"] if s["name"] == "cg")["methods"]
+    for i, method in enumerate(cg_methods):
+        per_unit = {kind: lambda r: r["time_split"]["vector"] / (r["iterations"]["max"] * pts)
+                    for kind in method["cost_kinds"]}
+        if i == 0:
             per_unit["poisson3d.row"] = lambda r: r["time_split"]["spmv"] / ((r["iterations"]["max"] + 1) * pts)
-        specs.append((R, cg + ["--method", method], per_unit))
+        specs.append((R, cg + ["--method", method["name"]], per_unit))
+    first = cg_methods[0]["name"]
     specs += [
-        (R, cg + ["--method", "cg", "--pc", "jacobi"],
+        (R, cg + ["--method", first, "--pc", "jacobi"],
          {"pc.jacobi": lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)}),
-        (R, cg + ["--method", "cg", "--pc", "bjacobi-ic0"],
+        (R, cg + ["--method", first, "--pc", "bjacobi-ic0"],
          {"pc.bjacobi-ic0": lambda r: r["time_split"]["pc"] / ((r["iterations"]["max"] + 1) * pts)}),
     ]
     s = args.schwarz_local
@@ -249,6 +263,14 @@ def main():
              "--check-every", "200000"],
          {"halo.message": lambda r: message_overhead(r, latency)}),
     ]
+    # Every kind desync registers is measured here or set below (pc.none, csr.entry): a cost model
+    # without one is refused by a simulated run.
+    derived = {"pc.none", "csr.entry"}
+    covered = {k for _, _, per_unit in specs for k in per_unit} | derived
+    wanted = {k["name"] for k in reg["shared_cost_kinds"]} | {k for s in reg["solvers"] for k in s["cost_kinds"]}
+    if wanted - covered:
+        raise SystemExit(f"calibrate: desync registers cost kinds that nothing here measures: "
+                         f"{', '.join(sorted(wanted - covered))}")
     measured = measure_rounds(args, specs)
     costs = {k: v[0] for k, v in measured.items()}
     commands = {k: v[1] for k, v in measured.items()}

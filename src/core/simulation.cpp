@@ -25,21 +25,19 @@ namespace {
 
 // The model, read once per rank. SMPI runs the ranks as threads of one process; desync-sim asks
 // for privatised globals, and the table is keyed by rank so it stays right without.
-// The kinds of work charged (docs/simulation.md), each named where it is done.
-constexpr const char* cost_kinds[] = {
-    "jacobi.update", "jacobi.update_residual", "halo.element", "pde.at.element", "pde.burgers3d.update",
-    "pde.advection_diffusion1d.update", "poisson3d.row", "csr.entry", "cg.cg.vector", "cg.cg-cg.vector",
-    "cg.pipecg.vector", "cg.groppcg.vector", "pc.none", "pc.jacobi", "pc.bjacobi-ic0", "schwarz.solve",
-    "schwarz.residual"};
-// Kinds a cost model may leave out (then charged nothing): those added after cost models were
-// recorded that runs still use (docs/data). Since 2026-11-26: halo.message, desync's own work per
-// message a channel sends or takes in, beyond the link's latency; halo.open, the host's time to open
-// a plan exchange (bench/simgrid/calibrate.py).
-constexpr const char* optional_cost_kinds[] = {"halo.message", "halo.open"};
+std::mutex mutex;  ///< guards the declared kinds and the models
+
+/// The kinds of work a run may charge (declare_cost_kinds), as the solvers and the run layer
+/// register them. Every rank declares the same list.
+std::vector<CostKind>& declared_kinds() {
+  static std::vector<CostKind> kinds;
+  return kinds;
+}
 
 bool optional_kind(std::string_view kind) {
-  for (const char* k : optional_cost_kinds)
-    if (kind == k) return true;
+  std::lock_guard lock(mutex);
+  for (const auto& k : declared_kinds())
+    if (k.optional && kind == k.name) return true;
   return false;
 }
 
@@ -58,7 +56,6 @@ struct Model {
 };
 
 const Model& model() {
-  static std::mutex mutex;
   static std::map<int, Model> models;
   int rank = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
@@ -102,8 +99,9 @@ const Model& model() {
   // Every kind a run may charge, checked now (a rank failing later, mid-exchange, would leave its
   // neighbours waiting).
   std::string missing;
-  for (const char* kind : cost_kinds)
-    if (m.costs.find(kind) == m.costs.end()) missing += std::string(missing.empty() ? "" : ", ") + kind;
+  for (const auto& kind : declared_kinds())
+    if (!kind.optional && m.costs.find(kind.name) == m.costs.end())
+      missing += (missing.empty() ? "" : ", ") + kind.name;
   if (!missing.empty())
     throw InputError(fmt::format("DESYNC_SIM {}: the cost model has no seconds per unit for {} (calibrate with "
                                  "bench/simgrid/calibrate.py)",
@@ -112,6 +110,11 @@ const Model& model() {
 }
 
 }  // namespace
+
+void declare_cost_kinds(std::vector<CostKind> kinds) {
+  std::lock_guard lock(mutex);
+  declared_kinds() = std::move(kinds);
+}
 
 namespace {
 /// Advances this rank's simulated clock by executing `flops` on its host. smpi_execute(seconds)

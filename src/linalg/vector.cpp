@@ -179,8 +179,8 @@ Sums update_pqxr_jacobi(double alpha, double beta, CVec w, Vec p, Vec q, Vec x, 
   return {ru, rr, 0.0};
 }
 
-Sums update_pipecg(double alpha, double beta, CVec nv, CVec m, Vec z, Vec q, Vec s, Vec p, Vec x, Vec r, Vec u,
-                   Vec w) {
+Sums update_pipelined_cg(double alpha, double beta, CVec nv, CVec m, Vec z, Vec q, Vec s, Vec p, Vec x, Vec r,
+                         Vec u, Vec w) {
   const double* np = nv.data();
   const double* mp = m.data();
   double* zp = z.data();
@@ -217,7 +217,7 @@ Sums update_pipecg(double alpha, double beta, CVec nv, CVec m, Vec z, Vec q, Vec
   return {ru, wu, rr};
 }
 
-Sums update_pipecg_plain(double alpha, double beta, CVec nv, Vec z, Vec s, Vec p, Vec x, Vec r, Vec w) {
+Sums update_pipelined_cg_plain(double alpha, double beta, CVec nv, Vec z, Vec s, Vec p, Vec x, Vec r, Vec w) {
   const double* np = nv.data();
   double* zp = z.data();
   double* sp = s.data();

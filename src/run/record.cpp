@@ -252,7 +252,7 @@ void write_json(const RunRecord& r, const std::string& path) {
   j["process_grid"] = index3(r.process_grid);
   j["global_size"] = index3(r.global_size);
   j["unknowns"] = r.unknowns;
-  j["options"] = options_json(r.options);
+  j["options"] = options_json<json>(r.options);
   j["tolerance"] = r.tolerance;
   j["converged"] = r.converged;
   j["stop_reason"] = core::to_string(r.stop_reason);

@@ -1,5 +1,6 @@
 #include "desync/run/registry.hpp"
 
+#include <nlohmann/json.hpp>
 #include <stdexcept>
 
 namespace desync::run {
@@ -29,6 +30,45 @@ const SolverRegistry& solver_registry() {
     return r;
   }();
   return registry;
+}
+
+std::vector<core::CostKind> shared_cost_kinds() {
+  return {
+      {"halo.element"},    // packing or unpacking one ghost value (communication/)
+      {"poisson3d.row"},   // a row of the matrix-free Poisson operator (problems/poisson3d.cpp)
+      {"csr.entry"},       // an entry of an assembled operator's product (linalg/csr_operator.cpp)
+      // Optional: added on 2026-11-26, after cost models that runs still use were recorded
+      // (docs/data). desync's own work per message a channel sends or takes in, beyond the link's
+      // latency; the host's time to open a plan exchange (bench/simgrid/calibrate.py).
+      {"halo.message", true},
+      {"halo.open", true},
+  };
+}
+
+std::vector<core::CostKind> all_cost_kinds(const SolverRegistry& registry) {
+  std::vector<core::CostKind> kinds = shared_cost_kinds();
+  for (const auto& s : registry.solvers())
+    for (const auto& k : s.cost_kinds) kinds.push_back({k});
+  return kinds;
+}
+
+std::string registry_json(const SolverRegistry& registry) {
+  nlohmann::ordered_json j;
+  j["solvers"] = nlohmann::ordered_json::array();
+  for (const auto& s : registry.solvers()) {
+    nlohmann::ordered_json methods = nlohmann::ordered_json::array();
+    for (const auto& m : s.methods)
+      methods.push_back({{"name", m.name}, {"description", m.description}, {"cost_kinds", m.cost_kinds}});
+    j["solvers"].push_back({{"name", s.name},
+                            {"description", s.description},
+                            {"method_option", s.method_option},
+                            {"methods", methods},
+                            {"cost_kinds", s.cost_kinds}});
+  }
+  j["shared_cost_kinds"] = nlohmann::ordered_json::array();
+  for (const auto& k : shared_cost_kinds())
+    j["shared_cost_kinds"].push_back({{"name", k.name}, {"optional", k.optional}});
+  return j.dump(2);
 }
 
 }  // namespace desync::run

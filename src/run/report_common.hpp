@@ -39,6 +39,18 @@ inline nlohmann::json history_json(const std::vector<core::HistoryPoint>& histor
   return {{"time", ht}, {"iteration", hi}, {"residual", hr}};
 }
 
+/// Runs `write` (which saves an output file); what it throws becomes rank 0's I/O error message,
+/// which finish_run reports after the record (empty: written, or not rank 0).
+template <class Write>
+std::string output_error(int rank, Write&& write) {
+  try {
+    write();
+  } catch (const std::exception& e) {
+    if (rank == 0) return e.what();
+  }
+  return {};
+}
+
 /// The sizes of the blocks of `global` split over the process grid `dims`: "AxBxC", or
 /// "AxBxC to DxExF" when the split is uneven.
 inline std::string local_sizes(const decomposition::Index3& global, const decomposition::Index3& dims) {

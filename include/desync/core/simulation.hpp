@@ -8,17 +8,33 @@
 //   simulated seconds = units x seconds_per_unit[kind] / rank_speed[rank],
 // read from the JSON file named by the environment variable DESYNC_SIM (written by desync-sim:
 // {"costs": {kind: seconds per unit}, "rank_speed": [...], "platform": {...}, ...}). The kinds
-// are named where the work is done ("jacobi.update", "halo.element", ...; docs/simulation.md lists
-// them). In an ordinary build every function here is free: charge() does nothing, pause() spins.
+// are named where the work is done and registered by what does it: each solver and each CG method
+// with its registration, the layers beneath them in the run layer's list (run/registry.hpp);
+// `desync --registry` prints them and docs/simulation.md describes them. core names none of them.
+// In an ordinary build every function here is free: charge() does nothing, pause() spins.
 #include <string>
+#include <vector>
 
 namespace desync::core {
 
+/// A kind of work that a run may charge, as its owner registers it.
+struct CostKind {
+  std::string name;       ///< e.g. "halo.element"
+  /// A cost model may leave it out (then it is charged nothing): a kind added after cost models
+  /// were recorded that runs still use (docs/data).
+  bool optional = false;
+};
+
 #ifdef DESYNC_SMPI
 inline constexpr bool simulated_build = true;
+/// Declares every kind a run may charge, before the first charge() or simulation_description() of
+/// this rank: reading the cost model then checks that it has each kind that is not optional (a
+/// rank failing later, mid-exchange, would leave its neighbours waiting). A kind that is not
+/// declared is looked up only when charged, and must be in the model.
+void declare_cost_kinds(std::vector<CostKind> kinds);
 /// Charges `units` units of work of `kind` to this rank's simulated clock. Throws InputError when
-/// DESYNC_SIM is missing or has no cost for `kind`, unless the kind is optional ("halo.message",
-/// "halo.open": then nothing is charged).
+/// DESYNC_SIM is missing or has no cost for `kind`, unless the kind is declared optional (then
+/// nothing is charged).
 void charge(const char* kind, double units);
 /// As charge(), but the work is executed with this rank's next charge() or pause(), added to its
 /// execution: for work done at many small points (each message a channel sends or takes in), so
@@ -28,6 +44,7 @@ void charge(const char* kind, double units);
 void charge_deferred(const char* kind, double units);
 #else
 inline constexpr bool simulated_build = false;
+inline void declare_cost_kinds(std::vector<CostKind>) {}
 inline void charge(const char*, double) {}
 inline void charge_deferred(const char*, double) {}
 #endif

@@ -46,11 +46,11 @@ double update_pqxr(double alpha, double beta, CVec u, CVec w, Vec p, Vec q, Vec 
 Sums update_pqxr_jacobi(double alpha, double beta, CVec w, Vec p, Vec q, Vec x, Vec r, CVec d, Vec u);
 /// Pipelined CG, preconditioned: z = n + beta z; q = m + beta q; s = w + beta s; p = u + beta p;
 /// x += alpha p; r -= alpha s; u -= alpha q; w -= alpha z; returns {(r, u), (w, u), (r, r)}.
-Sums update_pipecg(double alpha, double beta, CVec n, CVec m, Vec z, Vec q, Vec s, Vec p, Vec x, Vec r,
-                   Vec u, Vec w);
+Sums update_pipelined_cg(double alpha, double beta, CVec n, CVec m, Vec z, Vec q, Vec s, Vec p, Vec x, Vec r,
+                         Vec u, Vec w);
 /// Pipelined CG without preconditioner (u = r, m = w, q = s): z = n + beta z; s = w + beta s;
 /// p = r + beta p; x += alpha p; r -= alpha s; w -= alpha z; returns {(r, r), (w, r), (r, r)}.
-Sums update_pipecg_plain(double alpha, double beta, CVec n, Vec z, Vec s, Vec p, Vec x, Vec r, Vec w);
+Sums update_pipelined_cg_plain(double alpha, double beta, CVec n, Vec z, Vec s, Vec p, Vec x, Vec r, Vec w);
 /// Gropp's CG: x += alpha p; r -= alpha s; u -= alpha q; returns {(r, u), (r, r)}.
 Sums update_xru(double alpha, CVec p, CVec s, CVec q, Vec x, Vec r, Vec u);
 /// x += alpha p; r -= alpha s; returns {(r, r)}.

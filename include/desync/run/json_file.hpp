@@ -10,16 +10,19 @@
 
 namespace desync::run {
 
-/// The "options" object: every option's effective value under its key.
-inline nlohmann::json options_json(const std::vector<std::pair<std::string, std::string>>& options) {
-  nlohmann::json opts = nlohmann::json::object();
+/// The "options" object: every option's effective value under its key (Json: nlohmann::json, or
+/// nlohmann::ordered_json to keep the order of a document that lists its keys in order).
+template <class Json = nlohmann::json>
+Json options_json(const std::vector<std::pair<std::string, std::string>>& options) {
+  Json opts = Json::object();
   for (const auto& [k, v] : options) opts[k] = v;
   return opts;
 }
 
 /// Writes a JSON document (indented by 2, a newline at the end); throws std::runtime_error if the
 /// file cannot be written.
-inline void write_json_file(const nlohmann::json& j, const std::string& path) {
+template <class Json>
+void write_json_file(const Json& j, const std::string& path) {
   std::ofstream out(path);
   if (!out) throw std::runtime_error("cannot write JSON output '" + path + "'");
   out << j.dump(2) << "\n";

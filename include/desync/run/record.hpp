@@ -80,8 +80,8 @@ struct SummaryLine {
 struct RunRecord {
   // Identification and set-up.
   std::string solver;       ///< the registered name, e.g. "jacobi"
-  std::string method;       ///< the method or mode, e.g. "pipecg", "async"
-  std::string headline;     ///< the rest of the summary's first line, e.g. "method pipecg, pc jacobi"
+  std::string method;       ///< the method or mode, e.g. "cg", "async"
+  std::string headline;     ///< the rest of the summary's first line, e.g. "method cg, pc jacobi"
   int ranks = 1;
   std::string mpi_library;  ///< mpi_library_version()
   std::optional<decomposition::Index3> process_grid;  ///< grid problems only

@@ -3,13 +3,17 @@
 // `desync <solver> ...` dispatches through it and `desync --help` lists it. Each solver's command
 // (its options, their checks, its run and its report section) lives in one file of the run layer,
 // src/run/solvers/<name>.cpp, and is registered by one line of register_all_solvers()
-// (src/run/registry.cpp); docs/design.md, "Adding a solver", has the steps.
+// (src/run/registry.cpp); docs/design.md, "Adding a solver", has the steps. The registry also
+// holds the simulation cost kinds (core/simulation.hpp) of every solver and method, and of the
+// layers beneath them (shared_cost_kinds); `desync --registry` prints it all as JSON.
 #include <mpi.h>
 
 #include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
+
+#include "desync/core/simulation.hpp"
 
 namespace CLI {
 class App;
@@ -20,6 +24,9 @@ namespace desync::run {
 /// One method (or mode) of a solver: its --method / --mode value and a one-line description.
 struct MethodInfo {
   std::string name, description;
+  /// The simulation cost kinds that this method charges of its solver's (e.g. a CG method's vector
+  /// work); empty where every method charges the same kinds.
+  std::vector<std::string> cost_kinds = {};
 };
 
 /// One run of a solver's command: created by the registry, given its options by CLI11, asked for
@@ -50,6 +57,9 @@ struct SolverInfo {
   std::string method_option;        ///< the option choosing among `methods`, e.g. "--method"
   std::vector<MethodInfo> methods;  ///< its methods or modes
   std::unique_ptr<SolverCommand> (*create)();  ///< a fresh command with its default options
+  /// Every simulation cost kind a run of it may charge beyond shared_cost_kinds(), its methods'
+  /// included (core/simulation.hpp).
+  std::vector<std::string> cost_kinds;
 };
 
 /// The table: solvers in registration order, looked up by name.
@@ -71,6 +81,15 @@ void register_all_solvers(SolverRegistry& registry);
 
 /// The registry with register_all_solvers() applied, built on first use.
 const SolverRegistry& solver_registry();
+
+/// The simulation cost kinds of the layers beneath the solvers, which every solver's runs may
+/// charge: the ghost exchange's, the operators'.
+std::vector<core::CostKind> shared_cost_kinds();
+/// Every kind a run may charge: shared_cost_kinds() and each registered solver's.
+std::vector<core::CostKind> all_cost_kinds(const SolverRegistry& registry);
+/// The registry as JSON (`desync --registry`): each solver with its description, its methods and
+/// its cost kinds, and the shared cost kinds. Tests and bench/simgrid/calibrate.py read it.
+std::string registry_json(const SolverRegistry& registry);
 
 // The registration functions of the solvers (their command files, src/run/solvers/).
 SolverInfo jacobi_solver();

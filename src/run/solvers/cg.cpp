@@ -1,8 +1,9 @@
-// `desync cg`: the conjugate gradient family (cg, cg-cg, pipecg, groppcg) on poisson3d,
-// elasticity3d or a Matrix Market matrix. The command's options and their checks, its run, and its
-// section of the run record (docs/output.md).
+// `desync cg`: the conjugate gradient family (its registered methods, solvers/cg/cg.hpp) on
+// poisson3d, elasticity3d or a Matrix Market matrix. The command's options and their checks, its
+// run, and its section of the run record (docs/output.md).
 //
-//   mpirun -np 4 desync cg --method pipecg --pc bjacobi-ic0 --global 64
+//   mpirun -np 4 desync cg --pc bjacobi-ic0 --global 64
+//   mpirun -np 4 desync cg --method <method> ...     (the method files, src/solvers/cg/, show each)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -35,11 +36,20 @@ namespace desync::run {
 namespace cg_command {
 namespace {
 
-/// The methods, from the one list of the CG family (solvers::cg_methods).
+/// The methods, from the CG family's registry.
 std::vector<MethodInfo> methods() {
   std::vector<MethodInfo> m;
-  for (const auto& info : solvers::cg_methods) m.push_back({info.name, info.description});
+  for (const auto& info : solvers::cg_method_registry().methods())
+    m.push_back({info.name, info.description, {info.vector_cost}});
   return m;
+}
+
+/// The names of the methods that overlap their reductions, for --reduction's help.
+std::string overlapping_methods() {
+  std::string names;
+  for (const auto& info : solvers::cg_method_registry().methods())
+    if (info.overlaps_reduction) names += (names.empty() ? "" : ", ") + info.name;
+  return names;
 }
 
 class CgCommand final : public SolverCommand {
@@ -64,9 +74,9 @@ class CgCommand final : public SolverCommand {
   /// Effective values, for the JSON record.
   std::vector<std::pair<std::string, std::string>> effective() const;
 
-  std::string method = "cg";              // --method
+  std::string method = solvers::CgOptions{}.method;  // --method (CgOptions's default)
   std::string pc = "none";                // --pc
-  std::string reduction = "nonblocking";  // --reduction (pipecg, groppcg)
+  std::string reduction = "nonblocking";  // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
   std::string matrix_path;                // --matrix A.mtx (replaces --problem)
   std::string rhs_path;                   // --rhs b.mtx (with --matrix; default A * 1)
@@ -107,10 +117,11 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--method", method, detail::method_help(methods()))->capture_default_str();
   app.add_option("--pc", pc, "Preconditioner: none | jacobi | bjacobi-ic0")->capture_default_str();
   app.add_option("--reduction", reduction,
-                 "pipecg, groppcg: dot products by MPI_Iallreduce overlapped with the preconditioner and the "
-                 "matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive "
-                 "doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by "
-                 "--progress test's polls)")
+                 "Methods that overlap their reductions (" + overlapping_methods() +
+                     "): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector "
+                     "product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over "
+                     "point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by "
+                     "--progress test's polls)")
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
   app.add_option("--matrix", matrix_path, "Solve with this Matrix Market matrix (symmetric positive definite)");
@@ -133,7 +144,7 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--young", young, "elasticity3d: Young's modulus E")->capture_default_str();
   app.add_option("--poisson-ratio", poisson_ratio, "elasticity3d: Poisson's ratio nu")->capture_default_str();
   app.add_option("--load", load, "elasticity3d: total traction on the face z = 1")->capture_default_str();
-  app.add_option("--rtol", rtol, "Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual)")
+  app.add_option("--rtol,--tol", rtol, "Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual); --tol is the same")
       ->capture_default_str();
   app.add_option("--max-iters", max_iters, "Stop after this many iterations")->capture_default_str();
   app.add_option("--time-limit", time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
@@ -152,7 +163,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   int nranks = 1;
   MPI_Comm_size(comm, &nranks);
   auto& s = solver;
-  s.method = solvers::parse_cg_method(method);
+  s.method = solvers::find_cg_method(method).name;
   s.pc = solvers::parse_pc(pc);
   s.nonblocking = reduction == "nonblocking" || reduction == "doubling";
   s.doubling = reduction == "doubling";
@@ -160,11 +171,11 @@ void CgCommand::finalise(MPI_Comm comm) {
     throw InputError("--reduction '" + reduction + "': unknown reduction (expected blocking, nonblocking or doubling)");
   if (!(rtol > 0) || !std::isfinite(rtol)) throw InputError(fmt::format("--rtol {}: must be > 0", rtol));
   if (!(rtol < 1)) throw InputError(fmt::format("--rtol {}: must be < 1", rtol));
-  s.rtol = rtol;
+  s.iteration.tol = rtol;
   if (max_iters < 0) throw InputError("--max-iters must be >= 0");
-  s.max_iters = max_iters;
+  s.iteration.max_iters = max_iters;
   if (!(time_limit >= 0) || !std::isfinite(time_limit)) throw InputError("--time-limit must be >= 0 seconds");
-  s.time_limit = time_limit;
+  s.iteration.time_limit = time_limit;
   if (replace_every < 0) throw InputError("--replace-every must be >= 0 (0: never)");
   s.replace_every = replace_every;
   if (monitor_every < 1) throw InputError("--monitor-every must be >= 1");
@@ -317,7 +328,7 @@ int CgCommand::run(MPI_Comm comm) {
 
   RunRecord r;
   r.solver = "cg";
-  r.method = solvers::to_string(solver.method);
+  r.method = solver.method;
   r.ranks = size;
   r.mpi_library = mpi_library_version();
   if (grid) {
@@ -326,7 +337,7 @@ int CgCommand::run(MPI_Comm comm) {
   }
   r.unknowns = A->global_size();
   r.options = effective();
-  r.tolerance = solver.rtol;
+  r.tolerance = solver.iteration.tol;
   r.converged = result.converged;
   r.stop_reason = result.stop;
   r.message = result.message;
@@ -341,8 +352,7 @@ int CgCommand::run(MPI_Comm comm) {
   r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
 
   if (rank == 0) {
-    const bool overlapping =
-        solver.method == solvers::CgMethod::pipecg || solver.method == solvers::CgMethod::groppcg;
+    const bool overlapping = solvers::find_cg_method(solver.method).overlaps_reduction;
     const std::string red =
         overlapping && solver.nonblocking ? (solver.doubling ? "recursive doubling" : "iallreduce") : "allreduce";
     const std::string pc_name = solvers::to_string(solver.pc);
@@ -398,8 +408,8 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<CgCommand>(); 
 }  // namespace cg_command
 
 SolverInfo cg_solver() {
-  return {"cg", "Conjugate gradients (cg, cg-cg, pipecg, groppcg) on poisson3d, elasticity3d or a matrix", "--method",
-          cg_command::methods(), &cg_command::create};
+  return {"cg", "Conjugate gradients on poisson3d, elasticity3d or a matrix", "--method", cg_command::methods(),
+          &cg_command::create, solvers::cg_cost_kinds()};
 }
 
 }  // namespace desync::run

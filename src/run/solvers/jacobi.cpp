@@ -309,14 +309,8 @@ int JacobiCommand::run(MPI_Comm comm) {
     fill_section(r, transport_text, red, solver);
   }
 
-  std::string io_error;
-  if (!save_path.empty()) {
-    try {
-      save_field(grid, u, save_path);
-    } catch (const std::exception& e) {
-      if (rank == 0) io_error = e.what();
-    }
-  }
+  const std::string io_error =
+      save_path.empty() ? "" : detail::output_error(rank, [&] { save_field(grid, u, save_path); });
   return finish_run(comm, r, quiet, json_path, io_error);
 }
 
@@ -327,7 +321,8 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>
 
 SolverInfo jacobi_solver() {
   return {"jacobi", "Jacobi's method on the 3D Laplace problem, sync, async or racy (Bethune et al.)", "--mode",
-          detail::method_list(solvers::jacobi_modes), &jacobi_command::create};
+          detail::method_list(solvers::jacobi_modes), &jacobi_command::create,
+          {"jacobi.update", "jacobi.update_residual"}};  // a sweep, with or without the residual, per point
 }
 
 }  // namespace desync::run

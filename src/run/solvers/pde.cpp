@@ -395,11 +395,8 @@ int PdeCommand::run(MPI_Comm comm) {
         const auto dot = path.find_last_of('.');
         path = path.substr(0, dot) + fmt::format("_{:06d}", step) + path.substr(dot);
       }
-      try {
-        save_field(grid, f, path);
-      } catch (const std::exception& e) {
-        if (rank == 0 && io_error.empty()) io_error = e.what();
-      }
+      const std::string error = detail::output_error(rank, [&] { save_field(grid, f, path); });
+      if (io_error.empty()) io_error = error;
     };
   }
   if (monitor && rank == 0)
@@ -452,7 +449,9 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<PdeCommand>();
 
 SolverInfo pde_solver() {
   return {"pde", "Explicit PDE time stepping, sync or weakly synchronous with asynchrony-tolerant stencils (Aditya et al.)",
-          "--mode", detail::method_list(solvers::pde_modes), &pde_command::create};
+          "--mode", detail::method_list(solvers::pde_modes), &pde_command::create,
+          // each problem's update per point and variable; the halo approximation per value
+          {"pde.burgers3d.update", "pde.advection_diffusion1d.update", "pde.at.element"}};
 }
 
 }  // namespace desync::run

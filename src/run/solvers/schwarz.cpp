@@ -290,18 +290,13 @@ int SchwarzCommand::run(MPI_Comm comm) {
     r.details = details.dump();
   }
 
-  std::string io_error;
-  if (!save_path.empty()) {
-    try {
-      decomposition::Field f(grid.local());
-      for (int k = 0, p = 0; k < grid.local()[2]; ++k)
-        for (int j = 0; j < grid.local()[1]; ++j)
-          for (int i = 0; i < grid.local()[0]; ++i, ++p) f(i, j, k) = u[static_cast<std::size_t>(p)];
-      save_field(grid, f, save_path);
-    } catch (const std::exception& e) {
-      if (rank == 0) io_error = e.what();
-    }
-  }
+  const std::string io_error = save_path.empty() ? "" : detail::output_error(rank, [&] {
+    decomposition::Field f(grid.local());
+    for (int k = 0, p = 0; k < grid.local()[2]; ++k)
+      for (int j = 0; j < grid.local()[1]; ++j)
+        for (int i = 0; i < grid.local()[0]; ++i, ++p) f(i, j, k) = u[static_cast<std::size_t>(p)];
+    save_field(grid, f, save_path);
+  });
   return finish_run(comm, r, quiet, json_path, io_error);
 }
 
@@ -312,7 +307,8 @@ std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand
 
 SolverInfo schwarz_solver() {
   return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace), sync or async (Yamazaki et al.)",
-          "--mode", detail::method_list(solvers::schwarz_modes), &schwarz_command::create};
+          "--mode", detail::method_list(solvers::schwarz_modes), &schwarz_command::create,
+          {"schwarz.solve", "schwarz.residual"}};  // a subdomain solve, a residual, per unknown
 }
 
 }  // namespace desync::run

@@ -1,49 +1,153 @@
-// The CG family's names, the dispatch from a method to its file, and the per-rank statistics. The
-// methods: pcg.cpp (cg), cg_cg.cpp (cg-cg), pipecg.cpp, groppcg.cpp; what they share: cg_base.hpp.
-#include "desync/solvers/cg/cg.hpp"
-
+// cg: preconditioned conjugate gradients, Horikoshi et al. (2022), Algorithm 1 (lines cited beside the code).
+// Two blocking reductions per iteration: {(p, q)}, then {(r, u), (r, r), time flag}.
+//
+// Departures from the listing: x^(k+1) = x^(k) + alpha_k p^(k) (line 5) is deferred and fused with
+// p^(k+1) = u^(k+1) + beta_{k+1} p^(k) (line 10), unless a stop or a replacement needs x first; with
+// jacobi, u = M^-1 r (line 7) is fused with r's update (line 6); (r, r) for the convergence check
+// joins the reduction of rho (line 8).
+//
+//   mpirun -np 4 desync cg --method cg --pc jacobi --global 64
 #include "cg_base.hpp"
-#include "desync/core/error.hpp"
 
-namespace desync::solvers {
+namespace desync::solvers::detail {
 
-const char* to_string(CgMethod m) {
-  for (const auto& info : cg_methods)
-    if (info.method == m) return info.name;
-  return "?";
-}
+namespace {
 
-CgMethod parse_cg_method(const std::string& name) {
-  std::string names;
-  for (std::size_t i = 0; i < cg_methods.size(); ++i) {
-    if (name == cg_methods[i].name) return cg_methods[i].method;
-    names += (i == 0 ? "" : i + 1 == cg_methods.size() ? " or " : ", ") + std::string(cg_methods[i].name);
+/// Algorithm 1's vectors.
+struct CgVectors {
+  Vec r;  ///< residual r^(k)
+  Vec p;  ///< search direction p^(k)
+  Vec q;  ///< q^(k) = A p^(k)
+  Vec t;  ///< scratch of b - A x
+  Vec u;  ///< u^(k) = M^-1 r^(k) (aliases r when M = I)
+};
+
+void run_cg(CgBase& s) {
+  const bool id = s.identity();
+  auto block = s.allocate(id ? 4 : 5);
+  CgVectors v;
+  v.r = block.next();
+  v.p = block.next();
+  v.q = block.next();
+  v.t = block.next();
+  v.u = id ? v.r : block.next();
+  const CVec dinv = s.inverse_diagonal();
+  const Vec x = s.x();
+  auto& sum = s.sum();
+
+  double g[3];  // {(r, u), (r, r), time flag}, summed
+  auto precondition_r = [&](double rr) {
+    // u <- M^-1 r  (line 7, or line 1);  rho = (r, u)  (line 8, or line 1)
+    g[0] = id ? rr : s.precondition_dot(v.r, v.u);
+    g[1] = rr;
+    g[2] = s.time_flag();
+    sum.sum_now(g, 3);
+  };
+  // r^(0) <- b - A x^(0)  (line 1)
+  precondition_r(s.recompute_residual(v.r, v.t));
+  double rho = g[0];
+  std::int64_t k = 0;
+  Verdict verdict = s.check(k, g[1], g[2]);
+  if (verdict == Verdict::candidate) {
+    if (s.verify(k, v.r, v.t)) return;
+    precondition_r(s.last_local_rr());
+    rho = g[0];
+  } else if (verdict == Verdict::stop) {
+    return;
   }
-  throw InputError("--method '" + name + "': unknown method (expected " + names + ")");
-}
-
-CgResult solve_cg(linalg::Operator& A, std::span<const double> b, std::span<double> x, const CgOptions& options) {
-  CgResult res;
+  if (!s.positive_gamma(rho, k)) return;
   {
-    detail::CgBase s(A, b, x, options, res);
-    const double t0 = detail::now();
-    if (s.start()) {
-      switch (options.method) {  // one file per method
-        case CgMethod::cg: detail::run_pcg(s); break;
-        case CgMethod::cg_cg: detail::run_cg_cg(s); break;
-        case CgMethod::pipecg: detail::run_pipecg(s); break;
-        case CgMethod::groppcg: detail::run_groppcg(s); break;
-      }
-      s.finish();
-    }
-    res.stats.time.total = detail::now() - t0;
-    s.collect();
+    // p^(0) <- u^(0)  (line 1)
+    Timed tm(s.times().vector);
+    linalg::copy(v.u, v.p);
   }
-  auto& st = res.stats;
-  st.iterations = res.iterations;
-  st.spmv = A.stats();
-  st.time.halo_wait = st.spmv.wait_seconds;
-  return res;
+  for (;;) {
+    // q <- A p  (line 3)
+    s.spmv(v.p, v.q);
+    double pq;
+    {
+      // (p, q)  (line 4), blocking
+      Timed tm(s.times().vector);
+      pq = linalg::dot(v.p, v.q);
+    }
+    sum.sum_now(&pq, 1);
+    if (!s.positive_curvature(pq, k)) return;
+    // alpha <- rho / (p, q)  (line 4)
+    const double alpha = rho / pq;
+    double ru, rr;
+    if (id) {
+      // r <- r - alpha q  (line 6); (r, r) = (r, u)  (line 8, u = r)
+      Timed tm(s.times().vector);
+      rr = ru = linalg::update_r_norm2(alpha, v.q, v.r);
+    } else if (!dinv.empty()) {
+      // r <- r - alpha q  (line 6); u <- M^-1 r  (line 7); (r, u)  (line 8), (r, r)
+      Timed tm(s.times().pc);
+      s.count_fused_pc();
+      const auto d = linalg::update_r_jacobi(alpha, v.q, v.r, dinv, v.u);
+      ru = d[0];
+      rr = d[1];
+    } else {
+      {
+        // r <- r - alpha q  (line 6); (r, r)
+        Timed tm(s.times().vector);
+        rr = linalg::update_r_norm2(alpha, v.q, v.r);
+      }
+      // u <- M^-1 r  (line 7); (r, u)  (line 8)
+      ru = s.precondition_dot(v.r, v.u);
+    }
+    ++k;
+    bool x_pending = true;  // x += alpha p (line 5) not done yet: fused into the update of p below
+    auto flush_x = [&] {
+      if (!x_pending) return;
+      // x <- x + alpha p  (line 5), on its own
+      Timed tm(s.times().vector);
+      linalg::axpy(alpha, v.p, x);
+      x_pending = false;
+    };
+    if (s.replace_due(k)) {
+      // Replacement (not in the listing): r <- b - A x, u <- M^-1 r, rho <- (r, u).
+      flush_x();
+      s.count_replacement();
+      precondition_r(s.recompute_residual(v.r, v.t));
+    } else {
+      // rho_{k+1} = (r, u)  (line 8) and ||r||^2  (line 6, check convergence): one blocking reduction
+      g[0] = ru;
+      g[1] = rr;
+      g[2] = s.time_flag();
+      sum.sum_now(g, 3);
+    }
+    verdict = s.check(k, g[1], g[2]);
+    if (verdict != Verdict::go) {
+      flush_x();
+      if (verdict == Verdict::stop || s.verify(k, v.r, v.t)) return;
+      precondition_r(s.last_local_rr());  // r is the true residual now
+    }
+    const double rho_new = g[0];
+    if (!s.positive_gamma(rho_new, k)) {
+      flush_x();
+      return;
+    }
+    // beta <- rho_{k+1} / rho_k  (line 9)
+    const double beta = rho_new / rho;
+    rho = rho_new;
+    Timed tm(s.times().vector);
+    if (x_pending)
+      // x <- x + alpha p  (line 5); p <- u + beta p  (line 10)
+      linalg::update_x_p(alpha, v.u, beta, v.p, x);
+    else
+      // p <- u + beta p  (line 10)
+      linalg::xpay(v.u, beta, v.p);
+  }
 }
 
-}  // namespace desync::solvers
+}  // namespace
+
+CgMethodInfo cg_method() {
+  return {.name = "cg",
+          .description = "preconditioned CG: two blocking reductions per iteration",
+          .overlaps_reduction = false,
+          .vector_cost = "cg.cg.vector",
+          .run = &run_cg};
+}
+
+}  // namespace desync::solvers::detail

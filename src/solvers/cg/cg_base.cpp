@@ -10,12 +10,11 @@
 
 namespace desync::solvers::detail {
 
-CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgOptions& o, CgResult& res)
-    : A_(A), b_(b), x_(x), o_(o), res_(res), n_(static_cast<std::size_t>(A.local_size())),
-      nonblocking_(o.nonblocking && (o.method == CgMethod::pipecg || o.method == CgMethod::groppcg)),
+CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgMethodInfo& method, const CgOptions& o, CgResult& res)
+    : A_(A), b_(b), x_(x), vector_cost_(method.vector_cost), o_(o), res_(res),
+      n_(static_cast<std::size_t>(A.local_size())), nonblocking_(o.nonblocking && method.overlaps_reduction),
       sum_(A.comm(), nonblocking_, o.doubling) {
   MPI_Comm_rank(A.comm(), &rank_);
-  vector_cost_ = fmt::format("cg.{}.vector", to_string(o.method));
 }
 
 void CgBase::collect() {
@@ -33,9 +32,9 @@ CgBase::VectorBlock CgBase::allocate(int count) {
 bool CgBase::positive(double value, std::int64_t k, const char* what, const char* which) {
   if (value > 0 && std::isfinite(value)) return true;
   if (!std::isfinite(value))
-    fail(CgStop::non_finite, fmt::format("non-finite value (NaN or Inf) in {} at iteration {}", what, k));
+    fail(core::StopReason::non_finite, fmt::format("non-finite value (NaN or Inf) in {} at iteration {}", what, k));
   else
-    fail(CgStop::breakdown,
+    fail(core::StopReason::breakdown,
          fmt::format("breakdown at iteration {}: {} = {:.6e} <= 0: the {} is not positive definite", k, what,
                      value, which));
   return false;
@@ -49,25 +48,25 @@ Verdict CgBase::check(std::int64_t k, double rr, double flag) {
   res_.recursive_residual = rel;
   res_.iterations = k;
   if (o_.record_history) res_.history.push_back({now() - t_start_, k, rel});
-  if (k == 0 && std::isfinite(rr)) div2_ = std::max(div2_, o_.divergence_factor * o_.divergence_factor * rr);
+  if (k == 0 && std::isfinite(rr)) div2_ = std::max(div2_, o_.iteration.divergence_factor * o_.iteration.divergence_factor * rr);
   core::Monitor{o_.monitor_every, rank_ == 0}(k, now() - t_start_, rel);
   if (!std::isfinite(rr)) {
-    fail(CgStop::non_finite, fmt::format("non-finite value (NaN or Inf) in the residual norm at iteration {}", k));
+    fail(core::StopReason::non_finite, fmt::format("non-finite value (NaN or Inf) in the residual norm at iteration {}", k));
     return Verdict::stop;
   }
   if (rr <= tol2_) return Verdict::candidate;
   if (rr > div2_) {
-    fail(CgStop::diverged, fmt::format("diverged at iteration {}: residual {:.3e} grew beyond {:.0e} times its "
+    fail(core::StopReason::diverged, fmt::format("diverged at iteration {}: residual {:.3e} grew beyond {:.0e} times its "
                                        "initial value",
-                                       k, rel, o_.divergence_factor));
+                                       k, rel, o_.iteration.divergence_factor));
     return Verdict::stop;
   }
-  if (k >= o_.max_iters) {
-    res_.stop = CgStop::max_iters;
+  if (k >= o_.iteration.max_iters) {
+    res_.stop = core::StopReason::max_iters;
     return Verdict::stop;
   }
   if (flag > 0) {
-    res_.stop = CgStop::time_limit;
+    res_.stop = core::StopReason::time_limit;
     return Verdict::stop;
   }
   return Verdict::go;
@@ -80,23 +79,23 @@ bool CgBase::verify(std::int64_t k, Vec r, Vec t) {
   res_.true_residual = std::sqrt(rr) / bnorm_;
   have_true_residual_ = true;
   if (!std::isfinite(rr)) {
-    fail(CgStop::non_finite, fmt::format("non-finite value (NaN or Inf) in the true residual at iteration {}", k));
+    fail(core::StopReason::non_finite, fmt::format("non-finite value (NaN or Inf) in the true residual at iteration {}", k));
     return true;
   }
   if (rr <= tol2_) {
-    res_.stop = CgStop::converged;
+    res_.stop = core::StopReason::converged;
     return true;
   }
   ++res_.stats.replacements;
   if (++failed_verifications_ > max_failed_verifications) {
-    res_.stop = CgStop::stagnated;
+    res_.stop = core::StopReason::stagnated;
     res_.message = fmt::format("stagnated at iteration {}: the recursive residual met the tolerance {} times but the "
                                "true residual ({:.3e}) did not",
                                k, failed_verifications_, res_.true_residual);
     return true;
   }
-  if (k >= o_.max_iters) {
-    res_.stop = CgStop::max_iters;
+  if (k >= o_.iteration.max_iters) {
+    res_.stop = core::StopReason::max_iters;
     return true;
   }
   return false;
@@ -107,7 +106,7 @@ bool CgBase::start() {
   A_.reset_stats();
   res_.stats.local_rows = A_.local_size();
   res_.stats.rank = rank_;
-  if (o_.record_history) res_.history.reserve(static_cast<std::size_t>(std::min<std::int64_t>(o_.max_iters, 100000)) + 2);
+  if (o_.record_history) res_.history.reserve(static_cast<std::size_t>(std::min<std::int64_t>(o_.iteration.max_iters, 100000)) + 2);
   double bb = linalg::dot(b_, b_);
   sum_.sum_now(&bb, 1);
   bnorm_ = std::sqrt(bb);
@@ -119,7 +118,7 @@ bool CgBase::start() {
     Timed tm(times().setup);
     try {
       pc_ = make_preconditioner(o_.pc, A_);
-      pc_cost_ = fmt::format("pc.{}", to_string(pc_->kind()));
+      pc_cost_ = pc_cost_kind(pc_->kind());
       // Progress control: each poll inside an application charges its rows (simulated cluster)
       // and advances the reduction in flight (a no-op when none is).
       if (o_.pc_poll_interval > 0)
@@ -136,32 +135,32 @@ bool CgBase::start() {
   try {
     agree_or_throw(A_.comm(), pc_error.empty(), pc_error);
   } catch (const InputError& e) {
-    fail(CgStop::pc_failed, e.what());
+    fail(core::StopReason::pc_failed, e.what());
     res_.true_residual = std::nan("");
     return false;
   }
 
   if (!std::isfinite(bnorm_)) {
-    fail(CgStop::non_finite, "non-finite value (NaN or Inf) in the right-hand side");
+    fail(core::StopReason::non_finite, "non-finite value (NaN or Inf) in the right-hand side");
     return false;
   }
   if (bnorm_ == 0) {  // A x = 0: x = 0 exactly
     linalg::fill(x_, 0.0);
-    res_.stop = CgStop::converged;
+    res_.stop = core::StopReason::converged;
     res_.converged = true;
     res_.true_residual = 0;
     have_true_residual_ = true;
     res_.history.push_back({0.0, 0, 0.0});
     return false;
   }
-  tol2_ = (o_.rtol * bnorm_) * (o_.rtol * bnorm_);
-  div2_ = (o_.divergence_factor * bnorm_) * (o_.divergence_factor * bnorm_);
+  tol2_ = (o_.iteration.tol * bnorm_) * (o_.iteration.tol * bnorm_);
+  div2_ = (o_.iteration.divergence_factor * bnorm_) * (o_.iteration.divergence_factor * bnorm_);
   return true;
 }
 
 void CgBase::finish() {
   // The true residual of the returned x (already known when the stop verified it).
-  if (!have_true_residual_ || res_.stop != CgStop::converged) {
+  if (!have_true_residual_ || res_.stop != core::StopReason::converged) {
     // The methods' work vectors are free now: the first two serve as r and scratch.
     if (storage_.size() < 2 * stride_) allocate(2);
     VectorBlock v(storage_.data(), stride_, n_);
@@ -170,7 +169,7 @@ void CgBase::finish() {
     MPI_Allreduce(MPI_IN_PLACE, &rr, 1, MPI_DOUBLE, MPI_SUM, A_.comm());
     res_.true_residual = std::sqrt(rr) / bnorm_;
   }
-  res_.converged = !is_numerical_failure(res_.stop) && res_.true_residual <= o_.rtol;
+  res_.converged = !is_numerical_failure(res_.stop) && res_.true_residual <= o_.iteration.tol;
 }
 
 }  // namespace desync::solvers::detail

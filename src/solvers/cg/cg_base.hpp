@@ -1,15 +1,20 @@
 #pragma once
-// Internal to the CG family (cg.cpp and the four method files): what the methods share. Timing of
+// Internal to the CG family (family.cpp and the method files): what the methods share. Timing of
 // the kernels, the matrix-vector product and preconditioner wrappers that count and time them, the
 // global sums, the work vectors, the convergence check with its true-residual verification (and the
 // replacement that follows a failed one), and the divergence and breakdown tests.
 //
-// The methods, one file each (Horikoshi et al., 2022, section 2; the listings' lines are cited beside the code):
-//   pcg.cpp      cg        preconditioned CG, Algorithm 1
-//   cg_cg.cpp    cg-cg     Chronopoulos/Gear CG, Algorithm 2
-//   groppcg.cpp  groppcg   Gropp's CG, the listing printed as Algorithm 3 (5 vector updates)
-//   pipecg.cpp   pipecg    pipelined CG, the listing printed as Algorithm 4 (8 vector updates)
-// The paper prints the last two listings under each other's names (see include/desync/solvers/cg/cg.hpp).
+// The methods, one file each, follow the listings of Horikoshi et al. (2022), section 2, whose lines
+// each file cites beside the code. The paper prints the listings of Gropp's CG and of Ghysels and
+// Vanroose's pipelined CG under each other's names. Its text counts "8 DAXPY's" for pipelined CG
+// (Alg. 3) and 5 for Gropp's (Alg. 4) and calls Gropp's the one with fewer computations; but the
+// listing titled Algorithm 3 has 5 vector updates (lines 6-8, 12-13) and two separate reductions,
+// (p, q) and (r, u) (lines 3, 9): Gropp's CG; the one titled Algorithm 4 has 8 (lines 12-19) and one
+// reduction of (r, u), (w, u) overlapped with m = M^-1 w, n = A m (lines 3-6): Ghysels and
+// Vanroose's pipelined CG (the paper's reference [2]; PETSc's KSPPIPECG has the same recurrences).
+// The text's line references (section 2.2) follow the printed listings; desync's files cite the
+// lines of the listing each method actually is. desync names the vectors of both as Ghysels and
+// Vanroose do (s = A p, q = M^-1 s), where the listings call A p "q".
 //
 // What every method does beyond its listing:
 //   - ||r_k||^2 of the unpreconditioned recursive residual joins the reduction of the iteration's
@@ -62,10 +67,10 @@ enum class Verdict {
 /// Failed true-residual verifications before the run gives up as stagnated.
 constexpr int max_failed_verifications = 20;
 
-/// The state of one solve that all methods share; a method is a function of it (run_pcg, ...).
+/// The state of one solve that all methods share; a method is a function of it (CgMethodInfo::run).
 class CgBase {
  public:
-  CgBase(linalg::Operator& A, CVec b, Vec x, const CgOptions& o, CgResult& res);
+  CgBase(linalg::Operator& A, CVec b, Vec x, const CgMethodInfo& method, const CgOptions& o, CgResult& res);
 
   /// ||b||, the preconditioner's set-up (failures agreed on by every rank), the trivial cases.
   /// Returns false when the run is already over (pc_failed, non-finite b, b = 0).
@@ -129,7 +134,7 @@ class CgBase {
     return linalg::residual_norm2(b_, t, r);
   }
   /// 1 when the time limit has passed on this rank (summed with the dot products, so agreed on).
-  double time_flag() const { return o_.time_limit > 0 && now() - t_start_ > o_.time_limit ? 1.0 : 0.0; }
+  double time_flag() const { return o_.iteration.time_limit > 0 && now() - t_start_ > o_.iteration.time_limit ? 1.0 : 0.0; }
   CgTimes& times() { return res_.stats.time; }
   /// M = I: u aliases r (and the other M^-1 vectors their operands).
   bool identity() const { return pc_->kind() == PcKind::none; }
@@ -162,7 +167,7 @@ class CgBase {
 
  private:
   /// Stops with a numerical failure.
-  void fail(CgStop s, std::string message) {
+  void fail(core::StopReason s, std::string message) {
     res_.stop = s;
     res_.message = std::move(message);
   }
@@ -174,7 +179,7 @@ class CgBase {
   CVec b_;
   Vec x_;
   // Simulated cluster: the cost model's entries for the vector work of an iteration of this
-  // method ("cg.<method>.vector") and for a preconditioner application ("pc.<kind>"), per row.
+  // method (CgMethodInfo::vector_cost) and for a preconditioner application (pc_cost_kind), per row.
   std::string vector_cost_, pc_cost_;
   double pc_polled_rows_ = 0;  ///< rows of the current preconditioner application charged at its polls
   const CgOptions& o_;
@@ -193,11 +198,11 @@ class CgBase {
   double last_local_rr_ = 0;         ///< this rank's (r, r) of the residual verify() recomputed
 };
 
-// The methods (one file each). Each allocates its work vectors, iterates until a stop and leaves
-// the outcome in the result; x holds the iterate.
-void run_pcg(CgBase& s);      ///< pcg.cpp
-void run_cg_cg(CgBase& s);    ///< cg_cg.cpp
-void run_pipecg(CgBase& s);   ///< pipecg.cpp
-void run_groppcg(CgBase& s);  ///< groppcg.cpp
+// The registrations of the methods, one in each method's file; register_all_cg_methods (family.cpp)
+// calls them.
+CgMethodInfo cg_method();                 ///< cg.cpp: preconditioned CG, Algorithm 1
+CgMethodInfo chronopoulos_gear_method();  ///< chronopoulos_gear.cpp: Chronopoulos/Gear CG, Algorithm 2
+CgMethodInfo pipecg_method();             ///< pipecg.cpp: pipelined CG, the listing printed as Algorithm 4
+CgMethodInfo groppcg_method();            ///< groppcg.cpp: Gropp's CG, the listing printed as Algorithm 3
 
 }  // namespace desync::solvers::detail

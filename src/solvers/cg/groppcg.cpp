@@ -1,5 +1,5 @@
 // groppcg: Gropp's CG, the 5-update listing that Horikoshi et al. (2022) print as "Algorithm 3 ... Pipelined"
-// (its names are swapped: see include/desync/solvers/cg/cg.hpp). Lines cited beside the code are
+// (its names are swapped: see cg_base.hpp). Lines cited beside the code are
 // that listing's. Two reductions per iteration: {(p, s)} overlapped with q = M^-1 s, and
 // {(r, u), (r, r), time flag} overlapped with w = A u, when non-blocking.
 //
@@ -12,6 +12,8 @@
 // not needed (line 5 computes alpha_0, line 10 w) and desync does not compute them. Departures:
 // lines 6-8 are one fused pass that also accumulates line 9's (r, u) and (r, r); lines 12-13 are one
 // pass that accumulates line 3's (p, s) of the next iteration.
+//
+//   mpirun -np 4 desync cg --method groppcg --pc jacobi --reduction doubling --global 64
 #include "cg_base.hpp"
 
 namespace desync::solvers::detail {
@@ -28,8 +30,6 @@ struct GroppcgVectors {
   Vec u;  ///< u = M^-1 r, by recurrence (line 8; aliases r when M = I)
   Vec q;  ///< q = M^-1 s  (the listing's z, line 4; aliases s when M = I)
 };
-
-}  // namespace
 
 void run_groppcg(CgBase& s) {
   const bool id = s.identity();
@@ -142,6 +142,17 @@ void run_groppcg(CgBase& s) {
       ps = linalg::dot(v.p, v.s);
     }
   }
+}
+
+}  // namespace
+
+CgMethodInfo groppcg_method() {
+  return {.name = "groppcg",
+          .description = "Gropp's CG: two reductions per iteration, overlapped with the preconditioner and the "
+                         "matrix-vector product",
+          .overlaps_reduction = true,
+          .vector_cost = "cg.groppcg.vector",
+          .run = &run_groppcg};
 }
 
 }  // namespace desync::solvers::detail

@@ -1,5 +1,5 @@
 // pipecg: pipelined CG (Ghysels and Vanroose), the 8-update listing that Horikoshi et al. (2022) print as
-// "Algorithm 4 ... Gropp's" (its names are swapped: see include/desync/solvers/cg/cg.hpp). Lines
+// "Algorithm 4 ... Gropp's" (its names are swapped: see cg_base.hpp). Lines
 // cited beside the code are that listing's. One reduction per iteration, {(r, u), (w, u), (r, r),
 // time flag}, overlapped with m = M^-1 w and n = A m when non-blocking.
 //
@@ -12,6 +12,8 @@
 // under the listing's superscripts); read literally (p^(k), with p^(0) = 0 from line 1) the first
 // iteration would leave x unchanged. Departures: lines 3-4 of iteration k+1 (and (r, r)) are
 // accumulated in the fused pass of lines 12-19 of iteration k; the eight updates are one pass.
+//
+//   mpirun -np 4 desync cg --method pipecg --pc bjacobi-ic0 --global 64
 #include "cg_base.hpp"
 
 namespace desync::solvers::detail {
@@ -31,8 +33,6 @@ struct PipecgVectors {
   Vec m;  ///< m = M^-1 w  (line 5; aliases w when M = I)
   Vec q;  ///< q = M^-1 s, by recurrence (the listing's s, line 13; aliases s when M = I)
 };
-
-}  // namespace
 
 void run_pipecg(CgBase& s) {
   const bool id = s.identity();
@@ -107,8 +107,8 @@ void run_pipecg(CgBase& s) {
       // and the local gamma_{k+1}, delta_{k+1}  (lines 3-4) and (r, r) of the next iteration.
       // M = I: u = r, m = w, q = s, so lines 13 and 18 are lines 14 and 17.
       Timed tm(s.times().vector);
-      d = id ? linalg::update_pipecg_plain(alpha, beta, v.n, v.z, v.s, v.p, x, v.r, v.w)
-             : linalg::update_pipecg(alpha, beta, v.n, v.m, v.z, v.q, v.s, v.p, x, v.r, v.u, v.w);
+      d = id ? linalg::update_pipelined_cg_plain(alpha, beta, v.n, v.z, v.s, v.p, x, v.r, v.w)
+             : linalg::update_pipelined_cg(alpha, beta, v.n, v.m, v.z, v.q, v.s, v.p, x, v.r, v.u, v.w);
     }
     loc[0] = d[0];
     loc[1] = d[1];
@@ -124,6 +124,17 @@ void run_pipecg(CgBase& s) {
       rebuild_from_r(true);
     }
   }
+}
+
+}  // namespace
+
+CgMethodInfo pipecg_method() {
+  return {.name = "pipecg",
+          .description = "pipelined CG: one reduction per iteration, overlapped with the preconditioner and the "
+                         "matrix-vector product",
+          .overlaps_reduction = true,
+          .vector_cost = "cg.pipecg.vector",
+          .run = &run_pipecg};
 }
 
 }  // namespace desync::solvers::detail

@@ -10,20 +10,12 @@
 
 namespace desync::solvers {
 
-const char* to_string(PcKind kind) {
-  switch (kind) {
-    case PcKind::none: return "none";
-    case PcKind::jacobi: return "jacobi";
-    case PcKind::bjacobi_ic0: return "bjacobi-ic0";
-  }
-  return "?";
-}
+std::string pc_cost_kind(PcKind kind) { return std::string("pc.") + to_string(kind); }
 
-PcKind parse_pc(const std::string& name) {
-  if (name == "none") return PcKind::none;
-  if (name == "jacobi") return PcKind::jacobi;
-  if (name == "bjacobi-ic0") return PcKind::bjacobi_ic0;
-  throw InputError("--pc '" + name + "': unknown preconditioner (expected none, jacobi or bjacobi-ic0)");
+std::vector<std::string> pc_cost_kinds() {
+  std::vector<std::string> kinds;
+  for (const auto& k : pc_names) kinds.push_back(pc_cost_kind(k.value));
+  return kinds;
 }
 
 // ---- IC(0) ------------------------------------------------------------------------------------

@@ -1,37 +1,22 @@
 #pragma once
-// The conjugate gradient family (Horikoshi et al., 2022, section 2; Hoefler et al. (2007)) on a distributed Operator.
-//
-//   cg       preconditioned CG (Algorithm 1): two global reductions per iteration, {(p, Ap)} and
-//            {(r, u), (r, r)}, each blocking.
-//   cg-cg    Chronopoulos/Gear CG (Algorithm 2): one reduction per iteration, {(r, u), (w, u), (r, r)}
-//            with w = A u, blocking.
-//   pipecg   pipelined CG (8 vector recurrences): one reduction per iteration,
-//            {(r, u), (w, u), (r, r)}, overlapped with the preconditioner m = M^-1 w and the
-//            matrix-vector product n = A m when the reduction is non-blocking (variant 3i).
-//   groppcg  Gropp's CG (5 vector recurrences): two reductions per iteration, {(p, s)} overlapped with
-//            the preconditioner q = M^-1 s and {(r, u), (r, r)} overlapped with the matrix-vector
-//            product w = A u when non-blocking (variant 4i).
-// Horikoshi et al. (2022) prints the listings of the last two under each other's names. Its text counts "8
-// DAXPY's" for pipelined CG (Alg. 3) and 5 for Gropp's (Alg. 4) and calls Gropp's the one with fewer
-// computations; but the listing titled Algorithm 3 has 5 vector updates (lines 6-8, 12-13) and two
-// separate reductions, (p, q) and (r, u) (lines 3, 9): Gropp's CG; the one titled Algorithm 4 has 8
-// (lines 12-19) and one reduction of (r, u), (w, u) overlapped with m = M^-1 w, n = A m (lines 3-6):
-// Ghysels and Vanroose's pipelined CG (the paper's reference [2]; PETSc's KSPPIPECG has the same
-// recurrences). The text's line references (section 2.2) follow the printed listings. desync's
-// method files cite the lines of the listing each method actually is (src/solvers/cg/). desync
-// names the vectors of both as Ghysels and Vanroose do (s = A p, q = M^-1 s), where the listings
-// call A p "q". Dot products are fused with the vector updates that produce their operands
-// (linalg/vector.hpp).
+// The conjugate gradient family (Horikoshi et al., 2022, section 2; Hoefler et al., 2007) on a
+// distributed Operator. Each method lives in its own file, src/solvers/cg/<method>.cpp, which cites
+// the listing it follows and registers the method once: its name, its description, whether it
+// overlaps its reductions with work, its simulation cost kind and its run function (CgMethodInfo;
+// the list of registrations is register_all_cg_methods, src/solvers/cg/family.cpp, like PETSc's
+// KSPRegisterAll). `desync cg --method`, its help and its checks, the run record's method name and
+// the simulation's cost kinds come from that registry. Dot products are fused with the vector
+// updates that produce their operands (linalg/vector.hpp).
 //
 // Stopping: the run converges when the unpreconditioned recursive residual norm ||r_k|| of the
-// iteration is <= rtol ||b|| (the same quantity for every method and preconditioner) and the true
+// iteration is <= tol ||b|| (--rtol) (the same quantity for every method and preconditioner) and the true
 // residual ||b - A x_k|| computed then also is; if the recursive residual has drifted from the true
 // one, the iteration replaces r (and its dependents) by recomputed values and continues. ||r_0||,
 // with r_0 = b - A x_0, is the residual of iteration 0.
-#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "desync/linalg/operator.hpp"
@@ -39,36 +24,59 @@
 #include "desync/core/history.hpp"
 #include "desync/core/stop.hpp"
 #include "desync/solvers/cg/preconditioner.hpp"
+#include "desync/solvers/iteration_options.hpp"
 
 namespace desync::solvers {
 
-enum class CgMethod { cg, cg_cg, pipecg, groppcg };
+namespace detail {
+class CgBase;  // the state of one solve that the methods share (src/solvers/cg/cg_base.hpp)
+}
 
-/// The methods of the family: the one list of their names (--method, the JSON "method") and their
-/// one-line descriptions (`desync --help`, `desync cg --help`).
+/// A method of the family as it registers itself, in its own file.
 struct CgMethodInfo {
-  CgMethod method;
-  const char* name;
-  const char* description;
+  std::string name;         ///< --method, the JSON "method"
+  std::string description;  ///< one line for `desync --help` and `desync cg --help`
+  /// Its reductions overlap work when CgOptions::nonblocking (MPI_Iallreduce or recursive
+  /// doubling); false: it has nothing to overlap them with and always blocks (MPI_Allreduce).
+  bool overlaps_reduction = false;
+  /// The simulation cost kind of its vector updates and dot products, per row and iteration
+  /// ("cg.<name>.vector"; core/simulation.hpp). Its other work is charged to the kinds of the
+  /// operator and of the preconditioner.
+  std::string vector_cost;
+  /// Allocates its work vectors, iterates until a stop and leaves the outcome in the solve's result.
+  void (*run)(detail::CgBase& solve) = nullptr;
 };
-inline constexpr std::array<CgMethodInfo, 4> cg_methods{{
-    {CgMethod::cg, "cg", "preconditioned CG: two blocking reductions per iteration"},
-    {CgMethod::cg_cg, "cg-cg", "Chronopoulos/Gear CG: one blocking reduction per iteration"},
-    {CgMethod::pipecg, "pipecg",
-     "pipelined CG: one reduction per iteration, overlapped with the preconditioner and the matrix-vector product"},
-    {CgMethod::groppcg, "groppcg",
-     "Gropp's CG: two reductions per iteration, overlapped with the preconditioner and the matrix-vector product"},
-}};
 
-const char* to_string(CgMethod m);
-/// A name of cg_methods; throws InputError otherwise.
-CgMethod parse_cg_method(const std::string& name);
+/// The methods by name, in registration order.
+class CgMethodRegistry {
+ public:
+  /// Adds a method; throws std::logic_error if the name is taken.
+  void add(CgMethodInfo info);
+  /// The method called `name`, or nullptr.
+  const CgMethodInfo* find(std::string_view name) const;
+  const std::vector<CgMethodInfo>& methods() const { return methods_; }
+
+ private:
+  std::vector<CgMethodInfo> methods_;
+};
+
+/// Registers every method of the family, one line each. An explicit function, not static
+/// self-registration, which a static library would drop at link time.
+void register_all_cg_methods(CgMethodRegistry& registry);
+
+/// The registry with register_all_cg_methods() applied, built on first use.
+const CgMethodRegistry& cg_method_registry();
+/// The registered method called `name`; throws InputError naming the registered ones otherwise.
+const CgMethodInfo& find_cg_method(std::string_view name);
+/// The simulation cost kinds a run of the family may charge: every method's vector work and every
+/// preconditioner's application (the operator's and the exchange's are not the family's).
+std::vector<std::string> cg_cost_kinds();
 
 struct CgOptions {
-  CgMethod method = CgMethod::cg;
+  std::string method = "cg";  ///< a registered method's name (find_cg_method)
   PcKind pc = PcKind::none;
-  /// pipecg and groppcg: MPI_Iallreduce overlapped with work (true) or MPI_Allreduce (false).
-  /// cg and cg-cg have nothing to overlap their reductions with and always block.
+  /// The methods that overlap their reductions (CgMethodInfo::overlaps_reduction): MPI_Iallreduce
+  /// overlapped with work (true) or MPI_Allreduce (false). The others always block.
   bool nonblocking = true;
   /// With nonblocking: the sums by recursive doubling over point-to-point messages instead of
   /// MPI_Iallreduce (for simulated clusters, whose MPI_Iallreduce is all-to-all).
@@ -76,18 +84,25 @@ struct CgOptions {
   /// Progress control in the preconditioner (--progress test): a poll of the reduction in flight
   /// every this many rows of an application; 0: none.
   std::int64_t pc_poll_interval = 0;
-  double rtol = 1e-6;                 ///< on ||r|| / ||b||
-  std::int64_t max_iters = 10000;
-  double time_limit = 0;              ///< seconds, 0 = none (agreed on through the reductions)
+  /// tol on ||r|| / ||b||; max_iters; time_limit (agreed on through the reductions);
+  /// divergence_factor: stop when ||r|| > this times max(||b||, ||r_0||). CG tests every
+  /// iteration and has no polish phase or injected noise: check_every, polish and noise do not
+  /// apply (monitor_every below is its --monitor).
+  IterationOptions iteration = [] {
+    IterationOptions it;
+    it.tol = 1e-6;
+    it.max_iters = 10000;
+    it.divergence_factor = 1e8;
+    return it;
+  }();
   int replace_every = 0;              ///< recompute r = b - A x and its dependents every k iterations
-  double divergence_factor = 1e8;     ///< stop when ||r|| > this times max(||b||, ||r_0||)
   int monitor_every = 0;              ///< rank 0 prints the residual every k iterations (0: never)
   bool record_history = true;         ///< keep (iteration, time, residual) of every iteration
 };
 
-/// Why the iteration stopped (core/stop.hpp; every reason can occur). to_string gives e.g.
-/// "tolerance_reached" for converged; is_numerical_failure: non_finite, diverged, breakdown, pc_failed.
-using CgStop = core::StopReason;
+/// Why the iteration stopped: core::StopReason (core/stop.hpp), every reason can occur. to_string
+/// gives e.g. "tolerance_reached" for converged; is_numerical_failure: non_finite, diverged,
+/// breakdown, pc_failed.
 using core::is_numerical_failure;
 using core::to_string;
 
@@ -118,8 +133,8 @@ struct CgRankStats {
 };
 
 struct CgResult {
-  CgStop stop = CgStop::max_iters;
-  bool converged = false;            ///< true_residual <= rtol (and no numerical failure)
+  core::StopReason stop = core::StopReason::max_iters;
+  bool converged = false;            ///< true_residual <= tol (and no numerical failure)
   std::int64_t iterations = 0;
   double true_residual = 0;          ///< ||b - A x|| / ||b|| of the returned x
   double recursive_residual = 0;     ///< last ||r|| / ||b|| of the iteration

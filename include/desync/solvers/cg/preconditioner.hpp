@@ -15,15 +15,22 @@
 #include <string>
 #include <vector>
 
+#include "desync/core/names.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/operator.hpp"
 
 namespace desync::solvers {
 
 enum class PcKind { none, jacobi, bjacobi_ic0 };
-const char* to_string(PcKind kind);
-/// "none", "jacobi" or "bjacobi-ic0"; throws InputError otherwise.
-PcKind parse_pc(const std::string& name);
+inline constexpr core::Named<PcKind> pc_names[] = {
+    {PcKind::none, "none"}, {PcKind::jacobi, "jacobi"}, {PcKind::bjacobi_ic0, "bjacobi-ic0"}};
+inline const char* to_string(PcKind kind) { return core::name_of(pc_names, kind); }
+/// The command-line spelling (--pc); InputError naming the choices otherwise.
+inline PcKind parse_pc(const std::string& name) { return core::parse_named(pc_names, name, "--pc", "preconditioner"); }
+/// The simulation cost kind of an application of `kind`, per row: "pc.<name>" (core/simulation.hpp).
+std::string pc_cost_kind(PcKind kind);
+/// Those of every preconditioner.
+std::vector<std::string> pc_cost_kinds();
 
 /// Set-up failure of a preconditioner on this rank (a zero, negative or non-finite pivot or
 /// diagonal entry). The message names the cause, the rank and the row.

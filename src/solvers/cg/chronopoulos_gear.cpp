@@ -8,6 +8,8 @@
 // Line 1's gamma_0 = "(r^(0))" is read as (r^(0), u^(0)). Lines 11-12 of iteration k are computed
 // at the top of iteration k+1, after the reduction. Departures: the four updates of lines 3-6 are
 // one fused pass (with jacobi, u = M^-1 r of line 7 too); (r, r) joins the reduction of lines 9-10.
+//
+//   mpirun -np 4 desync cg --method cg-cg --pc bjacobi-ic0 --global 64
 #include "cg_base.hpp"
 
 namespace desync::solvers::detail {
@@ -15,7 +17,7 @@ namespace desync::solvers::detail {
 namespace {
 
 /// Algorithm 2's vectors.
-struct CgCgVectors {
+struct ChronopoulosGearVectors {
   Vec r;  ///< residual r^(k)
   Vec p;  ///< search direction p^(k)
   Vec q;  ///< q^(k) = A p^(k), by recurrence (line 4)
@@ -24,12 +26,10 @@ struct CgCgVectors {
   Vec u;  ///< u^(k) = M^-1 r^(k) (aliases r when M = I)
 };
 
-}  // namespace
-
-void run_cg_cg(CgBase& s) {
+void run_chronopoulos_gear(CgBase& s) {
   const bool id = s.identity();
   auto block = s.allocate(id ? 5 : 6);
-  CgCgVectors v;
+  ChronopoulosGearVectors v;
   v.r = block.next();
   v.p = block.next();
   v.q = block.next();
@@ -135,6 +135,16 @@ void run_cg_cg(CgBase& s) {
     gamma = g[0];
     delta = g[1];
   }
+}
+
+}  // namespace
+
+CgMethodInfo chronopoulos_gear_method() {
+  return {.name = "cg-cg",
+          .description = "Chronopoulos/Gear CG: one blocking reduction per iteration",
+          .overlaps_reduction = false,
+          .vector_cost = "cg.cg-cg.vector",
+          .run = &run_chronopoulos_gear};
 }
 
 }  // namespace desync::solvers::detail

@@ -1,0 +1,75 @@
+// The CG family's registry of methods, the dispatch from a method to its file, and the per-rank
+// statistics. Each method registers itself in its own file (cg_base.hpp lists them); what they
+// share: cg_base.hpp.
+#include <stdexcept>
+
+#include "cg_base.hpp"
+#include "desync/core/error.hpp"
+#include "desync/solvers/cg/cg.hpp"
+
+namespace desync::solvers {
+
+void CgMethodRegistry::add(CgMethodInfo info) {
+  if (find(info.name)) throw std::logic_error("CG method '" + info.name + "' registered twice");
+  methods_.push_back(std::move(info));
+}
+
+const CgMethodInfo* CgMethodRegistry::find(std::string_view name) const {
+  for (const auto& m : methods_)
+    if (m.name == name) return &m;
+  return nullptr;
+}
+
+void register_all_cg_methods(CgMethodRegistry& registry) {
+  registry.add(detail::cg_method());                 // cg.cpp
+  registry.add(detail::chronopoulos_gear_method());  // chronopoulos_gear.cpp
+  registry.add(detail::pipecg_method());             // pipecg.cpp
+  registry.add(detail::groppcg_method());            // groppcg.cpp
+}
+
+const CgMethodRegistry& cg_method_registry() {
+  static const CgMethodRegistry registry = [] {
+    CgMethodRegistry r;
+    register_all_cg_methods(r);
+    return r;
+  }();
+  return registry;
+}
+
+const CgMethodInfo& find_cg_method(std::string_view name) {
+  const auto& methods = cg_method_registry().methods();
+  if (const CgMethodInfo* m = cg_method_registry().find(name)) return *m;
+  std::string names;
+  for (std::size_t i = 0; i < methods.size(); ++i)
+    names += (i == 0 ? "" : i + 1 == methods.size() ? " or " : ", ") + methods[i].name;
+  throw InputError("--method '" + std::string(name) + "': unknown method (expected " + names + ")");
+}
+
+std::vector<std::string> cg_cost_kinds() {
+  std::vector<std::string> kinds;
+  for (const auto& m : cg_method_registry().methods()) kinds.push_back(m.vector_cost);
+  for (const auto& k : pc_cost_kinds()) kinds.push_back(k);
+  return kinds;
+}
+
+CgResult solve_cg(linalg::Operator& A, std::span<const double> b, std::span<double> x, const CgOptions& options) {
+  const CgMethodInfo& method = find_cg_method(options.method);
+  CgResult res;
+  {
+    detail::CgBase s(A, b, x, method, options, res);
+    const double t0 = detail::now();
+    if (s.start()) {
+      method.run(s);  // the method's own file
+      s.finish();
+    }
+    res.stats.time.total = detail::now() - t0;
+    s.collect();
+  }
+  auto& st = res.stats;
+  st.iterations = res.iterations;
+  st.spmv = A.stats();
+  st.time.halo_wait = st.spmv.wait_seconds;
+  return res;
+}
+
+}  // namespace desync::solvers
