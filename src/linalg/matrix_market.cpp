@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "desync/communication/reduction.hpp"
+#include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
 
 namespace desync::linalg {
@@ -26,18 +27,6 @@ namespace {
 
 // ------------------------------------------------------------------------------------------------
 // Small helpers
-
-int comm_rank(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
-
-int comm_size(MPI_Comm comm) {
-  int s = 1;
-  MPI_Comm_size(comm, &s);
-  return s;
-}
 
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
@@ -245,7 +234,7 @@ struct Lines {
 /// Splits the data part of the file into byte ranges, one per rank; a line belongs to the rank
 /// whose range holds its first byte. Collective.
 Lines read_lines(MPI_Comm comm, const std::string& path, const Header& h) {
-  const int rank = comm_rank(comm), size = comm_size(comm);
+  const int rank = core::rank_of(comm), size = core::size_of(comm);
   const std::int64_t span = h.file_size - h.data_offset;
   const std::int64_t lo = h.data_offset + span / size * rank + std::min<std::int64_t>(rank, span % size);
   const std::int64_t hi = h.data_offset + span / size * (rank + 1) + std::min<std::int64_t>(rank + 1, span % size);
@@ -334,7 +323,7 @@ struct Entry {
 /// Sends every entry to rank owner(entry); returns what this rank receives. Collective.
 template <class Owner>
 std::vector<Entry> redistribute(MPI_Comm comm, const std::vector<Entry>& entries, Owner owner) {
-  const int size = comm_size(comm);
+  const int size = core::size_of(comm);
   std::vector<std::int64_t> count(static_cast<std::size_t>(size), 0);
   std::vector<int> dest(entries.size());
   for (std::size_t e = 0; e < entries.size(); ++e) {
@@ -414,7 +403,7 @@ std::string entry_name(std::int64_t i, std::int64_t j) {
 /// Rank 0 truncates the file (so the error is the operating system's, and names the path); then
 /// every rank writes its bytes at its offset with MPI-IO. Collective.
 void write_parts(MPI_Comm comm, const std::string& path, const std::string& mine) {
-  const int rank = comm_rank(comm);
+  const int rank = core::rank_of(comm);
   std::string error;
   if (rank == 0) {
     std::error_code ec;
@@ -478,7 +467,7 @@ namespace {
 /// (row, column) pair that differs, the same whatever the ranks.
 void check_symmetric(const DistributedCsr& A, const std::string& path) {
   const MPI_Comm comm = A.comm;
-  const int rank = comm_rank(comm), size = comm_size(comm);
+  const int rank = core::rank_of(comm), size = core::size_of(comm);
   const std::int64_t n = A.row_offsets.back();
   const std::int64_t first = A.row_offsets[rank], rows = A.row_offsets[rank + 1] - first;
   double max_abs = 0;
@@ -533,7 +522,7 @@ void check_symmetric(const DistributedCsr& A, const std::string& path) {
 }  // namespace
 
 DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
-  const int rank = comm_rank(comm), size = comm_size(comm);
+  const int rank = core::rank_of(comm), size = core::size_of(comm);
   const Header h = agree_header(comm, path);
   if (h.format == "array")
     throw InputError(at(path, 1) + "dense 'array' matrices are not supported (use 'coordinate')");
@@ -636,7 +625,7 @@ DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
 }
 
 std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& path, const DistributedCsr& layout) {
-  const int rank = comm_rank(comm);
+  const int rank = core::rank_of(comm);
   const Header h = agree_header(comm, path);
   if (h.field == "complex" || h.field == "pattern")
     throw InputError(at(path, 1) + "unsupported field '" + h.field + "' for a vector (expected 'real' or 'integer')");
@@ -695,7 +684,7 @@ std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& 
 }
 
 void write_matrix_market(const DistributedCsr& A, const std::string& path, bool symmetric) {
-  const int rank = comm_rank(A.comm);
+  const int rank = core::rank_of(A.comm);
   const int bs = A.block_size;
   const std::int64_t first = A.row_offsets[rank];
   std::string body;
@@ -730,7 +719,7 @@ void write_matrix_market(const DistributedCsr& A, const std::string& path, bool 
 }
 
 void write_matrix_market_vector(const DistributedCsr& layout, std::span<const double> local, const std::string& path) {
-  const int rank = comm_rank(layout.comm);
+  const int rank = core::rank_of(layout.comm);
   std::string body;
   if (rank == 0)
     body = "%%MatrixMarket matrix array real general\n% written by desync\n" + std::to_string(layout.global_rows()) +

@@ -20,6 +20,7 @@
 #include "desync/solvers/iteration_options.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/error.hpp"
+#include "desync/run/field_io.hpp"
 #include "desync/run/registry.hpp"
 
 namespace desync::run::detail {
@@ -184,6 +185,38 @@ class IterationCli {
   }
 
   NoiseCli noise;
+};
+
+/// The output group: --json, --quiet and, for a solver that writes its solution, --save.
+class OutputCli {
+ public:
+  /// `save_help`: what --save writes; empty: the solver has no --save.
+  void add(CLI::App& app, const std::string& save_help = "") {
+    app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
+    if (!save_help.empty()) app.add_option("--save", save_path, save_help);
+    app.add_flag("--quiet", quiet, "Print no summary");
+    save_ = !save_help.empty();
+  }
+  /// Collective: --save names a known format and both files can be written (InputError otherwise).
+  void check(MPI_Comm comm) const {
+    if (!save_path.empty()) {
+      field_format_for(save_path);
+      check_writable(comm, save_path, "--save");
+    }
+    if (!json_path.empty()) check_writable(comm, json_path, "--json");
+  }
+  /// The options' values, for the record.
+  void effective(std::vector<std::pair<std::string, std::string>>& out) const {
+    out.push_back({"quiet", quiet ? "true" : "false"});
+    out.push_back({"json", json_path});
+    if (save_) out.push_back({"save", save_path});
+  }
+
+  std::string json_path, save_path;
+  bool quiet = false;
+
+ private:
+  bool save_ = false;
 };
 
 /// The registry's list of a solver's modes, from the names listed beside their enum (core::Named).

@@ -97,8 +97,7 @@ class CgCommand final : public SolverCommand {
   int replace_every = 0;                  // --replace-every
   bool monitor = false;                   // --monitor
   int monitor_every = 1;                  // --monitor-every
-  std::string json_path;                  // --json
-  bool quiet = false;                     // --quiet
+  detail::OutputCli output;               // --json, --quiet
 
   // Resolved by finalise().
   bool from_matrix = false;                         ///< --matrix given
@@ -155,8 +154,7 @@ void CgCommand::add_options(CLI::App& app) {
   monitor_every_opt_ =
       app.add_option("--monitor-every", monitor_every, "Iterations between --monitor lines (implies --monitor)")
           ->capture_default_str();
-  app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
-  app.add_flag("--quiet", quiet, "Print no summary");
+  output.add(app);
 }
 
 void CgCommand::finalise(MPI_Comm comm) {
@@ -221,7 +219,7 @@ void CgCommand::finalise(MPI_Comm comm) {
     const std::string split = decomposition::check_split(global_points, process_grid);
     if (!split.empty()) throw InputError(split);
   }
-  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+  output.check(comm);
 }
 
 std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
@@ -252,8 +250,8 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"replace-every", std::to_string(replace_every)},
           {"monitor", monitor ? "true" : "false"},
           {"monitor-every", std::to_string(monitor_every)},
-          {"quiet", quiet ? "true" : "false"},
-          {"json", json_path}};
+  };
+  output.effective(out);
   transport_cli.effective(out);
   return out;
 }
@@ -399,7 +397,7 @@ int CgCommand::run(MPI_Comm comm) {
     details["messages_per_iteration"] = {{"sent", sent / n}, {"received", received / n}};
     r.details = details.dump();
   }
-  return finish_run(comm, r, quiet, json_path);
+  return finish_run(comm, r, output.quiet, output.json_path);
 }
 
 std::unique_ptr<SolverCommand> create() { return std::make_unique<CgCommand>(); }

@@ -57,9 +57,7 @@ class JacobiCommand final : public SolverCommand {
   std::string prefetch = "auto";    // --prefetch: auto | on | off (sweep kernel software prefetch)
   problems::Laplace3D problem;
   solvers::JacobiOptions solver;
-  std::string json_path;            // --json
-  std::string save_path;            // --save
-  bool quiet = false;               // --quiet: no summary
+  detail::OutputCli output;         // --json, --save, --quiet
   bool threads_given = false;       // --threads was given (solver.threads: 0 = plain MPI solver)
 
   decomposition::Index3 global_cells{0, 0, 0};
@@ -94,8 +92,7 @@ void JacobiCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   app.add_option("--source-radius", problem.source_radius, "Radius of the source disc on z = 0")
       ->capture_default_str();
-  app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
-  app.add_option("--save", save_path, "Write the solution field (.npy or .vti)");
+  output.add(app, "Write the solution field (.npy or .vti)");
   app.add_option_function<int>(
       "--threads",
       [this](int t) {
@@ -108,7 +105,6 @@ void JacobiCommand::add_options(CLI::App& app) {
                  "Software prefetch in the sweep kernel: auto (on for a rank whose two fields exceed its share "
                  "of the last-level cache) | on | off")
       ->capture_default_str();
-  app.add_flag("--quiet", quiet, "Print no summary");
 }
 
 void JacobiCommand::finalise(MPI_Comm comm) {
@@ -141,11 +137,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   if (s.threads > global_cells[2] / process_grid[2])
     throw InputError(fmt::format("--threads {}: more threads than planes along z ({} in the smallest block)",
                                  s.threads, global_cells[2] / process_grid[2]));
-  if (!save_path.empty()) {
-    field_format_for(save_path);
-    check_writable(comm, save_path, "--save");
-  }
-  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+  output.check(comm);
 }
 
 std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() const {
@@ -163,9 +155,8 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
       {"source-radius", fmt::format("{}", problem.source_radius)},
       {"threads", std::to_string(s.threads)},
       {"prefetch", prefetch},
-      {"quiet", quiet ? "true" : "false"},
-      {"json", json_path},
-      {"save", save_path}};
+  };
+  output.effective(out);
   iteration_cli.effective(out, s.iteration);
   transport_cli.effective(out);
   return out;
@@ -310,8 +301,8 @@ int JacobiCommand::run(MPI_Comm comm) {
   }
 
   const std::string io_error =
-      save_path.empty() ? "" : detail::output_error(rank, [&] { save_field(grid, u, save_path); });
-  return finish_run(comm, r, quiet, json_path, io_error);
+      output.save_path.empty() ? "" : detail::output_error(rank, [&] { save_field(grid, u, output.save_path); });
+  return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
 std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>(); }

@@ -62,8 +62,8 @@ class PdeCommand final : public SolverCommand {
   detail::TransportCli transport_cli;  // --transport, --rma-sync, --shmem-sync
   detail::NoiseCli noise_cli;          // --slow-rank, --slow-factor, --noise and its parameters
   solvers::PdeOptions solver;
-  std::string json_path, save_path;
-  bool quiet = false, monitor = false, paired = false;
+  detail::OutputCli output;  // --json, --save, --quiet
+  bool monitor = false, paired = false;
   decomposition::Index3 global_points{0, 0, 0};
   decomposition::Index3 process_grid{1, 1, 1};
 };
@@ -119,12 +119,10 @@ void PdeCommand::add_options(CLI::App& app) {
           ->capture_default_str();
   app.add_flag("--paired", paired,
                "Also run the synchronous algorithm from the same start and report the difference of the fields");
-  app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
-  app.add_option("--save", save_path, "Write u (u1 for Burgers) at the end (.npy or .vti)");
+  output.add(app, "Write u (u1 for Burgers) at the end (.npy or .vti)");
   app.add_option("--save-every", s.save_every, "Also at step 0 and every this many steps (files FILE_<step>.ext)")
       ->capture_default_str();
   app.add_flag("--monitor", monitor, "Print the progress on rank 0 every tenth of the run");
-  app.add_flag("--quiet", quiet, "Print no summary");
 }
 
 void PdeCommand::finalise(MPI_Comm comm) {
@@ -152,7 +150,7 @@ void PdeCommand::finalise(MPI_Comm comm) {
   s.stores = detail::parse_auto_choice<solvers::PdeStores>(
       "--stores", stores, {{"regular", solvers::PdeStores::regular}, {"streaming", solvers::PdeStores::streaming}});
   if (s.save_every < 0) throw InputError("--save-every must be >= 0");
-  if (s.save_every > 0 && save_path.empty()) throw InputError("--save-every needs --save FILE");
+  if (s.save_every > 0 && output.save_path.empty()) throw InputError("--save-every needs --save FILE");
   transport_cli.apply(s.transport);
   noise_cli.apply(s.noise, nranks);
   if (jitter_basis == "compute")
@@ -202,11 +200,7 @@ void PdeCommand::finalise(MPI_Comm comm) {
   }
   const std::string split = decomposition::check_split(global_points, process_grid);
   if (!split.empty()) throw InputError(split);
-  if (!save_path.empty()) {
-    field_format_for(save_path);
-    check_writable(comm, save_path, "--save");
-  }
-  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+  output.check(comm);
 }
 
 std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
@@ -240,10 +234,8 @@ std::vector<std::pair<std::string, std::string>> PdeCommand::effective() const {
           {"stores", stores},
           {"paired", paired ? "true" : "false"},
           {"monitor", monitor ? "true" : "false"},
-          {"quiet", quiet ? "true" : "false"},
-          {"json", json_path},
-          {"save", save_path},
           {"save-every", std::to_string(s.save_every)}};
+  output.effective(out);
   noise_cli.effective(out, s.noise);
   transport_cli.effective(out);
   out.push_back({"jitter-basis", jitter_basis});
@@ -388,9 +380,9 @@ int PdeCommand::run(MPI_Comm comm) {
 
   std::string io_error;
   auto opts = solver;
-  if (!save_path.empty()) {
+  if (!output.save_path.empty()) {
     opts.on_save = [&](std::int64_t step, const decomposition::Field& f) {
-      std::string path = save_path;
+      std::string path = output.save_path;
       if (solver.save_every > 0) {
         const auto dot = path.find_last_of('.');
         path = path.substr(0, dot) + fmt::format("_{:06d}", step) + path.substr(dot);
@@ -439,7 +431,7 @@ int PdeCommand::run(MPI_Comm comm) {
   std::array<double, 2> diff{0, 0};
   if (reference) diff = solvers::pde_field_difference(grid, result.u, reference->u);
   if (rank == 0) fill_section(r, result, reference, diff, bins);
-  return finish_run(comm, r, quiet, json_path, io_error);
+  return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
 std::unique_ptr<SolverCommand> create() { return std::make_unique<PdeCommand>(); }

@@ -68,8 +68,7 @@ class SchwarzCommand final : public SolverCommand {
   detail::IterationCli iteration_cli;  // --tol, --max-iters, ..., the noise group
   detail::TransportCli transport_cli;  // --transport, --rma-sync, --shmem-sync, --inflight (async)
   solvers::SchwarzOptions solver;
-  std::string json_path, save_path;
-  bool quiet = false;
+  detail::OutputCli output;  // --json, --save, --quiet
   decomposition::Index3 global_points{0, 0, 1};
   decomposition::Index3 process_grid{1, 1, 1};
 };
@@ -98,9 +97,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "(give the core up once, then solve) | spin (solve at once, as Yamazaki et al., 2019)")
       ->capture_default_str();
   transport_cli.add(app, s.transport, "async mode; sync exchanges are two-sided", /*inflight=*/true);
-  app.add_option("--json", json_path, "Write the run's statistics as JSON to this file");
-  app.add_option("--save", save_path, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti)");
-  app.add_flag("--quiet", quiet, "Print no summary");
+  output.add(app, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti)");
 }
 
 void SchwarzCommand::finalise(MPI_Comm comm) {
@@ -175,11 +172,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     if (!(s.alpha > 0))
       throw InputError("--alpha " + alpha + ": must be > 0 (the local problem of an interior subdomain would be singular)");
   }
-  if (!save_path.empty()) {
-    field_format_for(save_path);
-    check_writable(comm, save_path, "--save");
-  }
-  if (!json_path.empty()) check_writable(comm, json_path, "--json");
+  output.check(comm);
 }
 
 std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() const {
@@ -198,9 +191,8 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"termination", termination},
       {"sync-wait", sync_wait},
       {"idle", idle},
-      {"quiet", quiet ? "true" : "false"},
-      {"json", json_path},
-      {"save", save_path}};
+  };
+  output.effective(out);
   iteration_cli.effective(out, s.iteration);
   transport_cli.effective(out);
   return out;
@@ -290,14 +282,14 @@ int SchwarzCommand::run(MPI_Comm comm) {
     r.details = details.dump();
   }
 
-  const std::string io_error = save_path.empty() ? "" : detail::output_error(rank, [&] {
+  const std::string io_error = output.save_path.empty() ? "" : detail::output_error(rank, [&] {
     decomposition::Field f(grid.local());
     for (int k = 0, p = 0; k < grid.local()[2]; ++k)
       for (int j = 0; j < grid.local()[1]; ++j)
         for (int i = 0; i < grid.local()[0]; ++i, ++p) f(i, j, k) = u[static_cast<std::size_t>(p)];
-    save_field(grid, f, save_path);
+    save_field(grid, f, output.save_path);
   });
-  return finish_run(comm, r, quiet, json_path, io_error);
+  return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
 std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand>(); }

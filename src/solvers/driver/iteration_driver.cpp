@@ -16,15 +16,11 @@
 
 #include <fmt/format.h>
 
+#include "desync/core/comm.hpp"
+
 namespace desync::solvers {
 
 namespace {
-
-int rank_of(MPI_Comm comm) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  return rank;
-}
 
 bool failed(StopReason stop) { return stop == StopReason::non_finite || stop == StopReason::diverged; }
 
@@ -36,7 +32,7 @@ std::string divergence_message(double initial, double residual, double factor) {
 }
 
 IterationDriver::IterationDriver(MPI_Comm comm, const DriverOptions& options, LocalProblem& problem)
-    : comm_(comm), rank_(rank_of(comm)), opt_(options), problem_(problem), noise_(options.iteration.noise, rank_) {}
+    : comm_(comm), rank_(core::rank_of(comm)), opt_(options), problem_(problem), noise_(options.iteration.noise, rank_) {}
 
 void IterationDriver::start() {
   // The solve starts here: what a solver set up before (a factorisation, say) is its own to report,
