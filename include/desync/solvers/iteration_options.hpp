@@ -26,4 +26,16 @@ struct IterationOptions {
   core::NoiseOptions noise;
 };
 
+/// IterationOptions with a solver's own defaults for the tolerance, the iteration limit, the test
+/// cadence and the divergence factor (the rest as above).
+inline IterationOptions iteration_defaults(double tol, std::int64_t max_iters, int check_every,
+                                           double divergence_factor) {
+  IterationOptions it;
+  it.tol = tol;
+  it.max_iters = max_iters;
+  it.check_every = check_every;
+  it.divergence_factor = divergence_factor;
+  return it;
+}
+
 }  // namespace desync::solvers

@@ -88,13 +88,7 @@ struct CgOptions {
   /// divergence_factor: stop when ||r|| > this times max(||b||, ||r_0||). CG tests every
   /// iteration and has no polish phase or injected noise: check_every, polish and noise do not
   /// apply (monitor_every below is its --monitor).
-  IterationOptions iteration = [] {
-    IterationOptions it;
-    it.tol = 1e-6;
-    it.max_iters = 10000;
-    it.divergence_factor = 1e8;
-    return it;
-  }();
+  IterationOptions iteration = iteration_defaults(1e-6, 10000, 1, 1e8);
   int replace_every = 0;              ///< recompute r = b - A x and its dependents every k iterations
   int monitor_every = 0;              ///< rank 0 prints the residual every k iterations (0: never)
   bool record_history = true;         ///< keep (iteration, time, residual) of every iteration

@@ -75,13 +75,7 @@ struct SchwarzOptions {
   double alpha = 0;              ///< Robin parameter > 0, or schwarz_classical (resolved by the caller)
   /// tol: the local criterion ||r_p|| < tol ||b_p|| on every rank; check_every: sync every
   /// iteration (as the paper), async the least between votes.
-  IterationOptions iteration = [] {
-    IterationOptions it;
-    it.tol = 1e-7;
-    it.max_iters = 100000;
-    it.check_every = 1;
-    return it;
-  }();
+  IterationOptions iteration = iteration_defaults(1e-7, 100000, 1, 1e6);
   /// How interface values travel in async mode (sync: two-sided). max_in_flight is R, interface
   /// messages in flight per neighbour: with R = 1 a rank whose neighbour has not yet taken its
   /// previous message skips sending its newest values; a neighbour twice as slow then gets values
