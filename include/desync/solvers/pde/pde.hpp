@@ -114,7 +114,7 @@ struct PdeOptions {
   comm::TransportConfig transport;
   core::NoiseOptions noise;
   int threads = 0;                          ///< OpenMP threads for the pack, approximation and update loops
-  std::optional<PdeStores> stores;          ///< burgers3d update; unset: pde_stores_for() per rank
+  std::optional<PdeStores> stores;          ///< burgers3d update; unset: problems::burgers_stores_for() per rank
   /// Called on every rank at the end, and with save_every > 0 also at step 0 and every save_every
   /// steps, with the step and this rank's block of the first variable (u, or u1). Collective.
   std::function<void(std::int64_t, const decomposition::Field&)> on_save;
