@@ -9,21 +9,19 @@ namespace desync::comm {
 
 GhostExchange::GhostExchange(MPI_Comm comm, GhostPlanSpec spec, ExchangeEngine engine, Progress progress,
                              TransportConfig transport)
-    : spec_(std::move(spec)), engine_(engine), progress_(progress), transport_(transport) {
-  if (engine_ == ExchangeEngine::blocking) progress_ = Progress::none;
+    : spec_(std::move(spec)) {
   // Validation, agreed on by every rank so that none goes on into the collective calls alone (the
-  // plan exchange checks the engine, progress mode and transport).
+  // plan exchange checks the engine, progress mode and transport; engine blocking has no progress).
   const std::string problem = check_ghost_plan(comm, spec_);
   agree_or_throw(comm, problem.empty(), problem);
 
   plan_ = make_ghost_plan(comm, spec_);
-  neighbours_ = plan_.remote_peers();
   ghost_.assign(spec_.recv_offsets.empty() ? 0 : static_cast<std::size_t>(spec_.recv_offsets.back()), 0.0);
   PlanExchangeConfig c;
   c.mode = HaloMode::sync;
-  c.engine = engine_;
-  c.transport = transport_;
-  c.progress = progress_;
+  c.engine = engine;
+  c.transport = transport;
+  c.progress = progress;
   exchange_ = std::make_unique<PlanExchange>(comm, plan_, c);
 }
 
@@ -43,7 +41,7 @@ void GhostExchange::start(const double* x) {
 }
 
 bool GhostExchange::poll() {
-  if (progress_ == Progress::thread) return false;  // the thread owns the requests
+  if (progress() == Progress::thread) return false;  // the thread owns the requests
   progress_reduction();  // --progress test: a reduction in flight advances at every poll too
   return !started_ || exchange_->poll();
 }

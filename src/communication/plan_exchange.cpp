@@ -122,10 +122,11 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
 
   if (config_.engine != ExchangeEngine::p2p) {
     collective_ = std::make_unique<detail::CollectiveExchange>(comm, plan_, config_.engine);
-    remote = false;  // no channels
+    remote = false;  // no channels, no channel communicator
+  } else {
+    // The channel communicator: the ranks with a remote neighbour, in the order of `comm`.
+    MPI_Comm_split(comm, remote ? 0 : MPI_UNDEFINED, plan_.rank, &comm_);
   }
-  // The channel communicator: the ranks with a remote neighbour, in the order of `comm`.
-  MPI_Comm_split(comm, remote ? 0 : MPI_UNDEFINED, plan_.rank, &comm_);
   if (remote) {
     MPI_Group from, to;
     MPI_Comm_group(comm, &from);

@@ -56,21 +56,17 @@ class GhostExchange {
   std::size_t ghost_count() const { return ghost_.size(); }
   const GhostPlanSpec& spec() const { return spec_; }
   const HaloPlan& plan() const { return plan_; }
-  ExchangeEngine engine() const { return engine_; }
-  Progress progress() const { return progress_; }
-  const TransportConfig& transport() const { return transport_; }
+  ExchangeEngine engine() const { return exchange_->config().engine; }
+  Progress progress() const { return exchange_->config().progress; }  ///< none for engine blocking
+  const TransportConfig& transport() const { return exchange_->config().transport; }
   /// Neighbours exchanged with (distinct ranks other than this one and MPI_PROC_NULL).
-  int neighbours() const { return neighbours_; }
+  int neighbours() const { return exchange_->neighbours(); }
   const ExchangeStats& stats() const { return exchange_->stats(); }
   void reset_stats() { exchange_->reset_stats(); }
 
  private:
   GhostPlanSpec spec_;
   HaloPlan plan_;
-  ExchangeEngine engine_;
-  Progress progress_;
-  TransportConfig transport_;
-  int neighbours_ = 0;
   std::vector<double> ghost_;
   std::unique_ptr<PlanExchange> exchange_;
   bool started_ = false;

@@ -5,6 +5,7 @@
 
 #include "cg_base.hpp"
 #include "desync/core/error.hpp"
+#include "desync/core/names.hpp"
 #include "desync/solvers/cg/cg.hpp"
 
 namespace desync::solvers {
@@ -39,10 +40,7 @@ const CgMethodRegistry& cg_method_registry() {
 const CgMethodInfo& find_cg_method(std::string_view name) {
   const auto& methods = cg_method_registry().methods();
   if (const CgMethodInfo* m = cg_method_registry().find(name)) return *m;
-  std::string names;
-  for (std::size_t i = 0; i < methods.size(); ++i)
-    names += (i == 0 ? "" : i + 1 == methods.size() ? " or " : ", ") + methods[i].name;
-  throw InputError("--method '" + std::string(name) + "': unknown method (expected " + names + ")");
+  throw InputError("--method '" + std::string(name) + "': unknown method (expected " + core::name_list(methods) + ")");
 }
 
 std::vector<std::string> cg_cost_kinds() {
