@@ -2,7 +2,8 @@
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
 #   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites, then
 #               the Python companion's tests (python/, in a virtual environment build/venv)
-# Other targets: build, build-mpich, build-sim, python-tools, bench, bench-sim, bench-figures, bench-petsc,
+# Other targets: build, build-mpich, build-sim, python-tools, reproduce-quick, reproduce, bench, bench-sim,
+# bench-figures, bench-petsc,
 # bench-petsc-schwarz, sanitize, tsan, install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
 # CMake directly on (or for) the compute nodes.
@@ -22,7 +23,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # between SIGTERM and SIGKILL (about 2 s a run; the tests check many bad inputs).
 export OMPI_MCA_odls_base_sigkill_timeout := 0
 
-.PHONY: all deps build build-mpich build-sim bench-sim demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz sanitize tsan install clean
+.PHONY: all deps build build-mpich build-sim bench-sim reproduce-quick reproduce demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz sanitize tsan install clean
 
 all: build
 
@@ -82,6 +83,25 @@ bench: deps build-sim
 	bash bench/run_all.sh build/bench
 	python3 bench/simgrid/calibrate.py --desync build/bench/desync -o build/sim/costs.json
 	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set quick --json build/sim/quick.json
+
+# The results pages (docs/results/, docs/benchmarks.md): every real-run experiment of bench/results/*.toml
+# again on this machine (under 20 minutes on 2 cores), its data in build/reproduce-quick/data/ and the
+# pages rendered from it in build/reproduce-quick/pages/ (compare them with docs/: diff -r), figures and
+# summary.txt beside them. `make reproduce` adds the simulated studies (desync's SMPI build, about an
+# hour more on 2 cores) into build/reproduce/.
+reproduce-quick: deps python-tools
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	rm -rf build/reproduce-quick
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m desync_tools.results run --set quick \
+	    --desync build/bench/desync --out build/reproduce-quick
+
+reproduce: deps build-sim python-tools
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	rm -rf build/reproduce
+	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m desync_tools.results run --set all \
+	    --desync build/bench/desync --sim-desync $(SMPI)/desync --out build/reproduce
 
 # The whole reproduction set at 16-1024 simulated ranks (docs/reproduction.md; about half an hour here, two
 # simulations at a time).

@@ -27,6 +27,7 @@ examples:
   desync-plot sweep results/alpha/results.csv --x alpha --y wall_time --by mode -o alpha.png
   desync-plot field u.npy --axis z --index 0 -o u.png
   desync-plot report results/tts -o report.html
+  desync-plot results bethune.slow -o slow.png        a figure of the results pages (docs/results/)
 
 Run records of schema version {supported_versions_text()} are read (docs/output.md)."""
 
@@ -102,6 +103,13 @@ def build_parser():
     s.add_argument("--axis", choices=("x", "y", "z"), default="z", help="normal of the slice (3D fields)")
     s.add_argument("--index", type=int, help="plane index along the axis (default the middle)")
 
+    s = add("results", "a figure of the results pages, from the records under docs/data (desync-results)",
+            "desync-plot results bethune.slow -o docs/figures/results/bethune-slow.png")
+    s.add_argument("name", metavar="NAME", help="the figure's name (desync-plot results --list)")
+    s.add_argument("--data", action="append", metavar="DIR",
+                   help="data folder searched before the source tree's docs/data (repeatable)")
+    s.add_argument("--root", default=".", help="the desync source tree (default: around the current folder)")
+
     s = add("report", "one page with the results table and every applicable figure",
             "desync-plot report results/tts -o report.html")
     s.add_argument("results", metavar="RESULTS", help="a desync-run results folder (or any folder of run records)")
@@ -122,6 +130,19 @@ def _main(argv):
         print(f"desync-plot: wrote {out} ({n} figures)")
         return 0
     out = _output(args.output)
+    if args.command == "results":
+        from ..results.cli import find_root
+        from ..results.data import Data
+        from ..results.registry import FIGURES, load_pages
+        root = find_root(args.root)
+        load_pages()
+        if args.name not in FIGURES:
+            raise UserError(f"unknown results figure '{args.name}' (known: {', '.join(sorted(FIGURES))})")
+        fig = FIGURES[args.name](Data((args.data or []) + [os.path.join(root, "docs", "data")]))
+        if args.title:
+            fig.suptitle(args.title)
+        _save(fig, out)
+        return 0
     if args.command == "convergence":
         fig = plot_convergence([load_record(r) for r in args.records], x=args.x, per_rank=args.per_rank,
                                labels=args.label, title=args.title)

@@ -1,0 +1,49 @@
+"""Formatting shared by the page modules: Markdown tables and numbers written one way everywhere."""
+import math
+import statistics
+
+
+def md_table(headers, rows, align=None):
+    """A Markdown table; `align` a string of l/r/c per column (default: first left, others right)."""
+    align = align or ("l" + "r" * (len(headers) - 1))
+    marks = {"l": "---", "r": "---:", "c": ":---:"}
+    lines = ["| " + " | ".join(str(h) for h in headers) + " |",
+             "|" + "|".join(marks[a] for a in align) + "|"]
+    for row in rows:
+        lines.append("| " + " | ".join("" if c is None else str(c) for c in row) + " |")
+    return "\n".join(lines)
+
+
+def fmt(x, digits=3):
+    """A number with `digits` significant digits; '–' for None or NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    if isinstance(x, int):
+        return str(x)
+    if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
+        return f"{x:.{max(digits - 1, 0)}e}"
+    return f"{x:.{digits}g}" if abs(x) >= 10 ** digits else _fixed(x, digits)
+
+
+def _fixed(x, digits):
+    if x == 0:
+        return "0"
+    d = max(digits - 1 - int(math.floor(math.log10(abs(x)))), 0)
+    return f"{x:.{d}f}"
+
+
+def fixed(x, decimals=2):
+    """A number with a fixed count of decimals; '–' for None or NaN."""
+    if x is None or (isinstance(x, float) and math.isnan(x)):
+        return "–"
+    return f"{x:.{decimals}f}"
+
+
+def ratio(x):
+    """A ratio as the pages write them: two decimals, with a ×."""
+    return "–" if x is None else f"{x:.2f}×"
+
+
+def median(values):
+    values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
+    return statistics.median(values) if values else math.nan

@@ -1,0 +1,117 @@
+"""The results pages (docs/results/, docs/benchmarks.md, README.md) against their data: a page whose
+generated table or number differs from what the committed records render fails here."""
+import os
+import re
+import subprocess
+import sys
+
+import pytest
+
+from desync_tools.errors import UserError
+from desync_tools.results import registry
+from desync_tools.results.cli import main as results_main, render_all
+from desync_tools.results.data import Data
+from desync_tools.results.render import load_manifest, names_used, page_paths, render_text
+
+from conftest import REPO
+
+DATA = os.path.join(REPO, "docs", "data")
+
+
+def test_every_page_matches_what_its_data_renders():
+    pages, _ = render_all(REPO, [DATA])
+    assert pages, "no results pages found"
+    stale = [rel for rel, (old, new) in pages.items() if old != new]
+    assert not stale, f"pages differ from their data (desync-results check shows the diff): {stale}"
+
+
+def test_check_command_fails_on_a_stale_table(tmp_path, capsys):
+    # a copy of the tree's pages with one generated cell changed must fail `desync-results check`
+    root = tmp_path / "tree"
+    (root / "bench").mkdir(parents=True)
+    os.symlink(os.path.join(REPO, "bench", "results"), root / "bench" / "results")
+    (root / "docs" / "results").mkdir(parents=True)
+    os.symlink(DATA, root / "docs" / "data")
+    pages, _ = render_all(REPO, [DATA])
+    target = None
+    for rel, (old, _) in pages.items():
+        text = old
+        if rel.startswith("docs/results/"):
+            m = re.search(r"<!-- value: [^>]+ -->([^<]+)<!-- end -->", text)
+            if m and target is None:
+                text = text[:m.start(1)] + "999.999" + text[m.end(1):]
+                target = rel
+            (root / rel).write_text(text, encoding="utf-8")
+    assert target, "no page has an inline generated value to alter"
+    assert results_main(["--root", str(root), "check"]) == 1
+    assert "999.999" in capsys.readouterr().out
+
+
+def test_every_marked_name_is_known_and_every_experiment_is_on_a_page():
+    manifest = load_manifest(REPO)
+    registry.load_pages()
+    used_tables, used_values, used_experiments = set(), set(), set()
+    for rel in page_paths(REPO):
+        with open(os.path.join(REPO, rel), encoding="utf-8") as f:
+            t, v, e = names_used(f.read())
+        used_tables |= t
+        used_values |= v
+        used_experiments |= e
+    assert used_tables <= set(registry.TABLES)
+    assert used_values <= set(registry.VALUES)
+    assert not set(manifest) - used_experiments, "experiments no page shows"
+    assert not set(registry.TABLES) - used_tables, "tables no page shows"
+    for e in manifest.values():
+        assert os.path.exists(os.path.join(DATA, e["output"])), f"{e['id']}: docs/data/{e['output']} missing"
+
+
+def test_every_figure_is_committed_and_every_linked_figure_exists():
+    registry.load_pages()
+    folder = os.path.join(REPO, "docs", "figures", "results")
+    for name in registry.FIGURES:
+        assert os.path.exists(os.path.join(folder, name.replace(".", "-") + ".png")), name
+    for rel in page_paths(REPO):
+        with open(os.path.join(REPO, rel), encoding="utf-8") as f:
+            text = f.read()
+        for link in re.findall(r"!\[[^\]]*\]\(([^)\s]+)\)", text):
+            path = os.path.normpath(os.path.join(REPO, os.path.dirname(rel), link))
+            assert os.path.exists(path), f"{rel}: figure {link} missing"
+
+
+def test_unknown_names_and_unclosed_blocks_are_errors():
+    manifest = load_manifest(REPO)
+    data = Data([DATA])
+    with pytest.raises(UserError, match="unknown table 'no.such'"):
+        render_text("a\n<!-- table: no.such -->\nx\n<!-- end -->\n", data, "docs/results/x.md", manifest)
+    with pytest.raises(UserError, match="without its <!-- end -->"):
+        render_text("<!-- table: no.such -->\nx\n", data, "docs/results/x.md", manifest)
+    with pytest.raises(UserError, match="unknown value 'no.such'"):
+        render_text("x <!-- value: no.such -->1<!-- end -->\n", data, "docs/results/x.md", manifest)
+    with pytest.raises(UserError, match="unknown experiment"):
+        render_text("<!-- experiment: no-such -->\n<!-- end -->\n", data, "docs/results/x.md", manifest)
+
+
+def test_a_table_renders_from_the_first_data_root_that_has_the_file(tmp_path):
+    registry.TABLES.setdefault("test.echo", lambda d: str(d.json("t/x.json")["v"]))
+    try:
+        (tmp_path / "a" / "t").mkdir(parents=True)
+        (tmp_path / "b" / "t").mkdir(parents=True)
+        (tmp_path / "a" / "t" / "x.json").write_text('{"v": 1}')
+        (tmp_path / "b" / "t" / "x.json").write_text('{"v": 2}')
+        page = "<!-- table: test.echo -->\nold\n<!-- end -->"
+        assert render_text(page, Data([tmp_path / "a", tmp_path / "b"]), "p.md", {}).split("\n")[1] == "1"
+        assert render_text(page, Data([tmp_path / "b"]), "p.md", {}).split("\n")[1] == "2"
+        with pytest.raises(UserError, match="no data file t/x.json"):
+            render_text(page, Data([tmp_path]), "p.md", {})
+    finally:
+        registry.TABLES.pop("test.echo")
+
+
+def test_run_dry_run_lists_every_quick_experiment():
+    manifest = load_manifest(REPO)
+    out = subprocess.run([sys.executable, "-m", "desync_tools.results", "run", "--set", "quick", "--dry-run",
+                          "--desync", "/bin/true", "--out", "/tmp/desync-results-dry"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    for e in manifest.values():
+        assert (f"== {e['id']}:" in out.stdout) == (e["set"] == "quick")
