@@ -67,9 +67,19 @@ def _data_link(page_rel, output):
     return os.path.relpath(os.path.join("docs", "data", output), here)
 
 
+# what the placeholders of a command read as on a page: make reproduce's executables, the data in docs/data
+SHOWN = {"python": "python3", "desync": "build/bench/desync", "sim_desync": "build/smpi/desync", "build": "build/bench"}
+
+
+def shown_command(entry):
+    """The experiment's command as a reader would type it from the repository root."""
+    out = os.path.join("docs", "data", entry["output"])
+    return entry["command"].strip().format(out=out, outdir=os.path.dirname(out), **SHOWN)
+
+
 def experiment_block(entry, page_rel):
     """The lines under <!-- experiment: ID -->: what ran, its command and its data."""
-    command = entry["command"].strip()
+    command = shown_command(entry) if entry["set"] != "recorded" else entry["command"].strip()
     where = {"quick": "`make reproduce-quick` reruns it", "sim": "`make reproduce` reruns it",
              "recorded": "not rerun by `make reproduce`: " + entry.get("machine", "another machine")}[entry["set"]]
     link = _data_link(page_rel, entry["output"])

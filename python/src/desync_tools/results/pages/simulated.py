@@ -1,0 +1,110 @@
+"""docs/results/simulated-cluster.md: the cost model of record, the validation of the simulation
+against real runs (this host at 2 ranks, a 16-core node at 2 and 4), and the host time of the studies."""
+import json
+import os
+
+from ..md import fmt, md_table
+from ..registry import table, value
+
+VALIDATIONS = {
+    "host2": "simulated-cluster/host-validate-2.json",
+    "host4": "simulated-cluster/host-validate-4-oversubscribed.json",
+    "node1": "simulated-cluster/node16-validate-1.json",
+    "node2": "simulated-cluster/node16-validate-2.json",
+}
+STUDIES = ["jacobi-weak", "jacobi-converge", "jacobi-slow-core", "schwarz-weak", "schwarz-strong", "schwarz-timer",
+           "schwarz-noise", "pde-jitter", "pde-strong", "cg-family", "cg-strong", "cg-strong-ic0"]
+
+
+def _pct(x):
+    return f"{100 * x:+.1f} %"
+
+
+def _ratio(r):
+    if r.get("ratio_real") is None:
+        return "", ""
+    rounds = r.get("ratio_real_rounds") or []
+    spread = f" ({min(rounds):.3f}–{max(rounds):.3f})" if rounds else ""
+    return f"{r['ratio_real']:.3f}{spread}", f"{r['ratio_sim']:.3f}"
+
+
+def _validation(data, key):
+    d = data.json(VALIDATIONS[key])
+    out = []
+    for r in d["rows"]:
+        real, sim = _ratio(r)
+        out.append([r["case"], r["variant"], r["ranks"], f"{r['iterations_real']:g}", f"{r['iterations_sim']:g}",
+                    fmt(r["time_real"], 3), fmt(r["time_sim"], 3), _pct(r["time_dev"]), real, sim,
+                    "yes" if r["ok"] else "**no**"])
+    return md_table(["case", "variant", "ranks", "it real", "it sim", "time real (s)", "time sim (s)", "time dev",
+                     "ratio real (rounds)", "ratio sim", "ok"], out, "lllrrrrrrrl")
+
+
+def _met(data, key):
+    rows = data.json(VALIDATIONS[key])["rows"]
+    return f"{sum(1 for r in rows if r['ok'])} of {len(rows)}"
+
+
+for _key in VALIDATIONS:
+    table(f"simulated.validation_{_key}")(lambda data, k=_key: _validation(data, k))
+    value(f"simulated.met_{_key}")(lambda data, k=_key: _met(data, k))
+
+
+def _failing(data, key):
+    rows = [r for r in data.json(VALIDATIONS[key])["rows"] if not r["ok"]]
+    return "; ".join(f"{r['case']} {r['variant']} at {r['ranks']} ranks" for r in rows) or "none"
+
+
+value("simulated.failing_node1")(lambda data: _failing(data, "node1"))
+value("simulated.failing_node2")(lambda data: _failing(data, "node2"))
+
+
+@value("simulated.host4_iterations_agree")
+def _host4_iterations(data):
+    rows = data.json(VALIDATIONS["host4"])["rows"]
+    return f"{sum(1 for r in rows if abs(r['iterations_dev']) <= 0.10)} of {len(rows)}"
+
+
+@value("simulated.host4_time_dev")
+def _host4_dev(data):
+    devs = [abs(r["time_dev"]) for r in data.json(VALIDATIONS["host4"])["rows"]]
+    return f"{100 * min(devs):.0f}–{100 * max(devs):.0f} %"
+
+
+@table("simulated.costs")
+def costs(data):
+    c = data.json("simulated/costs.json")
+    kinds = sorted((k, v) for k, v in c["costs"].items() if v)
+    half = (len(kinds) + 1) // 2
+    rows = []
+    for i in range(half):
+        a = kinds[i]
+        b = kinds[i + half] if i + half < len(kinds) else ("", None)
+        rows.append([f"`{a[0]}`", fmt(a[1], 3), f"`{b[0]}`" if b[0] else "", fmt(b[1], 3) if b[1] is not None else ""])
+    return md_table(["kind", "s per unit", "kind", "s per unit"], rows, "lrlr")
+
+
+@value("simulated.link")
+def link(data):
+    h = data.json("simulated/host.json")
+    return f"{h['latency_s'] * 1e6:.3f} µs and {h['bandwidth_Bps'] / 1e9:.2f} GB/s"
+
+
+@value("simulated.core_spread")
+def core_spread(data):
+    return f"{data.json('simulated/costs.json')['calibration']['core_speed_spread']:.3f}"
+
+
+@table("simulated.budget")
+def budget(data):
+    rows, total, runs = [], 0.0, 0
+    for s in STUDIES:
+        d = data.json(f"simulated/{s}.json")
+        walls = [r["host_wall"] for r in d["rows"]]
+        total += sum(walls)
+        runs += len(walls)
+        dear = max(d["rows"], key=lambda r: r["host_wall"])
+        rows.append([s, len(walls), sorted({r["ranks"] for r in d["rows"]})[-1], f"{sum(walls):.0f}",
+                     f"{dear['label']} ({dear['host_wall']:.0f} s)"])
+    rows.append(["**all**", runs, "", f"**{total:.0f}**", ""])
+    return md_table(["study", "runs", "most ranks", "host s (sum)", "dearest run"], rows, "lrrrl")
