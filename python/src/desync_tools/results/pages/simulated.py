@@ -108,3 +108,11 @@ def budget(data):
                      f"{dear['label']} ({dear['host_wall']:.0f} s)"])
     rows.append(["**all**", runs, "", f"**{total:.0f}**", ""])
     return md_table(["study", "runs", "most ranks", "host s (sum)", "dearest run"], rows, "lrrrl")
+
+
+@value("simulated.jacobi1024_host")
+def jacobi1024_host(data):
+    """Host time of 50 asynchronous and synchronous Jacobi iterations at 1024 simulated ranks."""
+    rows = {r["label"]: r for r in data.json("simulated/jacobi-weak.json")["rows"]}
+    return (f"{rows['jacobi async P=1024']['host_wall']:.0f} s against "
+            f"{rows['jacobi sync P=1024']['host_wall']:.0f} s")
