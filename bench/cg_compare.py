@@ -24,6 +24,12 @@ ratio to PETSc's KSPCG with the same preconditioner and the ratio to PETSc's cou
 <= 0.6 x PETSc KSPCG, desync CSR cg <= 1.0 x, every desync method's iteration count within 2 of its
 PETSc counterpart's; each printed ok or MISS.
 
+--variant NAME=ARGS (repeatable) runs every desync configuration once per variant, with ARGS added to
+its command line: e.g. the ghost exchange engines and progress modes side by side, without PETSc:
+  python3 bench/cg_compare.py --petsc-methods '' --methods cg --pcs none --operators matrix-free \\
+          --variant "blocking=--engine blocking" --variant "p2p=--engine p2p" \\
+          --variant "p2p test=--engine p2p --progress test" --json cg_engines.json
+
 Standard library only. Example:
   python3 bench/cg_compare.py --desync build/bench/desync --petsc build/bench/petsc_poisson3d \\
           --mpirun mpirun.openmpi --json cg_compare.json
@@ -71,6 +77,9 @@ def parse_args(argv):
                    help="comma-separated desync operators (default matrix-free,csr)")
     p.add_argument("--desync-extra", default="", help="extra desync arguments for every run, one shell-quoted string")
     p.add_argument("--petsc-extra", default="", help="extra PETSc driver arguments, one shell-quoted string")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME=ARGS",
+                   help="run every desync configuration also with these extra arguments, named NAME in the table "
+                        "(repeatable; default: one unnamed variant, no extra arguments)")
     p.add_argument("--timeout", type=float, default=300.0, help="seconds allowed for one run (default 300)")
     p.add_argument("--json", help="write the configuration, machine, summary rows and every run to this file")
     p.add_argument("--quiet", action="store_true", help="no progress line per run")
@@ -85,6 +94,16 @@ def parse_args(argv):
     if len(parts) not in (1, 3) or not all(x.isdigit() and int(x) > 0 for x in parts):
         p.error(f"--n must be N or NXxNYxNZ with positive integers, not {a.n!r}")
     a.grid = [int(x) for x in parts] * (3 if len(parts) == 1 else 1)
+    a.variants = []
+    for v in a.variant:
+        name, sep, extra = v.partition("=")
+        if not sep or not name.strip():
+            p.error(f"--variant must be NAME=ARGS, not {v!r}")
+        if name.strip() in [n for n, _ in a.variants]:
+            p.error(f"--variant {name.strip()!r} given twice")
+        a.variants.append((name.strip(), extra))
+    if not a.variants:
+        a.variants = [("", "")]
     if a.reps < 1 or a.np < 1:
         p.error("--reps and --np must be >= 1")
     if a.petsc is None:
@@ -98,13 +117,14 @@ def child_env(solver):
 
 
 def command(args, cfg, json_path):
-    solver, method, pc, op = cfg
+    solver, method, pc, op, variant = cfg
     launch = shlex.split(args.mpirun) + ["-np", str(args.np)]
     dims = args.dims
     if solver == "desync":
         return (launch + [args.desync, "cg", "--problem", "poisson3d", "--global", args.n, "--method", method,
                           "--pc", pc, "--operator", op, "--rtol", f"{args.rtol:g}", "--quiet", "--json", json_path]
-                + (["--dims", dims] if dims else []) + shlex.split(args.desync_extra))
+                + (["--dims", dims] if dims else []) + shlex.split(args.desync_extra)
+                + shlex.split(dict(args.variants)[variant]))
     nx, ny, nz = args.grid
     return (launch + [args.petsc, "-nx", str(nx), "-ny", str(ny), "-nz", str(nz), "-method", method, "-pc", pc,
                       "-rtol", f"{args.rtol:g}", "-json", json_path]
@@ -123,6 +143,7 @@ def parse_desync(j):
         "options": j.get("options"),
         "process_grid": j.get("process_grid"),
         "mpi_library": j.get("mpi_library", ""),
+        "time_split": j.get("time_split"),
     }
 
 
@@ -144,19 +165,20 @@ def run_one(args, cfg, json_path):
     cmd = command(args, cfg, json_path)
     load = os.getloadavg()[0]
     rc, err, elapsed = run_for_json(cmd, json_path, args.timeout, child_env(cfg[0]))
-    solver, method, pc, op = cfg
-    rec = {"solver": solver, "method": method, "pc": pc, "operator": op, "command": shlex.join(cmd),
-           "exit_code": rc, "elapsed": elapsed, "loadavg_1min_before": load}
+    solver, method, pc, op, variant = cfg
+    rec = {"solver": solver, "method": method, "pc": pc, "operator": op, "variant": variant,
+           "command": shlex.join(cmd), "exit_code": rc, "elapsed": elapsed, "loadavg_1min_before": load}
     return record_outcome(rec, rc, err, json_path, parse_desync if solver == "desync" else parse_petsc, solver)
 
 
 def summarise(args, configs, runs):
     rows = []
     for cfg in configs:
-        solver, method, pc, op = cfg
-        rs = [r for r in runs if (r["solver"], r["method"], r["pc"], r["operator"]) == cfg]
+        solver, method, pc, op, variant = cfg
+        rs = [r for r in runs if (r["solver"], r["method"], r["pc"], r["operator"], r["variant"]) == cfg]
         ok = [r for r in rs if r["ok"]]
-        row = {"solver": solver, "method": method, "pc": pc, "operator": op, "runs": len(rs), "ok": len(ok)}
+        row = {"solver": solver, "method": method, "pc": pc, "operator": op, "variant": variant, "runs": len(rs),
+               "ok": len(ok)}
         if ok:
             t = [r["solve_seconds"] for r in ok]
             its = median([r["iterations"] for r in ok])
@@ -205,12 +227,15 @@ def fmt_table(args, rows):
     g = "x".join(str(x) for x in args.grid)
     out = [f"poisson3d {g} interior points, rtol {args.rtol:g} (||r|| <= rtol ||b||, zero initial guess), "
            f"{args.np} ranks, median of {args.reps}"]
-    out.append(f"  {'solver':<6} {'method':<8} {'pc':<6} {'operator':<11} {'solve s':>8} {'min':>8} {'max':>8} "
+    vw = max(len(n) for n, _ in args.variants)
+    vhead = f" {'variant':<{max(vw, 7)}}" if vw else ""
+    out.append(f"  {'solver':<6} {'method':<8} {'pc':<6} {'operator':<11}{vhead} {'solve s':>8} {'min':>8} {'max':>8} "
                f"{'its':>6} {'s/it':>9} {'true resid':>10} {'conv':>5} {'vs KSPCG':>8} {'vs same':>7} "
                f"{'time target':>12} {'its vs PETSc':>14}")
     for row in rows:
         op = row["operator"]
-        head = f"  {row['solver']:<6} {row['method']:<8} {row['pc']:<6} {op:<11}"
+        head = f"  {row['solver']:<6} {row['method']:<8} {row['pc']:<6} {op:<11}" + (
+            f" {row['variant']:<{max(vw, 7)}}" if vw else "")
         if "solve_median" not in row:
             out.append(f"{head} all {row['runs']} runs failed")
             continue
@@ -244,16 +269,18 @@ def main(argv):
             sys.exit(f"cg_compare.py: no executable PETSc driver at {args.petsc!r} (use --petsc; it is built as "
                      "BUILD_DIR/petsc_poisson3d where PETSc is found, see docs/benchmarks.md; --petsc-methods '' "
                      "for desync alone)")
-        configs += [("petsc", m, pc, "aij") for m in args.petsc_methods for pc in args.pcs]
+        configs += [("petsc", m, pc, "aij", "") for m in args.petsc_methods for pc in args.pcs]
     if args.methods and args.operators:
         if not is_executable(args.desync):
             sys.exit(f"cg_compare.py: no executable desync at {args.desync!r} (use --desync, or --methods '' "
                      "for PETSc alone)")
-        configs += [("desync", m, pc, op) for m in args.methods for op in args.operators for pc in args.pcs]
+        configs += [("desync", m, pc, op, v) for m in args.methods for op in args.operators for pc in args.pcs
+                    for v, _ in args.variants]
     machine = bench_util.machine_info(args, __file__)
 
     def progress(cfg, rec):
-        return f"{cfg[0]:<6} {cfg[1]:<7} {cfg[2]:<6} {cfg[3]:<11} {solve_progress(rec)}"
+        variant = f"{cfg[4]} " if cfg[4] else ""
+        return f"{cfg[0]:<6} {cfg[1]:<7} {cfg[2]:<6} {cfg[3]:<11} {variant}{solve_progress(rec)}"
 
     runs, session = run_repetitions(configs, args.reps, lambda cfg, path: run_one(args, cfg, path), "desync-cgcmp-",
                                     None if args.quiet else progress)
@@ -279,6 +306,7 @@ def main(argv):
                        "grid": args.grid, "dims": args.dims, "rtol": args.rtol, "reps": args.reps, "methods": args.methods,
                        "petsc_methods": args.petsc_methods, "pcs": args.pcs, "operators": args.operators,
                        "desync_extra": args.desync_extra, "petsc_extra": args.petsc_extra,
+                       "variants": [{"name": n, "args": x} for n, x in args.variants],
                        "timeout": args.timeout},
             "targets": {"time_ratio_to_kspcg_max": {f"{m} {op}": t for (m, op), t in TIME_TARGETS.items()},
                         "iterations_within": ITERATION_TOLERANCE, "counterparts": COUNTERPART},
