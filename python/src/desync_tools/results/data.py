@@ -11,6 +11,7 @@ class Data:
     def __init__(self, roots):
         self.roots = [os.path.abspath(r) for r in roots]
         self.used = {}  # relative path -> the root it came from
+        self.manifest = {}  # the experiments of bench/results/*.toml, set by the renderer
 
     def path(self, rel):
         """The file or folder `rel` under the first root that has it; UserError when none has."""
@@ -23,6 +24,14 @@ class Data:
 
     def exists(self, rel):
         return any(os.path.exists(os.path.join(r, rel)) for r in self.roots)
+
+    def glob(self, pattern):
+        """Relative paths matching a glob pattern under any root, each once, sorted."""
+        import glob as _glob
+        found = set()
+        for root in self.roots:
+            found.update(os.path.relpath(p, root) for p in _glob.glob(os.path.join(root, pattern)))
+        return sorted(found)
 
     def json(self, rel):
         p = self.path(rel)

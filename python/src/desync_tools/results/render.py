@@ -97,6 +97,7 @@ def render_text(text, data, page_rel, manifest):
     """The page with every marked block and value rendered from `data`; UserError on an unknown name
     or an unclosed block."""
     load_pages()
+    data.manifest = manifest
     lines = text.split("\n")
     out = []
     i = 0

@@ -12,8 +12,6 @@ VALIDATIONS = {
     "node1": "simulated-cluster/node16-validate-1.json",
     "node2": "simulated-cluster/node16-validate-2.json",
 }
-STUDIES = ["jacobi-weak", "jacobi-converge", "jacobi-slow-core", "schwarz-weak", "schwarz-strong", "schwarz-timer",
-           "schwarz-noise", "pde-jitter", "pde-strong", "cg-family", "cg-strong", "cg-strong-ic0"]
 
 
 def _pct(x):
@@ -95,19 +93,31 @@ def core_spread(data):
     return f"{data.json('simulated/costs.json')['calibration']['core_speed_spread']:.3f}"
 
 
+def _reproduce_files(data):
+    """The record (bench/simgrid/reproduce.py --json) of every simulated study the manifest lists."""
+    out = []
+    for rel in sorted(e["output"] for e in data.manifest.values() if e["set"] == "sim"):
+        try:
+            d = data.json(rel)
+        except Exception:  # noqa: BLE001 - not a JSON record: not a study
+            continue
+        if isinstance(d, dict) and d.get("benchmark") == "simgrid reproduce":
+            out.append((rel, d))
+    return out
+
+
 @table("simulated.budget")
 def budget(data):
     rows, total, runs = [], 0.0, 0
-    for s in STUDIES:
-        d = data.json(f"simulated/{s}.json")
+    for rel, d in _reproduce_files(data):
         walls = [r["host_wall"] for r in d["rows"]]
         total += sum(walls)
         runs += len(walls)
         dear = max(d["rows"], key=lambda r: r["host_wall"])
-        rows.append([s, len(walls), sorted({r["ranks"] for r in d["rows"]})[-1], f"{sum(walls):.0f}",
+        rows.append([f"`{rel}`", len(walls), sorted({r["ranks"] for r in d["rows"]})[-1], f"{sum(walls):.0f}",
                      f"{dear['label']} ({dear['host_wall']:.0f} s)"])
     rows.append(["**all**", runs, "", f"**{total:.0f}**", ""])
-    return md_table(["study", "runs", "most ranks", "host s (sum)", "dearest run"], rows, "lrrrl")
+    return md_table(["study (docs/data/)", "runs", "most ranks", "host s (sum)", "dearest run"], rows, "lrrrl")
 
 
 @value("simulated.jacobi1024_host")
