@@ -147,7 +147,7 @@ def cmd_run(args, root):
         if args.dry_run:
             continue
         t0 = time.monotonic()
-        limit = max(120.0, 3 * 60 * float(e.get("minutes", 1)))
+        limit = max(300.0, 3 * 60 * float(e.get("minutes", 1)))
         try:
             rc = subprocess.run(["bash", "-c", command], cwd=root, env=env, timeout=limit).returncode
         except subprocess.TimeoutExpired:
