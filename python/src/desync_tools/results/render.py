@@ -68,7 +68,7 @@ def _data_link(page_rel, output):
 
 
 # what the placeholders of a command read as on a page: make reproduce's executables, the data in docs/data
-SHOWN = {"python": "python3", "desync": "build/bench/desync", "sim_desync": "build/smpi/desync", "build": "build/bench"}
+SHOWN = {"python": "build/venv/bin/python", "desync": "build/bench/desync", "sim_desync": "build/smpi/desync", "build": "build/bench"}
 
 
 def shown_command(entry):
