@@ -596,11 +596,14 @@ def schwarz_petsc(data):
 def schwarz_petsc_setup(data):
     d = data.json(SCHWARZ_PETSC)
     c = d["config"]
-    used = [r["used"] for r in _schwarz_rows(data)]
     version = d["petsc_version"]
     version = ", ".join(version) if isinstance(version, list) else version
+    runs = d["runs"]
+    disturbed = sum(1 for r in runs if r.get("disturbed"))
+    kept = "left out where a row had undisturbed runs" if c.get("exclude_disturbed") else "kept"
     return (f"{c['np']} ranks, overlap {c['overlap']}, tolerance {c['tol']:g}, median of {c['reps']} interleaved "
-            f"repetitions ({min(used)}–{max(used)} undisturbed runs per row), {version}")
+            f"repetitions, {version}; in {disturbed} of {len(runs)} runs other processes took more than "
+            f"{d['disturbed_share']:.0%} of a core ({kept})")
 
 
 def _schwarz_find(data, n, solver, config, local=None):
