@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The figures of docs/benchmarks.md, each from a documented command: runs the experiments in
+# The figures of the benchmark experiment files (docs/benchmarks.md, *Running them*): runs the experiments in
 # bench/experiments/ with desync-run, collects them, prints their summaries (ratios to the reference
 # measured in the same experiment) and draws the figures with desync-plot into docs/figures/.
 #

@@ -12,7 +12,7 @@ how many runs converged and how many did not end before the timeout.
 
   python3 bench/idle_policy.py --desync build/mpich/desync --mpirun mpirun.mpich --reps 5 --json idle.json
   python3 bench/idle_policy.py --desync build/openmpi/desync --mpirun "mpirun --oversubscribe" --reps 5
-  python3 bench/idle_policy.py --table idle-mpich.json idle-openmpi.json   # the tables of docs/benchmarks.md
+  python3 bench/idle_policy.py --table idle-mpich.json idle-openmpi.json   # every row; docs/benchmarks.md shows the ratios
 
 Cases: `schwarz` (Yamazaki et al.'s 2D Poisson problem with classical Schwarz, --local 15 --overlap 1
 --inflight 1 --check-every 1 --termination tree, over p2p and rma with --rma-sync overlap: the case
