@@ -121,7 +121,7 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   s.prefetch = detail::parse_auto_choice<solvers::SweepPrefetch>(
       "--prefetch", prefetch, {{"on", solvers::SweepPrefetch::on}, {"off", solvers::SweepPrefetch::off}});
   // Every mode tests every 100 iterations by default (Bethune et al., 2011, Figure 1); --check-every 1 is the
-  // paper's cadence for the asynchronous tests (3.1.2, 3.3.2). docs/benchmarks.md has both.
+  // paper's cadence for the asynchronous tests (3.1.2, 3.3.2).
   iteration_cli.apply(s.iteration, nranks);
   if (s.halo_period < 1) throw InputError("--halo-period must be >= 1");
   if (s.racy_chunks < 1) throw InputError("--racy-chunks must be >= 1");

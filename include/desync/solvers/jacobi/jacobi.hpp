@@ -47,7 +47,7 @@ struct JacobiOptions {
   IterationOptions iteration;
   /// How halo channels move data (channel.hpp). max_in_flight is R, halo messages in flight per
   /// neighbour (async, racy): Bethune et al. (2011) started with 100 and found one buffer fastest
-  /// (section 6.3); docs/benchmarks.md has the measurements behind the default.
+  /// (section 6.3); docs/results/bethune2011.md measures R = 1 against R = 100.
   comm::TransportConfig transport;
   /// async, racy: a pass in which no new halo value has arrived (core::IdlePolicy; skip does not
   /// apply: a sweep keeps converging the block's interior).

@@ -16,9 +16,11 @@ namespace desync::solvers {
 /// Software prefetch in the sweep kernels. `on`: while computing row j of plane k, the kernel asks
 /// for the same row of u about 640 KiB ahead (at least two planes) and, for writing, of u_new about
 /// 320 KiB ahead (at least one plane). It
-/// only moves loads earlier, never changes a value. When the two fields stream from memory it lets
-/// one core sweep about a third faster (docs/benchmarks.md, "Sweep kernel vs STREAM"); when they fit
-/// in the last-level cache it costs some 10 %, so solvers choose with sweep_prefetch_for().
+/// only moves loads earlier, never changes a value. When the two fields stream from memory it made
+/// one AMD EPYC core sweep about a third faster, while on the Intel Xeon machines of
+/// docs/benchmarks.md ("Sweep kernel vs STREAM", which runs both settings) off streams as fast or
+/// faster; when they fit in the last-level cache it costs some 10 %, so solvers choose with
+/// sweep_prefetch_for().
 enum class SweepPrefetch { off, on };
 
 /// u_new <- Jacobi update of u (interior only; u_new's halo is left untouched).
