@@ -95,13 +95,21 @@ def draw(rng, transports, max_ranks=4):
             args = ["--problem", "laplace3d", "--local", str(rng.choice((5, 6, 8)))]
         args += ["--mode", mode, "--overlap", str(rng.choice((1, 2))),
                  "--alpha", rng.choice(("auto", "inf", "10")), "--tol", rng.choice(("1e-5", "1e-7"))]
+        # --termination none (no test, no detection) runs to a limit: one is added where none was drawn
+        untested = rng.random() < 0.1
+        if untested:
+            args += ["--termination", "none"]
         if mode == "async":
-            args += ["--termination", rng.choice(("tree", "iallreduce")), "--inflight", str(rng.choice((1, 2, 4))),
-                     "--idle", rng.choice(("skip", "skip", "yield", "spin")),
+            if not untested:
+                args += ["--termination", rng.choice(("tree", "iallreduce"))]
+            args += ["--inflight", str(rng.choice((1, 2, 4))), "--idle", rng.choice(("skip", "skip", "yield", "spin")),
                      "--check-every", str(rng.choice((1, 1, 5)))]
             if rng.random() < 0.3:
                 args.append("--polish")
-        args += noise_args(rng, ranks) + limit_args(rng)
+        limits = limit_args(rng)
+        if untested and not limits:
+            limits = ["--max-iters", str(rng.choice((3, 10, 40)))] if rng.random() < 0.5 else ["--time-limit", "0.05"]
+        args += noise_args(rng, ranks) + limits
     elif solver == "pde":
         mode = rng.choice(("sync", "bounded"))
         if rng.random() < 0.5:

@@ -34,13 +34,16 @@ namespace desync::run {
 namespace schwarz_command {
 namespace {
 
-/// --termination: how the ranks agree that every one is converged.
-enum class Termination { allreduce, tree, iallreduce };
+/// --termination: how the ranks agree that every one is converged, or none (no test at all).
+enum class Termination { allreduce, tree, iallreduce, none };
 constexpr core::Named<Termination> terminations[] = {
     {Termination::allreduce, "allreduce", "sync, every iteration"},
     {Termination::tree, "tree",
      "async default: each rank's flag up a binary tree over the transport, the decision pushed down"},
     {Termination::iallreduce, "iallreduce", "async: repeated non-blocking votes"},
+    {Termination::none, "none",
+     "sync or async: no convergence test and no termination detection, each rank iterates until --time-limit "
+     "or --max-iters (Yamazaki et al., 2019, Table 4; needs one of them)"},
 };
 /// --sync-wait: how a synchronous exchange waits for its neighbours.
 constexpr core::Named<bool> sync_waits[] = {
@@ -68,6 +71,7 @@ class SchwarzCommand final : public SolverCommand {
   detail::IterationCli iteration_cli;  // --tol, --max-iters, ..., the noise group
   detail::TransportCli transport_cli;  // --transport, --rma-sync, --shmem-sync, --inflight (async)
   solvers::SchwarzOptions solver;
+  CLI::Option* max_iters_option = nullptr;  // given or not: --termination none needs a limit
   detail::OutputCli output;  // --json, --save, --quiet
   decomposition::Index3 global_points{0, 0, 1};
   decomposition::Index3 process_grid{1, 1, 1};
@@ -90,6 +94,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
   iteration_cli.add(app, s.iteration, "Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points",
                     "Iterations between convergence votes (async: the least)", "iterations", /*perturb=*/false);
   app.add_option("--termination", termination, "Global termination: " + core::named_help(terminations));
+  max_iters_option = app.get_option("--max-iters");
   app.add_option("--sync-wait", sync_wait, "sync: " + core::named_help(sync_waits))->capture_default_str();
   app.add_option("--idle", idle,
                  "async, a pass in which no new interface value has arrived: skip (no solve: it would repeat the "
@@ -108,14 +113,17 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   const bool async = s.asynchronous();
   if (termination.empty()) termination = async ? "tree" : "allreduce";
   const Termination t = core::parse_named(terminations, termination, "--termination", "termination");
-  if ((t == Termination::allreduce) == async)
+  if (t != Termination::none && (t == Termination::allreduce) == async)
     throw InputError("--termination " + termination + " goes with --mode " + (async ? "sync" : "async"));
   s.tree_termination = t == Termination::tree;
+  s.detect_termination = t != Termination::none;
   s.wait_all = core::parse_named(sync_waits, sync_wait, "--sync-wait", "wait");
   if (s.wait_all && async) throw InputError("--sync-wait all goes with --mode sync");
   s.idle = core::parse_idle_policy(idle);
   transport_cli.apply(s.transport);
   iteration_cli.apply(s.iteration, nranks);
+  if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
+    throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
   if (s.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.overlap));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 

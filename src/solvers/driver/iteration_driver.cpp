@@ -2,6 +2,7 @@
 // Figure 1 and section 3.1 for the synchronous and asynchronous loops and the restarted
 // non-blocking convergence test; Yamazaki et al. (2019), section 4 for the same structure around a subdomain
 // solve (exchange interface values, solve locally, local residual, global agreement to stop).
+#include "desync/core/error.hpp"
 #include "desync/core/monitor.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
@@ -9,8 +10,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <limits>
 #include <memory>
 #include <span>
+#include <stdexcept>
 #include <thread>
 #include <utility>
 
@@ -29,6 +32,10 @@ bool failed(StopReason stop) { return stop == StopReason::non_finite || stop == 
 std::string divergence_message(double initial, double residual, double factor) {
   return fmt::format("residual grew from {:.3e} to {:.3e} (more than {:.0e} times): diverging", initial, residual,
                      factor);
+}
+
+std::int64_t LocalIteration::exchange_carrying(std::int64_t, std::int64_t) {
+  throw std::logic_error("exchange_carrying: this solver carries no number with its exchanges");
 }
 
 IterationDriver::IterationDriver(MPI_Comm comm, const DriverOptions& options, LocalProblem& problem)
@@ -110,6 +117,7 @@ IterationDriver::SyncPhase IterationDriver::begin_sync(IterationPhase phase) {
 // wait for every neighbour) and 4.3 (MPI_Allreduce of the votes).
 StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which, std::int64_t& iterations,
                                      TimeSplit& time) {
+  if (which == IterationPhase::main && !opt_.detect_termination) return run_sync_untested(local, iterations, time);
   const SyncPhase phase = begin_sync(which);
   local.open_exchange(which, /*synchronous=*/true);
   for (std::int64_t it = 0;; ++it) {
@@ -143,6 +151,59 @@ StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which
   }
 }
 
+// Yamazaki et al. (2019), Table 4: no convergence test, no vote; the exchanges alone. With a time
+// limit the ranks agree on the last iteration through the exchanges (see the top of the header).
+StopReason IterationDriver::run_sync_untested(LocalIteration& local, std::int64_t& iterations, TimeSplit& time) {
+  const SyncPhase phase = begin_sync(IterationPhase::main);
+  constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
+  const double limit = opt_.iteration.time_limit;
+  const bool timed = limit > 0;
+  const int hops = timed ? local.exchange_hops() : 0;
+  if (hops < 0) throw InputError("a time limit without termination detection needs a solver whose synchronous "
+                                 "exchanges can carry the last iteration (this one's cannot)");
+  // A proposal made after the update of iteration k goes out with the next exchange (at most
+  // `period` iterations on) and has reached every rank `hops` exchanges later: before k + margin.
+  const std::int64_t margin = static_cast<std::int64_t>(hops + 1) * phase.period + 1;
+  std::int64_t own = none;      // this rank's proposal: the iteration to stop at
+  std::int64_t stop_at = none;  // the smallest proposal known here
+  local.open_exchange(IterationPhase::main, /*synchronous=*/true);
+  const double loop_start = clock_.seconds();  // the mean iteration time leaves the set-up out
+  std::int64_t it = 0;
+  for (; it < opt_.iteration.max_iters && it < stop_at; ++it) {
+    core::Stopwatch t_halo;
+    if (it % phase.period != 0)
+      local.refresh();
+    else if (timed)
+      stop_at = std::min(stop_at, local.exchange_carrying(it, std::min(own, stop_at)));
+    else
+      local.exchange(it);
+    time.halo += t_halo.seconds();
+    perturb(local, it);
+    core::Stopwatch t_update;
+    local.update(it, /*want_residual=*/false);
+    const double update_s = t_update.seconds();
+    time.compute += update_s;
+    time.noise += noise_.after_sweep(update_s);
+    local.advance();
+    if (timed && own == none) {
+      // At this rank's mean iteration time so far, would the iteration the proposal names end
+      // past the limit? Then propose it.
+      const double now = clock_.seconds();
+      const double mean = (now - loop_start) / static_cast<double>(it + 1);
+      if (now + static_cast<double>(margin) * mean >= limit) {
+        own = it + 1 + margin;
+        stop_at = std::min(stop_at, own);
+      }
+    }
+  }
+  iterations = it;
+  result_.stats.halo = local.exchange_stats();
+  core::Stopwatch t_close;
+  local.close_exchange();
+  time.finish += t_close.seconds();
+  return it >= opt_.iteration.max_iters ? StopReason::max_iters : StopReason::time_limit;
+}
+
 // Bethune et al. (2011), 3.1.2 and 3.1.3: never waits for a neighbour; the convergence test is a non-blocking
 // reduction restarted as soon as the previous one completes (and check_every iterations after the
 // previous start). Yamazaki et al. (2019), 4.2 (one-sided push of the newest interface values) and 4.3
@@ -151,10 +212,17 @@ void IterationDriver::run_async(LocalIteration& local) {
   auto& st = result_.stats;
   local.open_exchange(IterationPhase::main, /*synchronous=*/false);
   // The votes travel either in repeated non-blocking reductions or, once per rank, up the
-  // termination tree.
+  // termination tree. Without termination detection there are no votes: one reduction, a
+  // non-blocking barrier that a rank enters at its own limit, ends the phase (recursive doubling
+  // over point-to-point messages, log2 P rounds advanced by this rank's tests: a simulated
+  // cluster's MPI_Iallreduce is all-to-all).
+  const bool untested = !opt_.detect_termination;
+  bool entered_end = false;  // untested: this rank is in the barrier
   std::unique_ptr<comm::NonblockingReduction> reduction;
   std::unique_ptr<comm::TreeTermination> tree;
-  if (opt_.tree_termination)
+  if (untested)
+    reduction = comm::make_reduction(comm::ReductionKind::doubling, comm_, 1);
+  else if (opt_.tree_termination)
     tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);
   else
     reduction = comm::make_reduction(opt_.reduction, comm_, vote_count);
@@ -193,7 +261,7 @@ void IterationDriver::run_async(LocalIteration& local) {
       st.time.halo += t_halo.seconds();
       const long received = local.exchange_stats().messages_received;
       const bool idle = received_at_update >= 0 && received == received_at_update;
-      const bool test_open = tree ? !tree->voted() : !reduction->active();  // a vote can go out now
+      const bool test_open = !untested && (tree ? !tree->voted() : !reduction->active());  // a vote can go out
       const bool perturbing = noise_.perturb_now(it);
       // At rest: an update would reproduce the iterate. It is skipped unless an open test needs the
       // residual of the current iterate and none has been computed: then one update computes it.
@@ -216,7 +284,7 @@ void IterationDriver::run_async(LocalIteration& local) {
         rest_passes = 0;
         received_at_update = received;
         perturb(local, it);
-        fresh_residual = (tree || !reduction->active()) && (it >= next_test_ || at_rest);
+        fresh_residual = !untested && (tree || !reduction->active()) && (it >= next_test_ || at_rest);
         async_update(local, it, fresh_residual, last_local_sq);
         non_finite = non_finite || !std::isfinite(last_local_sq);
         repeated = idle;
@@ -230,7 +298,8 @@ void IterationDriver::run_async(LocalIteration& local) {
       // Keep receiving so that neighbours' sends complete; no new updates. Nothing else to do
       // until the decision comes: on a simulated cluster the clock moves on (core::PollBackoff).
       if (!awaiting_decision)
-        awaiting_decision.emplace("the other ranks' votes to stop (it is at --max-iters or --time-limit)");
+        awaiting_decision.emplace(untested ? "the other ranks to reach their --max-iters or --time-limit"
+                                           : "the other ranks' votes to stop (it is at --max-iters or --time-limit)");
       core::Stopwatch t_halo;
       local.pull(it);
       waiting.idle();
@@ -239,6 +308,20 @@ void IterationDriver::run_async(LocalIteration& local) {
     }
 
     core::Stopwatch t_red;
+    if (untested) {
+      if (local_done && !entered_end) {
+        const double here = 1;
+        reduction->start(std::span<const double>(&here, 1));
+        entered_end = true;
+      }
+      const bool ended = entered_end && reduction->test();
+      st.time.reduction += t_red.seconds();
+      if (ended) {
+        result_.stop = at_iteration_limit() ? StopReason::max_iters : StopReason::time_limit;  // this rank's own
+        break;
+      }
+      continue;
+    }
     if (tree) {
       // Yamazaki et al. (2019), section 4.3: vote once, when locally converged by the minimum-
       // residual rule; a rank at a limit or failing (non-finite, or its own residual alone beyond

@@ -249,7 +249,9 @@ class SchwarzRun : public LocalIteration {
   SchwarzRun(const decomposition::CartGrid& grid, const SchwarzOptions& o, const DriverOptions& it)
       : grid_(grid), opt_(o), sub_(make_schwarz_subdomain(grid, grid.coords(), o.overlap, o.alpha, o.problem)),
         plan_(make_schwarz_plan(grid, o.overlap, o.alpha, o.problem)),
-        x_(sub_.rhs_fixed.size(), 0.0), next_(x_.size(), 0.0), rhs_(x_.size(), 0.0), ghost_(sub_.ghosts.size(), 0.0),
+        n_(sub_.rhs_fixed.size()), x_(n_ + 1, 0.0), next_(n_ + 1, 0.0), rhs_(n_, 0.0),
+        ghost_(sub_.ghosts.size() + plan_.neighbours.size(), 0.0),
+        carry_(!it.detect_termination && !it.asynchronous && it.iteration.time_limit > 0),
         driver_(grid.comm(), it, *this) {
     std::string failure;
     try {
@@ -301,7 +303,7 @@ class SchwarzRun : public LocalIteration {
     ex.finish(ghost.data(), 0);
     ex.close();
     const double r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost.data());
-    core::charge("schwarz.residual", static_cast<double>(x_.size()));  // simulated cluster: its cost
+    core::charge("schwarz.residual", static_cast<double>(n_));  // simulated cluster: its cost
     return r2;
   }
 
@@ -313,9 +315,37 @@ class SchwarzRun : public LocalIteration {
     return c;
   }
 
-  void open_exchange(IterationPhase, bool synchronous) override {
+  void open_exchange(IterationPhase phase, bool synchronous) override {
     exchange_.reset();
-    exchange_.emplace(grid_.comm(), plan_, exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async));
+    const bool carrying = carry_ && synchronous && phase == IterationPhase::main;
+    exchange_.emplace(grid_.comm(), carrying ? carrying_plan() : plan_,
+                      exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async));
+  }
+  // The plan with one more entry each way per neighbour: x_[n_] goes out, the neighbour's lands in
+  // ghost_[ghosts + its index] (the plan is symmetric: both ends add it).
+  comm::HaloPlan carrying_plan() const {
+    comm::HaloPlan p = plan_;
+    for (std::size_t j = 0; j < p.neighbours.size(); ++j) {
+      p.neighbours[j].send.push_back(static_cast<std::int32_t>(n_));
+      p.neighbours[j].recv.push_back(static_cast<std::int32_t>(sub_.ghosts.size() + j));
+    }
+    return p;
+  }
+  // The last iteration travels as a double (exact up to 2^53), none as +inf.
+  std::int64_t exchange_carrying(std::int64_t it, std::int64_t level) override {
+    constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
+    x_[n_] = level == none ? HUGE_VAL : static_cast<double>(level);
+    exchange(it);
+    for (std::size_t j = 0; j < plan_.neighbours.size(); ++j) {
+      const double v = ghost_[sub_.ghosts.size() + j];
+      if (v < static_cast<double>(level)) level = static_cast<std::int64_t>(v);
+    }
+    return level;
+  }
+  // Every face neighbour exchanges values (overlap >= 1): hops along the faces bound the distance.
+  int exchange_hops() const override {
+    const auto& d = grid_.dims();
+    return (d[0] - 1) + (d[1] - 1) + (d[2] - 1);
   }
   // Section 4.1: send the values the neighbours need, wait for theirs of the same iteration.
   void exchange(std::int64_t it) override {
@@ -334,7 +364,7 @@ class SchwarzRun : public LocalIteration {
     if (want_residual) {
       core::Stopwatch t;
       r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost_.data());  // r_p = b_p - L u, interior points
-      core::charge("schwarz.residual", static_cast<double>(x_.size()));  // simulated cluster: its cost
+      core::charge("schwarz.residual", static_cast<double>(n_));  // simulated cluster: its cost
       spmv_s_ += t.seconds();
     }
     core::Stopwatch t_update;
@@ -345,7 +375,7 @@ class SchwarzRun : public LocalIteration {
     update_s_ += t_update.seconds();
     core::Stopwatch t_solve;
     chol_->solve(rhs_.data(), next_.data());  // x_p <- A_p^{-1} rhs
-    core::charge("schwarz.solve", static_cast<double>(x_.size()));
+    core::charge("schwarz.solve", static_cast<double>(n_));
     solve_s_ += t_solve.seconds();
     return r2;
   }
@@ -358,7 +388,11 @@ class SchwarzRun : public LocalIteration {
   const SchwarzOptions& opt_;
   SchwarzSubdomain sub_;
   comm::HaloPlan plan_;
+  std::size_t n_;  // points of the extended subdomain
+  // x_ and next_ hold one more entry, x_[n_], the number exchange_carrying sends; ghost_ one per
+  // neighbour after the ghosts, the numbers received.
   std::vector<double> x_, next_, rhs_, ghost_;
+  bool carry_;  // the synchronous main phase carries the last iteration (no termination detection, a time limit)
   std::optional<linalg::SparseCholesky> chol_;
   std::optional<comm::PlanExchange> exchange_;
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
@@ -387,7 +421,8 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   it.asynchronous = o.asynchronous();
   it.reduction = o.reduction;
   it.stop_rule = StopRule::every_rank_local;
-  it.tree_termination = o.asynchronous() && o.tree_termination;
+  it.tree_termination = o.asynchronous() && o.tree_termination && o.detect_termination;
+  it.detect_termination = o.detect_termination;
   it.termination_transport = o.transport;
   it.idle = o.idle;
   it.rank_history = true;  // the per-rank local residual histories (their Figures 15-16)

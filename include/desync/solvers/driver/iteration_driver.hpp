@@ -22,6 +22,20 @@
 //          comm::TreeTermination): a rank votes once, when it is locally converged (the minimum-
 //          residual rule), at a limit, or failing, keeps iterating, and stops when the decision,
 //          which holds every rank's vote, reaches it.
+// Without termination detection (DriverOptions::detect_termination false; Yamazaki et al. (2019),
+// Table 4: "each process simply terminates after a specified time") the main phase has no
+// convergence test and no vote:
+//   sync   exchange, update, advance, up to max_iters, or the time limit: exchanges cannot stop
+//          one rank at a time (a neighbour would wait for values that never come), so the ranks
+//          agree on the last iteration through the interface messages themselves
+//          (LocalIteration::exchange_carrying). A rank that expects, at its mean iteration time so
+//          far, to pass time_limit within hops + 1 exchanges proposes to stop there; every message
+//          carries the smallest proposal its sender knows, which reaches every rank before that
+//          iteration, so every rank makes the same number of iterations, the first proposal's.
+//   async  push, pull, update, advance until this rank's own max_iters or time_limit; then it
+//          enters a non-blocking barrier (one reduction by recursive doubling, no vote) and keeps
+//          pulling, so that its neighbours' sends complete, until every rank has entered it.
+// Then, as always, the true residual.
 // Votes, summed over ranks: (local residual^2, reached max_iters, past time_limit, non-finite
 // local residual). Reading, in order: non_finite, diverged (residual > divergence_factor x the
 // true residual of the initial guess), converged (residual <= tol), max_iters, time_limit.
@@ -69,6 +83,9 @@ struct DriverOptions {
   /// repeated reductions; its messages travel over termination_transport (kind and scheme).
   bool tree_termination = false;
   comm::TransportConfig termination_transport;
+  /// false: no convergence test and no termination detection, sync or async: each rank iterates
+  /// until max_iters or time_limit (see the top of this file). The caller makes sure one is set.
+  bool detect_termination = true;
   /// Record this rank's local residual at each test (IterationResult::rank_history).
   bool rank_history = false;
   /// async: a pass in which nothing new has arrived (see IdlePolicy).
@@ -110,6 +127,14 @@ class LocalIteration : public LocalProblem {
   virtual void push(std::int64_t it) = 0;
   /// async: installs the newest values that have arrived; `it` is this rank's iteration (ages).
   virtual void pull(std::int64_t it) = 0;
+  /// sync without termination detection, with a time limit: exchange(it), carrying one number
+  /// each way with the interface values: sends `level` to every neighbour and returns the smallest
+  /// of `level` and the numbers the neighbours sent with their values of level `it`
+  /// (std::numeric_limits<std::int64_t>::max() stands for none). Only where exchange_hops() >= 0.
+  virtual std::int64_t exchange_carrying(std::int64_t it, std::int64_t level);
+  /// The most exchanges a number carried by exchange_carrying needs to reach every rank from any
+  /// other (a bound on the diameter of the neighbour graph); -1: this solver carries none.
+  virtual int exchange_hops() const { return -1; }
   /// Statistics of the open exchange (the driver keeps the main phase's).
   virtual comm::ExchangeStats exchange_stats() const = 0;
   /// Collective between neighbours: drains and closes the open exchange.
@@ -210,6 +235,8 @@ class IterationDriver {
  private:
   StopReason run_sync(LocalIteration& local, IterationPhase which, std::int64_t& iterations, TimeSplit& time);
   void run_async(LocalIteration& local);
+  /// The synchronous main phase without termination detection (see the top of this file).
+  StopReason run_sync_untested(LocalIteration& local, std::int64_t& iterations, TimeSplit& time);
   /// One update of the asynchronous loop, timed, with the slow rank's pause; want_residual: into
   /// local_sq, recorded, and the next test no earlier than check_every iterations on.
   void async_update(LocalIteration& local, std::int64_t it, bool want_residual, double& local_sq);

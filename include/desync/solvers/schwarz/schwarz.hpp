@@ -89,6 +89,11 @@ struct SchwarzOptions {
   /// async: the binary-tree termination detection of their section 4.3 (Figure 3) instead of
   /// repeated non-blocking reductions (`reduction`); its flags travel over `transport`.
   bool tree_termination = true;
+  /// false: no convergence test and no termination detection (their Table 4, "each process simply
+  /// terminates after a specified time"): every rank iterates until iteration.max_iters or
+  /// iteration.time_limit (sync: the ranks agree on the last iteration through the interface
+  /// messages, see driver/iteration_driver.hpp), then the true residual.
+  bool detect_termination = true;
   /// sync: wait for every neighbour together (MPI_Waitall) instead of one MPI_Wait per neighbour.
   bool wait_all = false;
   /// async: a pass in which no new interface value has arrived (core::IdlePolicy). skip: the

@@ -1,0 +1,337 @@
+"""docs/results/yamazaki2019.md: Yamazaki, Chow, Bouteiller and Dongarra (2019), asynchronous optimized
+Schwarz with one-sided communication. Simulated Table 3 and 4 studies (docs/data/simulated/schwarz-*.json),
+real runs at 2 and 4 ranks and the simulated Figure 8 (docs/data/yamazaki/, bench/schwarz_studies.py)."""
+import math
+
+from ..md import fixed, fmt, md_table, median, ratio
+from ..registry import figure, table, value
+from . import _sim
+
+# The simulated Table 3 studies: (study, label of the synchronous run, what the row is)
+TABLE3 = [("schwarz-weak", "schwarz sync P=64", "weak, 32² per rank (= strong, 256² in all)", ""),
+          ("schwarz-weak", "schwarz sync P=256", "weak, 32² per rank", " (weak)"),
+          ("schwarz-strong", "schwarz sync P=256 256^2", "strong, 256² in all", " (strong)"),
+          ("schwarz-noise", "schwarz sync P=64 jitter", "weak, 32² per rank, jitter", ""),
+          ("schwarz-noise", "schwarz sync P=256 jitter", "weak, 32² per rank, jitter", "")]
+
+
+def _pair(data, study, sync_label):
+    return _sim.row(data, study, sync_label), _sim.row(data, study, sync_label.replace(" sync ", " async "))
+
+
+def _its(r):
+    it = r["iterations"]
+    return f"{it['min']:.0f}" if it["min"] == it["max"] else f"{it['min']:.0f}–{it['max']:.0f}"
+
+
+@table("yamazaki.sim_table3")
+def sim_table3(data):
+    rows = []
+    for study, label, what, _ in TABLE3:
+        s, a = _pair(data, study, label)
+        rows.append([what, s["ranks"], _sim.ms(s["time"]), _sim.ms(a["time"]), fixed(a["time"] / s["time"]),
+                     _its(s), _its(a), f"{s['true_residual']:.2e} / {a['true_residual']:.2e}"])
+    return md_table(["runs", "ranks", "sync ms", "async ms", "async / sync", "iterations sync", "async (min–max)",
+                     "true residual sync / async"], rows)
+
+
+@value("yamazaki.sim_table3_summary")
+def sim_table3_summary(data):
+    def part(noise):
+        return ", ".join(f"{fixed(a['time'] / s['time'])} at {s['ranks']}{tag}"
+                         for (s, a), tag in ((_pair(data, st, lb), tag) for st, lb, _, tag in TABLE3
+                                             if (st == "schwarz-noise") == noise))
+    return f"async/sync time {part(False)}; with jitter {part(True)}"
+
+
+@value("yamazaki.sim_iteration_ratio")
+def sim_iteration_ratio(data):
+    rs = [a["iterations"]["mean"] / s["iterations"]["mean"]
+          for s, a in (_pair(data, st, lb) for st, lb, _, _ in TABLE3 if st != "schwarz-noise")]
+    return f"{min(rs):.2f}–{max(rs):.2f}×"
+
+
+@value("yamazaki.sim_more_iterations")
+def sim_more_iterations(data):
+    """Claim: async makes more iterations and ends with the smaller residual (with termination detection)."""
+    pairs = [_pair(data, study, label) for study, label, _, _ in TABLE3 if study != "schwarz-noise"]
+    more = sum(a["iterations"]["mean"] > s["iterations"]["mean"] for s, a in pairs)
+    smaller = sum(a["true_residual"] < s["true_residual"] for s, a in pairs)
+    return (f"async made more iterations (mean over ranks) in {more} of {len(pairs)} runs and ended with the smaller "
+            f"true residual in {smaller} of {len(pairs)}")
+
+
+# ---- real runs at 2 ranks: every transport and completion scheme
+
+def _runs(data, rel):
+    return [r for r in data.json(rel)["runs"] if "error" not in r]
+
+
+def _by_config(runs):
+    out = {}
+    for r in runs:
+        out.setdefault(r["config"], []).append(r)
+    return out
+
+
+@table("yamazaki.transports")
+def transports(data):
+    groups = _by_config(_runs(data, "yamazaki/transports.json"))
+    base = median([r["wall_time"] for r in groups["sync"]])
+    rows = []
+    for name, runs in groups.items():
+        t = median([r["wall_time"] for r in runs])
+        its = [i for r in runs for i in r["iterations"]]
+        rows.append([name, fixed(t, 3), ratio(t / base), f"{median([sum(r['iterations']) / len(r['iterations']) for r in runs]):g}"
+                     f" ({min(its)}–{max(its)})", f"{max(r['true_residual'] for r in runs):.1e}", len(runs)])
+    return md_table(["variant", "time s (median)", "/ sync", "iterations (range over ranks and runs)",
+                     "largest true residual", "runs"], rows)
+
+
+@value("yamazaki.transports_range")
+def transports_range(data):
+    groups = _by_config(_runs(data, "yamazaki/transports.json"))
+    base = median([r["wall_time"] for r in groups["sync"]])
+    rs = [median([r["wall_time"] for r in runs]) / base for name, runs in groups.items() if name.startswith("async")]
+    return f"{min(rs):.2f}–{max(rs):.2f}× sync's time"
+
+
+@value("yamazaki.transports_verdict")
+def transports_verdict(data):
+    """Rule: "similar or smaller" = an async variant's median time at most 1.05x sync's (MPI_Wait)."""
+    groups = _by_config(_runs(data, "yamazaki/transports.json"))
+    base = median([r["wall_time"] for r in groups["sync"]])
+    asyn = [n for n in groups if n.startswith("async")]
+    ok = [n for n in asyn if median([r["wall_time"] for r in groups[n]]) <= 1.05 * base]
+    verdict = "reproduced" if len(ok) == len(asyn) else "partly" if ok else "not reproduced"
+    return f"{len(ok)} of {len(asyn)} async variants within 1.05× sync's time — **{verdict}**"
+
+
+@value("yamazaki.transports_iteration_ratio")
+def transports_iteration_ratio(data):
+    groups = _by_config(_runs(data, "yamazaki/transports.json"))
+    mean = lambda runs: median([sum(r["iterations"]) / len(r["iterations"]) for r in runs])  # noqa: E731
+    rs = [mean(runs) / mean(groups["sync"]) for name, runs in groups.items() if name.startswith("async")]
+    return f"{min(rs):.2f}–{max(rs):.2f}×"
+
+
+# ---- Table 4: the timer mode
+
+TIMER_RANKS = (64, 256)
+
+
+@table("yamazaki.timer_sim")
+def timer_sim(data):
+    rows = []
+    for p in TIMER_RANKS:
+        for mode in ("sync", "async"):
+            cells = [p, mode]
+            for tag in ("", " tests on", " jitter"):
+                r = _sim.row(data, "schwarz-timer", f"schwarz {mode} P={p} 2 ms{tag}")
+                cells += [_its(r), f"{r['true_residual']:.2e}"]
+            rows.append(cells)
+    return md_table(["ranks", "mode", "none: iterations", "none: true residual", "tests on: iterations",
+                     "tests on: true residual", "none + jitter: iterations", "none + jitter: true residual"], rows,
+                    align="rlrrrrrr")
+
+
+def _timer_ratio(data, p, tag):
+    s = _sim.row(data, "schwarz-timer", f"schwarz sync P={p} 2 ms{tag}")
+    a = _sim.row(data, "schwarz-timer", f"schwarz async P={p} 2 ms{tag}")
+    return a["true_residual"] / s["true_residual"]
+
+
+@value("yamazaki.timer_sim_verdict")
+def timer_sim_verdict(data):
+    """Rule: reproduced where async's true residual after the fixed time is below sync's."""
+    parts = []
+    for tag, what in (("", "steady ranks"), (" jitter", "with jitter")):
+        rs = [(p, _timer_ratio(data, p, tag)) for p in TIMER_RANKS]
+        won = [p for p, x in rs if x < 1]
+        parts.append(f"{what}: async/sync residual " + ", ".join(f"{fmt(x, 2)} at {p}" for p, x in rs)
+                     + (" — **reproduced**" if len(won) == len(rs) else " — **not reproduced**" if not won
+                        else " — **partly**"))
+    return "; ".join(parts)
+
+
+@value("yamazaki.timer_tests_gain")
+def timer_tests_gain(data):
+    out = []
+    for mode in ("sync", "async"):
+        on = _sim.row(data, "schwarz-timer", f"schwarz {mode} P=64 2 ms tests on")["iterations"]["mean"]
+        off = _sim.row(data, "schwarz-timer", f"schwarz {mode} P=64 2 ms")["iterations"]["mean"]
+        out.append(f"{mode} {on:.1f} → {off:.1f} iterations ({off / on:.2f}×)")
+    return ", ".join(out)
+
+
+@table("yamazaki.timer_real")
+def timer_real(data):
+    groups = _by_config(_runs(data, "yamazaki/timer.json"))
+    rows = []
+    for name, runs in groups.items():
+        res = sorted(r["true_residual"] for r in runs)
+        its = [i for r in runs for i in r["iterations"]]
+        rows.append([name, f"{median(res):.2e}", f"{res[0]:.1e}–{res[-1]:.1e}", f"{min(its)}–{max(its)}", len(runs)])
+    return md_table(["mode, termination", "true residual (median)", "range", "iterations (range)", "runs"], rows)
+
+
+@value("yamazaki.timer_real_verdict")
+def timer_real_verdict(data):
+    """Rule: reproduced when async's median residual with --termination none is below sync's."""
+    groups = _by_config(_runs(data, "yamazaki/timer.json"))
+    s = median([r["true_residual"] for r in groups["sync none"]])
+    a = median([r["true_residual"] for r in groups["async none"]])
+    return (f"async/sync median residual {fmt(a / s, 2)}: " + ("async ahead" if a < s else "sync ahead"))
+
+
+@value("yamazaki.timer_real_spread")
+def timer_real_spread(data):
+    groups = _by_config(_runs(data, "yamazaki/timer.json"))
+    rs = [max(i for r in runs for i in r["iterations"]) / max(1, min(i for r in runs for i in r["iterations"]))
+          for runs in groups.values()]
+    return f"{max(rs):.1f}×"
+
+
+# ---- Figure 8: one process 8x slower, alpha tuned per mode
+
+def _slow(data, rel):
+    return {r["config"]: r for r in _runs(data, rel)}
+
+
+def _alphas(runs):
+    return sorted({float(c.split("alpha=")[1].split()[0]) for c in runs}, key=float)
+
+
+def _cfg(mode, alpha, even=False):
+    return f"{mode} alpha={alpha:g}" + (" even" if even else "")
+
+
+def _reached(r, tol=1e-8):
+    """Seconds until the global residual (async: the estimate from the local histories) first met tol."""
+    h = r["history"]
+    return next((t for t, x in zip(h["time"], h["residual"]) if x <= tol), math.nan)
+
+
+def _best_set(runs, mode, even=False):
+    """The alphas whose time to the run's end is within 0.1 % of the shortest (the same iteration count
+    gives the same simulated time: ties are common)."""
+    t = {a: runs[_cfg(mode, a, even)]["wall_time"] for a in _alphas(runs)}
+    return [a for a in sorted(t) if t[a] <= 1.001 * min(t.values())]
+
+
+def _best(runs, mode, even=False):
+    return _best_set(runs, mode, even)[0]
+
+
+def _span(alphas):
+    return f"{alphas[0]:g}" if len(alphas) == 1 else f"{alphas[0]:g}–{alphas[-1]:g}"
+
+
+@value("yamazaki.slow_auto_alpha")
+def slow_auto_alpha(data):
+    """desync's --alpha auto for the Figure 8 setting (schwarz_auto_alpha: Gander's OO0 with overlap)."""
+    st = data.json("yamazaki/slow-sim.json")["settings"]
+    h = 1 / (2 * st["local"] + 1)
+    return fixed(2 ** (-1 / 3) * math.pi ** (2 / 3) * ((2 * st["overlap"] + 1) * h) ** (-1 / 3), 2)
+
+
+@table("yamazaki.slow_alpha")
+def slow_alpha(data):
+    sim, real = _slow(data, "yamazaki/slow-sim.json"), _slow(data, "yamazaki/slow.json")
+    h = 1 / (2 * data.json("yamazaki/slow-sim.json")["settings"]["local"] + 1)
+    best = {m: _best_set(sim, m) for m in ("sync", "async")}
+    rows = []
+    for a in _alphas(sim):
+        cells = [f"{a:g}", f"{a * h:.4f}"]
+        for m in ("sync", "async"):
+            t = _sim.ms(sim[_cfg(m, a)]["wall_time"])
+            cells.append(f"**{t}**" if a in best[m] else t)
+        s, e = sim[_cfg("async", a)], sim[_cfg("async", a, True)]
+        cells += [sim[_cfg("sync", a)]["iterations"][0], f"{s['iterations'][0]} / {e['iterations'][0]}",
+                  f"{min(s['iterations'][1:])}–{max(s['iterations'][1:])}"]
+        cells += [fixed(real[_cfg(m, a)]["wall_time"], 3) if _cfg(m, a) in real else "–" for m in ("sync", "async")]
+        rows.append(cells)
+    return md_table(["α", "α h (the paper's units)", "sync: sim. ms", "async: sim. ms", "sync: iterations",
+                     "async: slow rank's updates / same speed", "async: the others' updates", "sync: real s",
+                     "async: real s"], rows)
+
+
+@value("yamazaki.slow_best")
+def slow_best(data):
+    sim = _slow(data, "yamazaki/slow-sim.json")
+    bs, ba = _best(sim, "sync"), _best(sim, "async")
+    s, a = sim[_cfg("sync", bs)], sim[_cfg("async", ba)]
+    return (f"best α {_span(_best_set(sim, 'sync'))} (sync) and {_span(_best_set(sim, 'async'))} (async); at "
+            f"{bs:g} and {ba:g}, async ends at {_sim.ms(a['wall_time'])} ms against "
+            f"sync's {_sim.ms(s['wall_time'])} ms ({fixed(a['wall_time'] / s['wall_time'])}×), and its global "
+            f"residual first meets 1e-8 at {_sim.ms(_reached(a))} ms against {_sim.ms(_reached(s))} ms")
+
+
+@value("yamazaki.slow_fast_per_slow")
+def slow_fast_per_slow(data):
+    sim = _slow(data, "yamazaki/slow-sim.json")
+    it = sim[_cfg("async", _best(sim, "async"))]["iterations"]
+    return fixed(sum(it[1:]) / len(it[1:]) / it[0], 1)
+
+
+@value("yamazaki.slow_alpha_verdict")
+def slow_alpha_verdict(data):
+    """Rule: reproduced when the async best alpha is below the sync best, with and without the slow rank."""
+    sim = _slow(data, "yamazaki/slow-sim.json")
+    pairs = [(_best_set(sim, "sync", e), _best_set(sim, "async", e)) for e in (False, True)]
+    smaller = sum(a[-1] < s[0] for s, a in pairs)
+    verdict = "reproduced" if smaller == 2 else "partly" if smaller else "not reproduced"
+    return (f"best α sync / async {_span(pairs[0][0])} / {_span(pairs[0][1])} with the slow rank, "
+            f"{_span(pairs[1][0])} / {_span(pairs[1][1])} without — **{verdict}**")
+
+
+@value("yamazaki.slow_fewer_updates")
+def slow_fewer_updates(data):
+    """Rule: reproduced when, at every alpha, the slow rank needs fewer updates than at the same speed."""
+    sim = _slow(data, "yamazaki/slow-sim.json")
+    n = [(sim[_cfg("async", a)]["iterations"][0], sim[_cfg("async", a, True)]["iterations"][0]) for a in _alphas(sim)]
+    fewer = sum(s < e for s, e in n)
+    verdict = "reproduced" if fewer == len(n) else "partly" if fewer else "not reproduced"
+    return f"fewer at {fewer} of {len(n)} values of α — **{verdict}**"
+
+
+@value("yamazaki.slow_time_verdict")
+def slow_time_verdict(data):
+    """Rule: reproduced when async at its best alpha reaches 1e-8 before sync at its best alpha."""
+    sim = _slow(data, "yamazaki/slow-sim.json")
+    s, a = sim[_cfg("sync", _best(sim, "sync"))], sim[_cfg("async", _best(sim, "async"))]
+    return "**reproduced**" if _reached(a) < _reached(s) else "**not reproduced**"
+
+
+@figure("yamazaki.fig8")
+def fig8(data):
+    import matplotlib.pyplot as plt
+    sim = _slow(data, "yamazaki/slow-sim.json")
+    bs, ba = _best(sim, "sync"), _best(sim, "async")
+    s, a, e = sim[_cfg("sync", bs)], sim[_cfg("async", ba)], sim[_cfg("async", ba, True)]
+    fig, ax = plt.subplots(1, 3, figsize=(13, 4))
+    h0 = a["rank_histories"]["0"]
+    ax[0].semilogy(h0["iteration"], h0["residual"], "r+-", label=f"async, rank 0 (8× slower), α {ba:g}")
+    ax[0].semilogy(e["rank_histories"]["0"]["iteration"], e["rank_histories"]["0"]["residual"], "b:",
+                   label="async, rank 0, all at the same speed")
+    ax[0].semilogy(s["rank_histories"]["0"]["iteration"], s["rank_histories"]["0"]["residual"], "k-",
+                   label=f"sync, rank 0, α {bs:g}")
+    ax[0].set_xlabel("rank 0's iteration")
+    ax[0].set_ylabel("local residual ‖r_p‖ / ‖b_p‖")
+    for rank, style in (("0", "r+-"), ("1", "g-"), ("3", "ko-")):
+        hr = a["rank_histories"][rank]
+        ax[1].semilogy([1e3 * t for t in hr["time"]], hr["residual"], style, markersize=3,
+                       label=f"async, rank {rank}" + (" (slow)" if rank == "0" else " (diagonal)" if rank == "3" else ""))
+    ax[1].set_xlabel("simulated ms")
+    ax[1].set_ylabel("local residual")
+    for r, style, name in ((s, "k-", f"sync, α {bs:g}"), (a, "r-", f"async, α {ba:g}")):
+        ax[2].semilogy([1e3 * t for t in r["history"]["time"]], r["history"]["residual"], style, label=name)
+    ax[2].axhline(1e-8, color="grey", lw=0.5)
+    ax[2].set_xlabel("simulated ms")
+    ax[2].set_ylabel("global residual (async: estimated)")
+    for x in ax:
+        x.legend(fontsize=7)
+        x.grid(alpha=0.3)
+    fig.suptitle("2×2 subdomains of 64², overlap 2, rank 0 8× slower: simulated (desync-sim, the committed costs)")
+    fig.tight_layout(rect=(0, 0, 1, 0.94))
+    return fig
