@@ -26,6 +26,23 @@
 
              python3 bench/pde_bench.py compare --points 64 --steps 1000 --noise "--noise jitter" --json c.json
 
+  moments  burgers3d at --ranks ranks, one weakly-synchronous run per grid count N (--points) and
+           transport (--transports) to one end time, each with --paired (the synchronous run at the same step beside it): the second
+           moments <u1'^2> and <(du1/dx1)'^2> of both, their relative difference, the mean |u1 - u1_sync|,
+           and the delays (their Figure 6: the moments' grid convergence, TS against WS).
+
+             python3 bench/pde_bench.py moments --points 16 24 32 48 64 --end-time 0.25 --json m.json
+
+  scaling  Equation 3, <E> ~ (P/N) dx^2 (<k^2> + <k>): weakly-synchronous runs with the seeded delay
+           model (--delay-model uniform: k drawn from 0..L-1 at every process boundary every step),
+           each --paired, varying one of ranks P, points N and bound L at a time around --base P N L;
+           records the mean |u - u_sync| and the delay term of the equation (boundary_term below).
+           Every run of one N at one step: --dt-per-dx2 C gives dt = C dx^2, else the bounded default
+           step of the largest L (the default step shrinks with L).
+
+             python3 bench/pde_bench.py scaling --problem advection-diffusion1d --ranks 2 4 8 16 \
+                 --points 64 128 256 512 --max-delay 2 3 5 10 --base 4 256 10 --end-time 1 --json s.json
+
 Standard library only (the figure needs matplotlib, e.g. the build/venv of make python-tools).
 """
 import argparse
@@ -130,6 +147,106 @@ def verify(args):
         fig.tight_layout()
         fig.savefig(args.figure, dpi=120)
         print(f"pde_bench: wrote {args.figure}")
+
+
+FACES = ("xm", "xp", "ym", "yp", "zm", "zp")
+
+
+def boundary_term(rec):
+    """Equation 3's (P/N)(<k^2> + <k>) from a run record, for blocks of any shape: the sum over every
+    rank's faces of the face's points times that face's <k> + <k^2>, over twice the grid's points.
+    With one point per face (1D: P ranks, two faces each) it is exactly (P/N)(<k^2> + <k>); in 3D a
+    face counts the points whose stencil reads its halo, so a block's surface over its volume takes
+    the place of P/N. Faces a rank exchanges with itself count with the delays they had (none, except
+    under the seeded delay model, which delays them too)."""
+    total = 0.0
+    for pr in rec["per_rank"]:
+        local = pr["local_size"]
+        for f in FACES:
+            if f"delay_mean_{f}" not in pr:
+                continue
+            axis = "xyz".index(f[0])
+            area = math.prod(n for a, n in enumerate(local) if a != axis)
+            total += area * (pr[f"delay_mean_{f}"] + pr[f"delay_sq_mean_{f}"])
+    return total / (2 * rec["unknowns"])
+
+
+def delays_of(rec):
+    d = rec["details"]["delay"]
+    return {"mean": d["mean"], "mean_sq": d["mean_sq"], "max": d["max"], "histogram": d["histogram"]}
+
+
+def moments(args):
+    rows = []
+    print(f"burgers3d, {args.ranks} ranks, weakly synchronous (L = {args.max_delay}) --paired with "
+          f"the synchronous run at the same step, to t = {args.end_time}")
+    print(f"  {'transport':<9} {'N':>4} {'steps':>6} {'<u1^2> TS':>14} {'WS':>14} {'rel diff':>9} {'<du1dx1^2> TS':>14} "
+          f"{'WS':>14} {'rel diff':>9} {'mean |du1|':>10} {'delay mean':>10}")
+    for transport, n in [(t, n) for t in args.transports for n in args.points]:
+        argv = ["--problem", "burgers3d", "--global", str(n), "--mode", "bounded", "--max-delay", str(args.max_delay),
+                "--transport", transport, "--end-time", str(args.end_time), "--paired", *shlex.split(args.extra)]
+        rec = run_desync(args, args.ranks, argv)
+        d = rec["details"]
+        ws, ts = d["moments"], d["paired"]["moments"]
+        row = {"transport": transport, "points": n, "dims": rec["process_grid"], "dt": d["dt"], "steps": d["steps"], "end_time": d["end_time"],
+               "dx": d["dx"], "moments_ws": ws, "moments_ts": ts,
+               "rel_diff": {q: abs(ws[q] - ts[q]) / abs(ts[q]) for q in ts},
+               "error_mean": d["paired"]["error_mean"], "error_max": d["paired"]["error_max"],
+               "delay": delays_of(rec), "boundary_term": boundary_term(rec), "wall_time": rec["wall_time"]}
+        rows.append(row)
+        print(f"  {transport:<9} {n:>4} {d['steps']:>6} {ts['u1']:>14.8e} {ws['u1']:>14.8e} {row['rel_diff']['u1']:>9.2e} "
+              f"{ts['du1dx1']:>14.8e} {ws['du1dx1']:>14.8e} {row['rel_diff']['du1dx1']:>9.2e} "
+              f"{row['error_mean']:>10.3e} {d['delay']['mean']:>10.3f}")
+    if args.json:
+        write_json(args.json, {"benchmark": "pde moments", "ranks": args.ranks, "end_time": args.end_time,
+                               "max_delay": args.max_delay, "transports": args.transports, "extra": args.extra,
+                               "dt_note": "each N at the bounded default step; its synchronous run (--paired) at the same step",
+                               "rows": rows})
+
+
+def scaling(args):
+    base_p, base_n, base_l = args.base
+    cases = [("ranks", p, base_n, base_l) for p in args.ranks]
+    cases += [("points", base_p, n, base_l) for n in args.points]
+    cases += [("max_delay", base_p, base_n, l) for l in args.max_delay]
+    seen, rows = set(), []
+    dts = {}
+    print(f"{args.problem}, delay model {args.delay_model}, each run --paired with the synchronous run at its step, "
+          f"to t = {args.end_time}; base P = {base_p}, N = {base_n}, L = {base_l}")
+    print(f"  {'varied':<10} {'P':>3} {'N':>5} {'L':>3} {'dt':>10} {'steps':>6} {'<k>':>6} {'<k^2>':>7} "
+          f"{'mean |u - u_sync|':>17} {'term':>9} {'E/(dx^2 term)':>13}")
+    for varied, p, n, l in cases:
+        key = (p, n, l)
+        if key in seen:
+            rows.append(dict(next(r for r in rows if (r["ranks"], r["points"], r["max_delay"]) == key), varied=varied))
+            continue
+        seen.add(key)
+        problem = ["--problem", args.problem, "--global", str(n)]
+        if n not in dts:
+            if args.dt_per_dx2:
+                dx = 2 * math.pi / n
+                dts[n] = args.dt_per_dx2 * dx * dx
+            else:
+                dts[n] = bounded_step(args, p, [*problem, "--max-delay", str(max(args.max_delay + [base_l]))])
+        rec = run_desync(args, p, [*problem, "--mode", "bounded", "--max-delay", str(l), "--delay-model",
+                                   args.delay_model, "--delay-seed", str(args.seed), "--dt", repr(dts[n]),
+                                   "--end-time", str(args.end_time), "--paired"])
+        d = rec["details"]
+        term = boundary_term(rec)
+        row = {"varied": varied, "ranks": p, "points": n, "max_delay": l, "dims": rec["process_grid"],
+               "dt": d["dt"], "steps": d["steps"], "dx": d["dx"], "error_mean": d["paired"]["error_mean"],
+               "error_max": d["paired"]["error_max"], "delay": delays_of(rec), "boundary_term": term}
+        rows.append(row)
+        c = row["error_mean"] / (d["dx"] ** 2 * term) if term else float("nan")
+        print(f"  {varied:<10} {p:>3} {n:>5} {l:>3} {d['dt']:>10.4g} {d['steps']:>6} {d['delay']['mean']:>6.2f} "
+              f"{d['delay']['mean_sq']:>7.2f} {row['error_mean']:>17.4e} {term:>9.3e} {c:>13.4g}")
+    if args.json:
+        write_json(args.json, {"benchmark": "pde scaling", "problem": args.problem, "delay_model": args.delay_model,
+                               "seed": args.seed, "end_time": args.end_time, "base": args.base,
+                               "dt_per_dx2": args.dt_per_dx2,
+                               "dt_note": ("dt = C dx^2" if args.dt_per_dx2 else
+                                           "each N at the bounded default step of the largest L"),
+                               "rows": rows})
 
 
 def parse_noise(extra):
@@ -280,8 +397,31 @@ def main():
     c.add_argument("--reps", type=int, default=5)
     c.add_argument("--timeout", type=int, default=600)
     c.add_argument("--json")
+    m = sub.add_parser("moments")
+    add_launch_options(m)
+    m.add_argument("--ranks", type=int, default=2)
+    m.add_argument("--points", type=int, nargs="+", default=[16, 24, 32, 48, 64])
+    m.add_argument("--end-time", type=float, default=0.25)
+    m.add_argument("--max-delay", type=int, default=10)
+    m.add_argument("--transports", nargs="+", default=["rma", "p2p"])
+    m.add_argument("--extra", default="", help="further desync pde options (e.g. \"--noise jitter\")")
+    m.add_argument("--timeout", type=int, default=600)
+    m.add_argument("--json")
+    s = sub.add_parser("scaling")
+    add_launch_options(s)
+    s.add_argument("--problem", default="advection-diffusion1d")
+    s.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8, 16])
+    s.add_argument("--points", type=int, nargs="+", default=[64, 128, 256, 512])
+    s.add_argument("--max-delay", type=int, nargs="+", default=[2, 3, 5, 10])
+    s.add_argument("--base", type=int, nargs=3, default=[4, 256, 10], metavar=("P", "N", "L"))
+    s.add_argument("--delay-model", default="uniform", choices=["uniform", "max"])
+    s.add_argument("--seed", type=int, default=1)
+    s.add_argument("--end-time", type=float, default=1.0)
+    s.add_argument("--dt-per-dx2", type=float, help="dt = C dx^2 for every run (default: the bounded default step)")
+    s.add_argument("--timeout", type=int, default=600)
+    s.add_argument("--json")
     args = ap.parse_args()
-    (verify if args.cmd == "verify" else compare)(args)
+    {"verify": verify, "compare": compare, "moments": moments, "scaling": scaling}[args.cmd](args)
 
 
 if __name__ == "__main__":

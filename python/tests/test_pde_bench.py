@@ -45,3 +45,18 @@ def test_jitter_model_with_step_basis_does_not_depend_on_the_work(bench_script):
     assert pb.parse_noise("--noise jitter --jitter-factor 3") == (0.1, 3.0, "step")
     assert pb.parse_noise("--noise jitter --jitter-basis compute") == (0.1, 2.0, "compute")
     assert pb.parse_noise("--slow-rank 1") is None
+
+
+def test_boundary_term_is_equation_3s_in_1d_and_weighs_faces_by_area_in_3d(bench_script):
+    pb = bench_script("bench/pde_bench.py")
+    # 1D: P = 4 ranks of 64 points, two faces of one point each, every face <k> = 4.5, <k^2> = 28.5:
+    # Equation 3's (P/N)(<k^2> + <k>) = (4/256) * 33.
+    face = {"delay_mean_xm": 4.5, "delay_sq_mean_xm": 28.5, "delay_mean_xp": 4.5, "delay_sq_mean_xp": 28.5}
+    rec = {"unknowns": 256, "per_rank": [dict(face, local_size=[64, 1, 1]) for _ in range(4)]}
+    assert math.isclose(pb.boundary_term(rec), 4 / 256 * 33)
+    # 3D: 2 ranks of 12 x 24 x 24, only the x faces delayed (<k> = 1, <k^2> = 1): 2 ranks x 2 faces of
+    # 576 points x 2, over 2 x 13824 points.
+    per = {f"delay_mean_{f}": 0.0 for f in pb.FACES} | {f"delay_sq_mean_{f}": 0.0 for f in pb.FACES}
+    per |= {"delay_mean_xm": 1.0, "delay_sq_mean_xm": 1.0, "delay_mean_xp": 1.0, "delay_sq_mean_xp": 1.0}
+    rec = {"unknowns": 24 * 24 * 24, "per_rank": [dict(per, local_size=[12, 24, 24]) for _ in range(2)]}
+    assert math.isclose(pb.boundary_term(rec), 2 * 2 * 576 * 2 / (2 * 13824))

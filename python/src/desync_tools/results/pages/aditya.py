@@ -1,0 +1,562 @@
+"""docs/results/aditya2019.md: Aditya et al. (2019), asynchrony-tolerant finite differences and
+weakly-synchronous time stepping of Burgers' turbulence, against desync pde (real runs on this host,
+simulated runs through desync's SMPI build)."""
+import math
+import shlex
+
+from ..md import md_table
+from ..registry import figure, table, value
+from . import _sim
+
+VERIFY = "aditya/fig2-verify.json"
+COMPARE = "aditya/compare/no-noise.json"
+JITTER = "aditya/compare/jitter.json"
+MOMENTS = "aditya/fig6-moments.json"
+EQ3 = {"1d": "aditya/eq3/1d.json", "3d": "aditya/eq3/3d.json"}
+CONFIGS = ["sync + standard", "weakly sync + standard", "weakly sync + AT"]
+PROBS = ["0", "0.02", "0.05", "0.1", "0.2"]
+FACTORS = ["1", "2", "4"]
+PAPER_SMALLEST = 1.21  # the smallest speed-up the paper reports (24^3 per process, weak scaling)
+PAPER_LARGEST = 2.19  # the largest (12^3 per process weak, and 120^3 strong, at the extreme scale)
+FIG6_BOUND = 5e-5  # "less than 0.005%"
+
+
+def _speedup(sync, bounded):
+    return sync["time"] / bounded["time"]
+
+
+def _x(v):
+    return f"{v:.2f}×"
+
+
+# --- Figure 2: verification -------------------------------------------------------------------
+
+@table("aditya.fig2")
+def fig2(data):
+    d = data.json(VERIFY)
+    rows = []
+    for i, r in enumerate(d["rows"][CONFIGS[0]]):
+        rows.append([r["points"], r["steps"]] + [f"{d['rows'][c][i]['error_mean']:.3e}" for c in CONFIGS])
+    rows.append(["fitted slope", ""] + [f"**{d['slopes'][c]:.2f}**" for c in CONFIGS])
+    return md_table(["N", "steps", *CONFIGS], rows)
+
+
+@value("aditya.fig2_verdict")
+def fig2_verdict(data):
+    s = data.json(VERIFY)["slopes"]
+    ok = abs(s["sync + standard"] + 2) <= 0.2 and abs(s["weakly sync + AT"] + 2) <= 0.2 and s["weakly sync + standard"] > -1.5
+    return "reproduced" if ok else "not reproduced"
+
+
+@value("aditya.fig2_gain")
+def fig2_gain(data):
+    rows = data.json(VERIFY)["rows"]
+    std, at = rows["weakly sync + standard"][-1], rows["weakly sync + AT"][-1]
+    return f"{std['error_mean'] / at['error_mean']:.0f}× at N = {at['points']}"
+
+
+@figure("aditya.fig2")
+def fig2_figure(data):
+    import matplotlib.pyplot as plt
+    d = data.json(VERIFY)
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for name, marker in zip(CONFIGS, "o^s"):
+        pts = [r["points"] for r in d["rows"][name]]
+        ax.loglog(pts, [r["error_mean"] for r in d["rows"][name]], marker=marker,
+                  label=f"{name} (slope {d['slopes'][name]:.2f})")
+    first = d["rows"][CONFIGS[0]]
+    ax.loglog(pts, [first[0]["error_mean"] * (pts[0] / n) ** 2 for n in pts], "k-", lw=0.8, label="slope −2")
+    ax.set_xlabel("grid points N")
+    ax.set_ylabel("mean |u − u_exact| at t = 1")
+    ax.set_title(f"1D advection-diffusion, P = {d['ranks']}, delays uniform on 0..{d['max_delay'] - 1}")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=8)
+    fig.tight_layout()
+    return fig
+
+
+# --- Speed-ups (Figures 7, 8, 11, 12) ----------------------------------------------------------
+
+SPEEDUP_STUDIES = [("pde-jitter", "weak, 16³ a rank", "jitter (p 0.1, f 2)", "pde {m} P={p} jitter"),
+                   ("pde-no-noise", "weak, 16³ a rank", "none", "pde {m} P={p}"),
+                   ("pde-strong", "strong, 96³", "jitter (p 0.1, f 2)", "pde {m} P={p} 96^3 jitter"),
+                   ("pde-strong-no-noise", "strong, 96³", "none", "pde {m} P={p} 96^3")]
+
+
+def _sim_speedups(data, study, label):
+    out = []
+    for p in (64, 216, 512):
+        s = _sim.row(data, study, label.format(m="sync", p=p))
+        b = _sim.row(data, study, label.format(m="bounded", p=p))
+        out.append((p, s, b))
+    return out
+
+
+PAPER_SPEEDUPS = {
+    "weak": "*\"A speed up from 1.27x to 2.19x and 1.21x to 1.55x\"* (12³ and 24³ a process, 27–1000 nodes; Figure 12)",
+    "strong": "*\"a maximum speed up of 2.19x at the extreme scale\"* (120³, 27–1000 processes; Figure 8); "
+              "*\"decreases to 1.55x\"* (240³; Figure 11)",
+}
+
+
+@table("aditya.speedups")
+def speedups(data):
+    rows = []
+    for kind, (noisy, quiet), size in (("weak", (SPEEDUP_STUDIES[0], SPEEDUP_STUDIES[1]), "16³ a rank"),
+                                       ("strong", (SPEEDUP_STUDIES[2], SPEEDUP_STUDIES[3]), "96³")):
+        cells = []
+        for st in (noisy, quiet):
+            runs = _sim_speedups(data, st[0], st[3])
+            cells.append(" / ".join(f"**{_x(_speedup(s, b))}**" for _, s, b in runs))
+            cells.append(_range_plain([b["delay"]["mean"] for _, _, b in runs]))
+        rows.append([f"{kind}, {size}", PAPER_SPEEDUPS[kind], *cells])
+    return md_table(["scaling (desync)", "the paper, its machine's own noise",
+                     "desync, jitter p = 0.1, f = 2: 64 / 216 / 512 ranks", "delay mean", "desync, no noise",
+                     "delay mean"], rows, "llrrrr")
+
+
+def _range_plain(vals):
+    lo, hi = min(vals), max(vals)
+    return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
+
+
+def _comm(r):
+    return r["time_split"]["send"] + r["time_split"]["consume"]
+
+
+@value("aditya.comm_speedup")
+def comm_speedup(data):
+    _, s, b = _sim_speedups(data, "pde-strong", SPEEDUP_STUDIES[2][3])[-1]
+    _, qs, qb = _sim_speedups(data, "pde-strong-no-noise", SPEEDUP_STUDIES[3][3])[-1]
+    return f"{_x(_comm(s) / _comm(b))} with jitter, {_x(_comm(qs) / _comm(qb))} without noise"
+
+
+def _range(vals):
+    return f"{min(vals):.2f}–{max(vals):.2f}×"
+
+
+@value("aditya.speedup_jitter")
+def speedup_jitter(data):
+    v = [_speedup(s, b) for st in (SPEEDUP_STUDIES[0], SPEEDUP_STUDIES[2]) for _, s, b in _sim_speedups(data, st[0], st[3])]
+    return _range(v)
+
+
+@value("aditya.speedup_jitter_vs_paper")
+def speedup_jitter_vs_paper(data):
+    v = [_speedup(s, b) for st in (SPEEDUP_STUDIES[0], SPEEDUP_STUDIES[2]) for _, s, b in _sim_speedups(data, st[0], st[3])]
+    if min(v) >= PAPER_SMALLEST and max(v) <= PAPER_LARGEST:
+        return "inside the paper's range"
+    if min(v) >= PAPER_SMALLEST:
+        return f"up to {100 * (max(v) / PAPER_LARGEST - 1):.0f} % above the paper's largest, 2.19x"
+    return "below the paper's smallest, 1.21x, in part"
+
+
+@value("aditya.speedup_no_noise")
+def speedup_no_noise(data):
+    v = [_speedup(s, b) for st in (SPEEDUP_STUDIES[1], SPEEDUP_STUDIES[3]) for _, s, b in _sim_speedups(data, st[0], st[3])]
+    return _range(v)
+
+
+def _compare_row(data, t, mode="bounded", noise="none"):
+    return next(r for r in data.json(COMPARE)["rows"] if r["transport"] == t and r["noise"] == noise and r["mode"] == mode)
+
+
+@value("aditya.real_ratio_rma")
+def real_ratio_rma(data):
+    return f"{_compare_row(data, 'rma')['ratio_total']:.3f}"
+
+
+@value("aditya.real_ratio_p2p")
+def real_ratio_p2p(data):
+    return f"{_compare_row(data, 'p2p')['ratio_total']:.3f}"
+
+
+@value("aditya.speedup_verdict")
+def speedup_verdict(data):
+    quiet = [_speedup(s, b) for st in (SPEEDUP_STUDIES[1], SPEEDUP_STUDIES[3]) for _, s, b in _sim_speedups(data, st[0], st[3])]
+    noisy = [_speedup(s, b) for st in (SPEEDUP_STUDIES[0], SPEEDUP_STUDIES[2]) for _, s, b in _sim_speedups(data, st[0], st[3])]
+    if min(quiet) >= PAPER_SMALLEST:
+        return "reproduced"
+    if min(noisy) >= PAPER_SMALLEST:
+        return "partly"
+    return "not reproduced"
+
+
+@table("aditya.compare")
+def compare(data):
+    c = data.json(COMPARE)
+    rows = []
+    for t in ("rma", "p2p"):
+        s, b = _compare_row(data, t, "sync"), _compare_row(data, t)
+        lo, hi = b["ratio_total_paired_range"]
+        rows.append([f"`{t}`", f"{s['total']:.4f}", f"{b['total']:.4f}", f"**{b['ratio_total']:.3f}**",
+                     f"{b['ratio_total_paired']:.3f} ({lo:.3f}–{hi:.3f})", f"{s['comm']:.3f} → {b['comm']:.3f}",
+                     f"{b['approximate']:.3f}", f"{b['delay_mean']:.3f}"])
+    return md_table(["transport", "sync s", "bounded s", "bounded / sync", "paired (min–max)",
+                     "communication s, sync → bounded", "approximation s", "delay mean"], rows)
+
+
+# --- Speed-up against the jitter -----------------------------------------------------------------
+
+def _sweep(data):
+    """{(p, f): speed-up} of the simulated sweep at 64 ranks (p = 0: no noise, every f)."""
+    out = {}
+    for prob in PROBS:
+        for f in (["1"] if prob == "0" else FACTORS):
+            s = _sim.row(data, "pde-jitter-sweep", f"pde sync P=64 jitter p={prob} f={f}")
+            b = _sim.row(data, "pde-jitter-sweep", f"pde bounded P=64 jitter p={prob} f={f}")
+            out[(prob, f)] = _speedup(s, b)
+    for f in FACTORS[1:]:
+        out[("0", f)] = out[("0", "1")]
+    return out
+
+
+def _noise_pf(noise):
+    """(p, f) of a compare row's noise string (desync pde's defaults 0.1 and 2)."""
+    if noise == "none":
+        return "0", None
+    toks = shlex.split(noise)
+    p, f = "0.1", "2"
+    for i, t in enumerate(toks[:-1]):
+        if t == "--jitter-probability":
+            p = toks[i + 1]
+        if t == "--jitter-factor":
+            f = toks[i + 1]
+    return p, f
+
+
+def _real_sweep(data):
+    """{(p, f): speed-up} of the real 2-rank sweep (1 / the ratio of medians)."""
+    out = {}
+    for r in data.json(JITTER)["rows"]:
+        if r["mode"] == "bounded":
+            p, f = _noise_pf(r["noise"])
+            out[(p, f)] = 1 / r["ratio_total"]
+    return out
+
+
+@table("aditya.jitter_sweep")
+def jitter_sweep(data):
+    sim, real = _sweep(data), _real_sweep(data)
+    rows = []
+    for prob in PROBS:
+        cells = [_x(sim[(prob, f)]) for f in FACTORS]
+        cells += [_x(real[(prob, f)]) if (prob, f) in real else "" for f in FACTORS]
+        if prob == "0":
+            cells = [cells[0], "", ""] + [_x(real[("0", None)]), "", ""]
+        rows.append([prob] + cells)
+    return md_table(["probability p", "sim f = 1", "sim f = 2", "sim f = 4", "real f = 1", "real f = 2", "real f = 4"], rows)
+
+
+@value("aditya.sweep_default")
+def sweep_default(data):
+    return _x(_sweep(data)[("0.1", "2")])
+
+
+@figure("aditya.jitter")
+def jitter_figure(data):
+    import matplotlib.pyplot as plt
+    sim, real = _sweep(data), _real_sweep(data)
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for f, color in zip(FACTORS, ("C0", "C1", "C2")):
+        ax.plot([float(p) for p in PROBS], [sim[(p, f)] for p in PROBS], "o-", color=color,
+                label=f"simulated, 64 ranks, f = {f}")
+        pts = [(float(p), real[(p, f)]) for p in PROBS if (p, f) in real]
+        if f == FACTORS[0] or pts:
+            pts = ([(0.0, real[("0", None)])] if ("0", None) in real else []) + pts
+            ax.plot([x for x, _ in pts], [y for _, y in pts], "s--", color=color, mfc="none",
+                    label=f"real, 2 ranks, f = {f}")
+    ax.axhspan(1.21, 2.19, color="0.85", zorder=0, label="the paper's range, 1.21–2.19× (own noise)")
+    ax.axhline(1.0, color="k", lw=0.6)
+    ax.set_xlabel("jitter probability p per step (pause of f × the step)")
+    ax.set_ylabel("speed-up T_TS / T_WS")
+    ax.set_title("weakly synchronous against synchronous, desync's injected jitter")
+    ax.grid(True, alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# --- Figure 6: moments against N -------------------------------------------------------------
+
+def _moments(data, transport=None):
+    rows = data.json(MOMENTS)["rows"]
+    return [r for r in rows if transport is None or r["transport"] == transport]
+
+
+@table("aditya.fig6")
+def fig6(data):
+    rows = []
+    other = {r["points"]: r for r in _moments(data, "p2p")}
+    for r in _moments(data, "rma"):
+        o = other[r["points"]]
+        ts, ws, rd, od = r["moments_ts"], r["moments_ws"], r["rel_diff"], o["rel_diff"]
+        rows.append([r["points"], r["steps"], f"{ts['u1']:.7f}", f"{ws['u1']:.7f}",
+                     f"{100 * rd['u1']:.1e} / {100 * od['u1']:.1e} %", f"{ts['du1dx1']:.7f}", f"{ws['du1dx1']:.7f}",
+                     f"{100 * rd['du1dx1']:.1e} / {100 * od['du1dx1']:.1e} %",
+                     f"{r['delay']['mean']:.2f} / {o['delay']['mean']:.2f}"])
+    return md_table(["N", "steps", "<u1'²> TS", "WS (`rma`)", "difference `rma` / `p2p`", "<(∂u1/∂x1)'²> TS",
+                     "WS (`rma`)", "difference `rma` / `p2p`", "delay mean `rma` / `p2p`"], rows)
+
+
+@value("aditya.fig6_max_diff")
+def fig6_max_diff(data):
+    rows = _moments(data)
+    top = max(r["points"] for r in rows)
+    return f"{100 * max(max(r['rel_diff'].values()) for r in rows if r['points'] == top):.1e} % at N = {top}"
+
+
+@value("aditya.fig6_verdict")
+def fig6_verdict(data):
+    rows = _moments(data)
+    top = max(r["points"] for r in rows)
+    small = all(max(r["rel_diff"].values()) < FIG6_BOUND for r in rows if r["points"] == top)
+    converging = True
+    for t in {r["transport"] for r in rows}:
+        for q in ("u1", "du1dx1"):
+            v = [r["moments_ts"][q] for r in sorted(_moments(data, t), key=lambda r: r["points"])]
+            steps = [abs(b - a) for a, b in zip(v, v[1:])]
+            converging &= all(b < a for a, b in zip(steps, steps[1:]))
+    return "reproduced" if small and converging else "not reproduced"
+
+
+@figure("aditya.fig6")
+def fig6_figure(data):
+    import matplotlib.pyplot as plt
+    rows = _moments(data, "rma")
+    fig, axes = plt.subplots(1, 2, figsize=(9, 3.8))
+    for ax, q, name in zip(axes, ("u1", "du1dx1"), ("<u1'²>", "<(∂u1/∂x1)'²>")):
+        n = [r["points"] for r in rows]
+        ax.plot(n, [r["moments_ts"][q] for r in rows], "bs-", ms=7, mfc="none", label="TS (synchronous)")
+        ax.plot(n, [r["moments_ws"][q] for r in rows], "ro", ms=4, label="WS (weakly synchronous, rma)")
+        ax.set_xlabel("grid count N")
+        ax.set_title(name)
+        ax.grid(True, alpha=0.3)
+        ax.legend(fontsize=8)
+    fig.suptitle(f"burgers3d on 2 ranks to t = {data.json(MOMENTS)['end_time']:g}", fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+# --- Figure 10 and Equation 3 ------------------------------------------------------------------
+
+def _c(error, dx, term):
+    return error / (dx * dx * term) if term else math.nan
+
+
+@table("aditya.fig10")
+def fig10(data):
+    rows = []
+    for r in _sim.rows(data, "pde-error"):
+        d, pde = r["delay"], r["pde"]
+        e = pde["paired"]["error_mean"]
+        rows.append([f"simulated, 48³, `p2p`, jitter", r["ranks"], f"{d['mean']:.2f}", f"{d['mean_sq']:.2f}",
+                     f"{e:.3e}", f"{pde['boundary_term']:.3f}", f"{_c(e, pde['dx'], pde['boundary_term']):.3e}"])
+    top = max(r["points"] for r in _moments(data))
+    for r in _moments(data):
+        if r["points"] == top:
+            d = r["delay"]
+            rows.append([f"real, {top}³, `{r['transport']}`, no noise", 2, f"{d['mean']:.2f}", f"{d['mean_sq']:.2f}",
+                         f"{r['error_mean']:.3e}", f"{r['boundary_term']:.3f}",
+                         f"{_c(r['error_mean'], r['dx'], r['boundary_term']):.3e}"])
+    return md_table(["runs", "ranks", "<k>", "<k²>", "mean \\|u1 − u1_sync\\|", "delay term", "E / (Δx² term)"], rows)
+
+
+def _na_nb(data):
+    top = max(r["points"] for r in _moments(data))
+    at = {r["transport"]: r for r in _moments(data) if r["points"] == top}
+    return at["rma"], at["p2p"]
+
+
+@value("aditya.fig10_na_nb")
+def fig10_na_nb(data):
+    na, nb = _na_nb(data)
+    return (f"{na['error_mean']:.2e} over `rma` against {nb['error_mean']:.2e} over `p2p` "
+            f"(delay mean {na['delay']['mean']:.2f} against {nb['delay']['mean']:.2f})")
+
+
+BAND = 0.10  # NA against NB: a difference within 10 % counts as level
+
+
+@value("aditya.fig10_verdict")
+def fig10_verdict(data):
+    na, nb = _na_nb(data)
+    errs = [r["pde"]["paired"]["error_mean"] for r in _sim.rows(data, "pde-error")]
+    grows = errs[-1] > errs[0]
+    if grows and na["error_mean"] < (1 - BAND) * nb["error_mean"]:
+        return "reproduced"
+    return "partly" if grows else "not reproduced"
+
+
+def _eq3_rows(data, key):
+    return data.json(EQ3[key])["rows"]
+
+
+@table("aditya.eq3")
+def eq3_table(data):
+    rows = []
+    for key, name in (("1d", "1D"), ("3d", "3D")):
+        seen = set()
+        for r in _eq3_rows(data, key):
+            if (r["ranks"], r["points"], r["max_delay"]) in seen:  # the base run, listed once per varied axis
+                continue
+            seen.add((r["ranks"], r["points"], r["max_delay"]))
+            d = r["delay"]
+            rows.append([name, r["ranks"], r["points"], r["max_delay"], "×".join(map(str, r["dims"])),
+                         f"{d['mean']:.2f}", f"{d['mean_sq']:.2f}", f"{r['boundary_term']:.3g}", f"{r['error_mean']:.3e}",
+                         f"**{_c(r['error_mean'], r['dx'], r['boundary_term']):.3e}**"])
+    return md_table(["problem", "P", "N", "L", "ranks", "<k>", "<k²>", "delay term", "mean \\|u − u_sync\\|",
+                     "E / (Δx² term)"], rows)
+
+
+def _spread(data, key, axes=None, skip_points=()):
+    cs = [_c(r["error_mean"], r["dx"], r["boundary_term"]) for r in _eq3_rows(data, key)
+          if (axes is None or r["varied"] in axes) and r["points"] not in skip_points]
+    return max(cs) / min(cs)
+
+
+@value("aditya.eq3_1d_spread")
+def eq3_1d_spread(data):
+    return f"{_spread(data, '1d'):.2f}"
+
+
+@value("aditya.eq3_3d_pl_spread")
+def eq3_3d_pl_spread(data):
+    return f"{_spread(data, '3d', ('ranks', 'max_delay')):.2f}"
+value("aditya.eq3_3d_n_spread")(lambda data: f"{_spread(data, '3d', ('points',)):.2f}")
+
+
+@value("aditya.eq3_3d_n_spread_resolved")
+def eq3_3d_n_resolved(data):
+    rows = [r for r in _eq3_rows(data, "3d") if r["varied"] == "points"]
+    smallest = min(r["points"] for r in rows)
+    return f"{_spread(data, '3d', ('points',), skip_points=(smallest,)):.2f} without N = {smallest}"
+
+
+@value("aditya.fig10_spread")
+def fig10_spread(data):
+    cs = [_c(r["pde"]["paired"]["error_mean"], r["pde"]["dx"], r["pde"]["boundary_term"]) for r in _sim.rows(data, "pde-error")]
+    return f"{max(cs) / min(cs):.2f}"
+
+
+@value("aditya.eq3_verdict")
+def eq3_verdict(data):
+    ok_1d = _spread(data, "1d") <= 1.25
+    ok_3d = _spread(data, "3d", ("ranks", "max_delay")) <= 1.25
+    return "reproduced" if ok_1d and ok_3d else ("partly" if ok_1d or ok_3d else "not reproduced")
+
+
+@figure("aditya.eq3")
+def eq3_figure(data):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    markers = {"ranks": "o", "points": "s", "max_delay": "^"}
+    for key, color, name in (("1d", "C0", "1D advection-diffusion, seeded delays"),
+                             ("3d", "C1", "burgers3d, seeded delays")):
+        for axis, m in markers.items():
+            rs = [r for r in _eq3_rows(data, key) if r["varied"] == axis]
+            ax.loglog([r["dx"] ** 2 * r["boundary_term"] for r in rs], [r["error_mean"] for r in rs], m, color=color,
+                      mfc="none", label=f"{name}, {axis.replace('max_delay', 'L').replace('ranks', 'P').replace('points', 'N')} varied")
+    rs = _sim.rows(data, "pde-error")
+    ax.loglog([r["pde"]["dx"] ** 2 * r["pde"]["boundary_term"] for r in rs], [r["pde"]["paired"]["error_mean"] for r in rs],
+              "D", color="C2", label="burgers3d, simulated 8–216 ranks, jitter")
+    lo, hi = ax.get_xlim()
+    for key, color in (("1d", "C0"), ("3d", "C1")):
+        c = sorted(_c(r["error_mean"], r["dx"], r["boundary_term"]) for r in _eq3_rows(data, key))
+        c = c[len(c) // 2]
+        ax.loglog([lo, hi], [c * lo, c * hi], "-", color=color, lw=0.6)
+    ax.set_xlabel("Δx² · delay term  (1D: (P/N) Δx² (<k²> + <k>))")
+    ax.set_ylabel("mean |u − u_sync|")
+    ax.set_title("Equation 3: error against the delay term (lines: slope 1)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=6)
+    fig.tight_layout()
+    return fig
+
+
+# --- Figure 9: delay distributions -------------------------------------------------------------
+
+def _hist_moments(h):
+    n = sum(h)
+    mean = sum(i * c for i, c in enumerate(h)) / n
+    sq = sum(i * i * c for i, c in enumerate(h)) / n
+    return mean, sq - mean * mean
+
+
+def _fig9_sets(data):
+    out = []
+    for p in (64, 216, 512):
+        out.append((f"simulated {p} ranks, `p2p`, jitter", _sim.row(data, "pde-jitter", f"pde bounded P={p} jitter")["delay"]["histogram"]))
+    for t in ("rma", "p2p"):
+        out.append((f"real 2 ranks, `{t}`, no noise", _compare_row(data, t)["delay_histogram"]))
+    return out
+
+
+@table("aditya.fig9")
+def fig9(data):
+    rows = []
+    for name, h in _fig9_sets(data):
+        mean, var = _hist_moments(h)
+        k0 = h[0] / sum(h)
+        top = max(i for i, c in enumerate(h) if c)
+        rows.append([name, f"{mean:.3f}", f"{var:.3f}", f"{100 * k0:.1f} %", f"{100 * h[top] / sum(h):.1f} % at {top}"])
+    return md_table(["runs", "<k>", "variance", "k = 0", "largest k"], rows)
+
+
+@value("aditya.fig9_verdict")
+def fig9_verdict(data):
+    na = _hist_moments(_compare_row(data, "rma")["delay_histogram"])
+    nb = _hist_moments(_compare_row(data, "p2p")["delay_histogram"])
+    if na[0] < (1 - BAND) * nb[0] and na[1] < (1 - BAND) * nb[1]:
+        return "reproduced"
+    if abs(na[0] / nb[0] - 1) <= BAND and abs(na[1] / nb[1] - 1) <= BAND:
+        return "not reproduced: level"
+    return "not reproduced"
+
+
+@figure("aditya.fig9")
+def fig9_figure(data):
+    import matplotlib.pyplot as plt
+    fig, ax = plt.subplots(figsize=(6, 4.2))
+    for (name, h), m in zip(_fig9_sets(data), "ov^sD"):
+        n = sum(h)
+        ax.semilogy(range(len(h)), [c / n if c else math.nan for c in h], m + "-", mfc="none",
+                    label=name.replace("`", ""))
+    ax.set_xlabel("delay k (steps)")
+    ax.set_ylabel("share of face-steps")
+    ax.set_title("delay distributions of the weakly-synchronous stepper (L = 10)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+# --- Summary -----------------------------------------------------------------------------------
+
+@table("aditya.summary")
+def summary(data):
+    rows = [
+        ["Fig. 2: AT schemes second order under delays; standard first order",
+         "slopes −2 (sync), −2 (WS + AT); WS + standard much less accurate",
+         "slopes " + ", ".join(f"{data.json(VERIFY)['slopes'][c]:.2f} ({c})" for c in CONFIGS), fig2_verdict(data)],
+        ["Figs. 8, 11, 12: WS faster than TS, on the machine's own noise",
+         "weak 1.27x to 2.19x (12³), 1.21x to 1.55x (24³); strong 2.19x (120³), 1.55x (240³)",
+         f"simulated 64–512 ranks: {speedup_no_noise(data)} without noise, {speedup_jitter(data)} with desync's "
+         f"jitter; real 2 ranks, no noise: WS takes {real_ratio_rma(data)} (`rma`), {real_ratio_p2p(data)} (`p2p`) of TS's time",
+         speedup_verdict(data)],
+        ["Fig. 6: moments converge with N; TS and WS differ by < 0.005 % at the largest N",
+         "< 0.005 % at N = 240", fig6_max_diff(data),
+         fig6_verdict(data)],
+        ["Fig. 10: error of WS against TS small; NA below NB", "no values in the text",
+         f"2 ranks: {fig10_na_nb(data)}", fig10_verdict(data)],
+        ["Eq. 3: <E> ∼ (P/N) Δx² (<k²> + <k>)", "(a scaling law)",
+         f"E / (Δx² term) within {eq3_1d_spread(data)}× (1D), {eq3_3d_pl_spread(data)}× (3D, P and L)",
+         eq3_verdict(data)],
+        ["Fig. 9: NA's delays lower in mean and variance than NB's", "(histograms)",
+         "real 2 ranks, <k> / variance: {:.2f} / {:.2f} (`rma`), {:.2f} / {:.2f} (`p2p`)".format(
+             *_hist_moments(_compare_row(data, "rma")["delay_histogram"]),
+             *_hist_moments(_compare_row(data, "p2p")["delay_histogram"])), fig9_verdict(data)],
+        ["Fig. 5 (contours of u1), Fig. 7's split at every count, 12-thread processes", "", "", "not attempted"],
+    ]
+    return md_table(["claim", "paper", "desync", "verdict"], rows, "llll")
+
