@@ -96,7 +96,8 @@ def core_spread(data):
 def _reproduce_files(data):
     """The record (bench/simgrid/reproduce.py --json) of every simulated study the manifest lists."""
     out = []
-    for rel in sorted(e["output"] for e in data.manifest.values() if e["set"] == "sim"):
+    listed = {e["output"] for e in data.manifest.values() if e["set"] == "sim"}
+    for rel in sorted(listed | set(data.glob("simulated/*.json"))):
         try:
             d = data.json(rel)
         except Exception:  # noqa: BLE001 - not a JSON record: not a study
