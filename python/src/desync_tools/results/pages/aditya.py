@@ -533,9 +533,9 @@ def fig9_figure(data):
 
 # --- Summary -----------------------------------------------------------------------------------
 
-@table("aditya.summary")
-def summary(data):
-    rows = [
+def summary_rows(data):
+    """[claim, paper, desync, verdict] per claim: the page's summary table and the index's lines."""
+    return [
         ["Fig. 2: AT schemes second order under delays; standard first order",
          "slopes −2 (sync), −2 (WS + AT); WS + standard much less accurate",
          "slopes " + ", ".join(f"{data.json(VERIFY)['slopes'][c]:.2f} ({c})" for c in CONFIGS), fig2_verdict(data)],
@@ -558,5 +558,9 @@ def summary(data):
              *_hist_moments(_compare_row(data, "p2p")["delay_histogram"])), fig9_verdict(data)],
         ["Fig. 5 (contours of u1), Fig. 7's split at every count, 12-thread processes", "", "", "not attempted"],
     ]
-    return md_table(["claim", "paper", "desync", "verdict"], rows, "llll")
+
+
+@table("aditya.summary")
+def summary(data):
+    return md_table(["claim", "paper", "desync", "verdict"], summary_rows(data), "llll")
 
