@@ -103,13 +103,13 @@ reproduce: deps build-sim python-tools
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH $(VENV)/bin/python -m desync_tools.results run --set all \
 	    --desync build/bench/desync --sim-desync $(SMPI)/desync --out build/reproduce
 
-# The whole reproduction set at 16-1024 simulated ranks (docs/reproduction.md; about half an hour here, two
+# The whole reproduction set at 16-1024 simulated ranks (docs/results/; about an hour here, two
 # simulations at a time).
 bench-sim: deps build build-sim
 	@# calibrate.py measures the host's link into build/sim/host.json first; validate.py uses it.
 	python3 bench/simgrid/calibrate.py --desync $(OMPI)/desync -o build/sim/costs.json
 	@# validate.py exits 1 when a case misses the criteria (the 4-rank cases do on a 2-core host,
-	@# docs/reproduction.md); its table is the result, and the reproduction set runs after it anyway.
+	@# docs/results/simulated-cluster.md); its table is the result, and the reproduction set runs after it anyway.
 	-python3 bench/simgrid/validate.py --desync $(OMPI)/desync --costs build/sim/costs.json \
 	    --host-calibration build/sim/host.json --json build/sim/validate.json
 	python3 bench/simgrid/reproduce.py --costs build/sim/costs.json --set full --jobs $(JOBS) --json build/sim/full.json

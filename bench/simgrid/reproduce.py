@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The papers' headline findings at 64-1024 simulated ranks (docs/reproduction.md).
+"""The papers' headline findings at 64-1024 simulated ranks (docs/results/).
 
 Runs desync's SMPI build through desync-sim on a modelled InfiniBand EDR cluster (fat tree, 16 cores
 per node, 12.5 GB/s, 1 us) with the cost model calibrated on this machine, and prints one table per
@@ -85,7 +85,7 @@ def studies(full):
     # ran (one MPI process and 12 OpenMP threads a node; section 6.1): every halo message crosses the
     # network. (With 16 ranks a node the bounded runs also cost SimGrid's solver 8-20 times the host
     # time of the synchronous ones: 99 s against 10 s at 125 ranks, over 30 min at 512; with one rank
-    # a node 13 s at 125 ranks and 103 s at 512, docs/reproduction.md.)
+    # a node 13 s at 125 ranks and 103 s at 512, docs/results/simulated-cluster.md.)
     # Both modes at one step, given with --dt (about the bounded default at L = 10, stable up to
     # 128^3); a synchronous run's own default step is larger.
     pde_modes = (["--mode", "sync", "--dt", "0.0005"], ["--mode", "bounded", "--transport", "p2p", "--dt", "0.0005"])
@@ -262,7 +262,7 @@ def per_iteration(r):
 
 
 def markdown(doc):
-    """The tables of a --json file, in Markdown (docs/reproduction.md)."""
+    """The tables of a --json file, in Markdown."""
     out, study = [], None
     for r in doc["rows"]:
         if r["study"] != study:
@@ -283,7 +283,7 @@ def markdown(doc):
 
 def summaries(doc):
     """Derived tables of a --json file: the relaxed variant against the synchronous one at each count,
-    and the CG methods per iteration as ratios to cg (docs/reproduction.md)."""
+    and the CG methods per iteration as ratios to cg."""
     done = [r for r in doc["rows"] if "error" not in r]
     out = []
     pairs = []
