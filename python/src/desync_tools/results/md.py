@@ -47,3 +47,11 @@ def ratio(x):
 def median(values):
     values = [v for v in values if v is not None and not (isinstance(v, float) and math.isnan(v))]
     return statistics.median(values) if values else math.nan
+
+
+def describe_setup(d):
+    """A bench/cg_compare.py record's configuration and load, as the CG pages write it."""
+    c = d["config"]
+    g = "×".join(str(x) for x in c["grid"])
+    return (f"{g} points, {c['np']} ranks, rtol {c['rtol']:g}, median of {c['reps']} interleaved repetitions, "
+            f"load average {d['loadavg_before'][0]:.2f} before and {d['loadavg_after'][0]:.2f} after")

@@ -2,7 +2,7 @@
 overlaps the interior rows of the matrix-vector product. Simulated: the blocking exchange
 (hoefler/sim-cg-overlap.json) against the overlapped one (cg-strong's cg rows); real: the exchange
 engines and progress modes on 2 ranks (hoefler/engines-2.json, bench/cg_compare.py --variant)."""
-from ..md import fixed, md_table, median
+from ..md import describe_setup, fixed, md_table, median
 from ..registry import figure, table, value
 from . import _sim
 
@@ -107,11 +107,7 @@ def real_engines(data):
 
 @value("hoefler.real_setup")
 def real_setup(data):
-    d = _real(data)
-    c = d["config"]
-    g = "×".join(str(x) for x in c["grid"])
-    return (f"{g} points, {c['np']} ranks, rtol {c['rtol']:g}, median of {c['reps']} interleaved repetitions, "
-            f"load average {d['loadavg_before'][0]:.2f} before and {d['loadavg_after'][0]:.2f} after")
+    return describe_setup(_real(data))
 
 
 @value("hoefler.real_overlap")

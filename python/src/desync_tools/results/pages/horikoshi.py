@@ -2,7 +2,7 @@
 (Algorithms 1-4) with overlapped reductions and asynchronous progress control. Simulated: the studies
 cg-family (weak), cg-strong and cg-strong-ic0 (strong, with progress control); real: the four methods
 with blocking, non-blocking and polled reductions on 2 ranks (horikoshi/methods-2.json)."""
-from ..md import fixed, md_table, median
+from ..md import describe_setup, fixed, md_table, median
 from ..registry import figure, table, value
 from . import _sim
 
@@ -273,11 +273,7 @@ def real(data):
 
 @value("horikoshi.real_setup")
 def real_setup(data):
-    d = _real(data)
-    c = d["config"]
-    g = "×".join(str(x) for x in c["grid"])
-    return (f"{g} points, {c['np']} ranks, rtol {c['rtol']:g}, median of {c['reps']} interleaved repetitions, "
-            f"load average {d['loadavg_before'][0]:.2f} before and {d['loadavg_after'][0]:.2f} after")
+    return describe_setup(_real(data))
 
 
 def _real_gains(data):

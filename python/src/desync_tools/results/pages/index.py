@@ -89,13 +89,19 @@ def findings_table(data):
     return md_table(["paper", "finding (the paper's place)", "desync: verdict, numbers and reason", "page"], rows, "llll")
 
 
-@table("index.counts")
-def counts(data):
+def _tally(data):
+    """How many findings have each verdict (the first bold word of their line)."""
     tally = {}
-    for paper, page, claim, verdict in findings():
+    for _, _, _, verdict in findings():
         text = _verdict(data, verdict)
         word = text.split("**")[1] if text.startswith("**") else text.split(":")[0]
         tally[word] = tally.get(word, 0) + 1
+    return tally
+
+
+@table("index.counts")
+def counts(data):
+    tally = _tally(data)
     order = ["reproduced", "partly", "not reproduced", "not attempted"]
     keys = [k for k in order if k in tally] + sorted(k for k in tally if k not in order)
     return md_table(["verdict", "findings"], [[k, tally[k]] for k in keys], "lr")
@@ -178,11 +184,7 @@ def _r(span):
 
 @value("index.tally")
 def tally(data):
-    t = {}
-    for _, _, _, verdict in findings():
-        text = _verdict(data, verdict)
-        word = text.split("**")[1] if text.startswith("**") else text.split(":")[0]
-        t[word] = t.get(word, 0) + 1
+    t = _tally(data)
     return (f"of {sum(t.values())} findings, {t.get('reproduced', 0)} reproduced, {t.get('partly', 0)} in part, "
             f"{t.get('not reproduced', 0)} not")
 
