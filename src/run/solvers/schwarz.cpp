@@ -264,6 +264,8 @@ int SchwarzCommand::run(MPI_Comm comm) {
     const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
     const std::string alpha_text = std::isinf(solver.alpha) ? "inf (classical)" : fmt::format("{:.6g}", solver.alpha);
     r.headline = fmt::format("mode {}, transport {}, termination {}", mode, transport_text, termination);
+    // --termination none tests nothing: the recorded tested residual is no test's (it stays 0).
+    if (termination == "none") r.residual_note = " (none tested: --termination none)";
     const bool three = solver.problem == solvers::SchwarzProblem::laplace3d;
     const std::string points = three ? fmt::format("3D Laplace, {}x{}x{} points", global_points[0], global_points[1],
                                                    global_points[2])
