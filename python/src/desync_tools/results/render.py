@@ -17,7 +17,8 @@ PAGE_GLOBS = ("docs/results", "docs/benchmarks.md", "README.md")
 SETS = {
     "quick": "real runs on this machine, rerun by make reproduce-quick",
     "sim": "simulated runs (desync's SMPI build), rerun by make reproduce",
-    "recorded": "runs on a machine make reproduce does not have (a 16-core node): kept as recorded",
+    "recorded": "kept as recorded: runs on a machine make reproduce does not have (a 16-core node), or needing what "
+                "its targets do not build (PETSc, two builds of the tree, MPICH)",
 }
 
 
