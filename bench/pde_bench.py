@@ -128,24 +128,12 @@ def verify(args):
            "seed": args.seed, "rows": rows, "slopes": slopes}
     if args.json:
         write_json(args.json, doc)
-    if args.figure:
+    if args.figure:  # the figure of docs/results/aditya2019.md, drawn by the page's own function
         import matplotlib
         matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
-        fig, ax = plt.subplots(figsize=(6, 4.5))
-        for name, marker in zip(CONFIGS, "os^"):
-            ax.loglog(args.points, [r["error_mean"] for r in rows[name]], marker=marker,
-                      label=f"{name} (slope {slopes[name]:.2f})")
-        ref = rows["sync + standard"][0]["error_mean"]
-        ax.loglog(args.points, [ref * (args.points[0] / n) ** 2 for n in args.points], "k-", lw=0.8,
-                  label="slope -2")
-        ax.set_xlabel("grid points N")
-        ax.set_ylabel("mean |u - u_exact|")
-        ax.set_title(f"advection-diffusion, P = {args.ranks}, delays on 0..{args.max_delay - 1}")
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-        fig.tight_layout()
-        fig.savefig(args.figure, dpi=120)
+        sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "python", "src"))
+        from desync_tools.results.pages.aditya import verification_figure
+        verification_figure(doc).savefig(args.figure, dpi=120)
         print(f"pde_bench: wrote {args.figure}")
 
 

@@ -57,8 +57,13 @@ def fig2_gain(data):
 
 @figure("aditya.fig2")
 def fig2_figure(data):
+    return verification_figure(data.json(VERIFY))
+
+
+def verification_figure(d):
+    """Error against N of the three configurations of a `bench/pde_bench.py verify` record (also its
+    --figure)."""
     import matplotlib.pyplot as plt
-    d = data.json(VERIFY)
     fig, ax = plt.subplots(figsize=(6, 4.2))
     for name, marker in zip(CONFIGS, "o^s"):
         pts = [r["points"] for r in d["rows"][name]]
