@@ -78,10 +78,6 @@ FINDINGS = [
 ]
 
 
-def findings():
-    return [f for f in FINDINGS if f[2] is not None]
-
-
 def _verdict(data, v):
     return v(data) if callable(v) else VALUES[v](data)
 
@@ -89,7 +85,7 @@ def _verdict(data, v):
 @table("index.findings")
 def findings_table(data):
     rows = []
-    for paper, page, claim, verdict in findings():
+    for paper, page, claim, verdict in FINDINGS:
         rows.append([paper, claim, _verdict(data, verdict), f"[{page[:-3]}]({page})"])
     return md_table(["paper", "finding (the paper's place)", "desync: verdict, numbers and reason", "page"], rows, "llll")
 
@@ -97,7 +93,7 @@ def findings_table(data):
 def _tally(data):
     """How many findings have each verdict (the first bold word of their line)."""
     tally = {}
-    for _, _, _, verdict in findings():
+    for _, _, _, verdict in FINDINGS:
         text = _verdict(data, verdict)
         word = text.split("**")[1] if text.startswith("**") else text.split(":")[0]
         tally[word] = tally.get(word, 0) + 1
