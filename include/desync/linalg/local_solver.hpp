@@ -1,0 +1,79 @@
+#pragma once
+// Direct solvers for rank-local sparse matrices, factored once and solved every iteration: the
+// subdomain solves of Schwarz methods and of block Jacobi. Three factorisations from SuiteSparse:
+//
+//   cholmod-simplicial   CHOLMOD's up-looking LDL^T, column by column (symmetric positive definite)
+//   cholmod-supernodal   CHOLMOD's supernodal LL^T, dense blocks through BLAS (symmetric positive definite)
+//   umfpack              UMFPACK's unsymmetric-pattern multifrontal LU (any non-singular matrix)
+//   auto                 chosen per subdomain, with the reason kept (LocalSolver::reason):
+//                        a matrix that is not symmetric, or has a diagonal entry <= 0, goes to UMFPACK;
+//                        otherwise CHOLMOD: simplicial on blocks of fewer than auto_trial_rows rows
+//                        (the subdomains of a Schwarz run, where the supernodal mode measured 2-2.4x
+//                        slower per solve, docs/benchmarks.md), and on larger ones whichever of the
+//                        two modes solves faster in a measured trial (both factored, three solves
+//                        each timed). A symmetric matrix that CHOLMOD finds not positive definite falls
+//                        back to UMFPACK.
+//
+// Every error is a FactorisationError (sparse_cholesky.hpp) without rank or size: callers add them.
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "desync/core/names.hpp"
+#include "desync/linalg/csr.hpp"
+#include "desync/linalg/sparse_cholesky.hpp"
+
+namespace desync::linalg {
+
+enum class LocalSolverKind { automatic, cholmod_simplicial, cholmod_supernodal, umfpack };
+inline constexpr core::Named<LocalSolverKind> local_solver_names[] = {
+    {LocalSolverKind::automatic, "auto", "chosen per subdomain: CHOLMOD for symmetric positive definite blocks "
+                                         "(simplicial, or supernodal where a measured trial finds it faster), "
+                                         "UMFPACK otherwise"},
+    {LocalSolverKind::cholmod_simplicial, "cholmod-simplicial", "CHOLMOD simplicial LDL^T (SPD blocks)"},
+    {LocalSolverKind::cholmod_supernodal, "cholmod-supernodal", "CHOLMOD supernodal LL^T (SPD blocks)"},
+    {LocalSolverKind::umfpack, "umfpack", "UMFPACK LU (any non-singular block)"},
+};
+inline const char* to_string(LocalSolverKind kind) { return core::name_of(local_solver_names, kind); }
+/// The command-line spelling (--local-solver); InputError naming the choices otherwise.
+inline LocalSolverKind parse_local_solver(const std::string& name) {
+  return core::parse_named(local_solver_names, name, "--local-solver", "local solver");
+}
+
+/// auto: blocks of at least this many rows get the measured trial between CHOLMOD's two modes.
+inline constexpr std::int64_t auto_trial_rows = 20000;
+
+class LocalSolver {
+ public:
+  virtual ~LocalSolver() = default;
+  /// x <- A^{-1} b (length rows(); b and x must not overlap).
+  virtual void solve(const double* b, double* x) = 0;
+  /// The factorisation used (never automatic).
+  LocalSolverKind kind() const { return kind_; }
+  const char* name() const { return to_string(kind_); }
+  std::int64_t rows() const { return rows_; }
+  /// Entries of the factors (L, or L and U), in doubles.
+  std::int64_t factor_nonzeros() const { return factor_nonzeros_; }
+  /// Analysis and numerical factorisation, the trial's too.
+  double factor_seconds() const { return factor_seconds_; }
+  /// Why this factorisation: "requested", or auto's reason ("symmetric, positive diagonal, 812 rows").
+  const std::string& reason() const { return reason_; }
+
+ protected:
+  LocalSolverKind kind_ = LocalSolverKind::umfpack;
+  std::int64_t rows_ = 0, factor_nonzeros_ = 0;
+  double factor_seconds_ = 0;
+  std::string reason_ = "requested";
+  friend std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr&, LocalSolverKind);
+};
+
+/// Factors `a` (square scalar CSR, columns ascending in each row) with `kind`. Throws
+/// FactorisationError: "singular matrix (UMFPACK: ...)", "not positive definite (...)" (a CHOLMOD
+/// kind asked for explicitly), "out of memory".
+std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind);
+
+/// Whether a equals its transpose exactly (pattern and values) and every diagonal entry is > 0:
+/// what auto needs to try CHOLMOD.
+bool symmetric_positive_diagonal(const LocalCsr& a);
+
+}  // namespace desync::linalg

@@ -1,0 +1,227 @@
+// Rank-local direct solvers (include/desync/linalg/local_solver.hpp): CHOLMOD in either of its two
+// modes, UMFPACK, and the automatic choice between them.
+#include "desync/linalg/local_solver.hpp"
+
+#include <suitesparse/cholmod.h>
+#include <suitesparse/umfpack.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fmt/format.h>
+#include <limits>
+#include <vector>
+
+#include "desync/core/timer.hpp"
+
+namespace desync::linalg {
+
+namespace {
+
+// CHOLMOD's int interface: a symmetric matrix's CSR arrays are its CSC arrays (stype 1: the upper
+// triangle of the CSC matrix, i.e. the lower triangle of the rows, is read).
+class CholmodSolver final : public LocalSolver {
+ public:
+  CholmodSolver(const LocalCsr& a, bool supernodal) {
+    core::Stopwatch clock;
+    cholmod_start(&c_);
+    c_.print = 0;
+    c_.supernodal = supernodal ? CHOLMOD_SUPERNODAL : CHOLMOD_SIMPLICIAL;
+    kind_ = supernodal ? LocalSolverKind::cholmod_supernodal : LocalSolverKind::cholmod_simplicial;
+    rows_ = a.rows;
+    const auto n = static_cast<std::size_t>(a.rows);
+    const auto nnz = static_cast<std::size_t>(a.row_ptr.empty() ? 0 : a.row_ptr.back());
+    cholmod_sparse* A = cholmod_allocate_sparse(n, n, nnz, 1, 1, 1, CHOLMOD_REAL, &c_);
+    if (!A) fail("CHOLMOD could not allocate the matrix (out of memory)");
+    auto* p = static_cast<int*>(A->p);
+    for (std::size_t r = 0; r <= n; ++r) p[r] = static_cast<int>(a.row_ptr[r]);
+    std::copy(a.col.begin(), a.col.end(), static_cast<int*>(A->i));
+    std::copy(a.val.begin(), a.val.end(), static_cast<double*>(A->x));
+    L_ = cholmod_analyze(A, &c_);
+    const bool analysed = L_ != nullptr;
+    if (analysed) cholmod_factorize(A, L_, &c_);
+    cholmod_free_sparse(&A, &c_);
+    if (!analysed || c_.status == CHOLMOD_OUT_OF_MEMORY) fail(fmt::format("CHOLMOD ran out of memory ({} rows)", n));
+    // A simplicial LDL^T succeeds on an indefinite matrix: a D_jj <= 0 is the leading minor j + 1
+    // that is not positive (the diagonal entry comes first in its column).
+    if (L_->minor >= n && !L_->is_ll && !L_->is_super) {
+      const auto* Lp = static_cast<const int*>(L_->p);
+      const auto* Lx = static_cast<const double*>(L_->x);
+      for (std::size_t j = 0; j < n; ++j)
+        if (!(Lx[Lp[j]] > 0)) {
+          L_->minor = j;
+          break;
+        }
+    }
+    if (c_.status == CHOLMOD_NOT_POSDEF || L_->minor < n)
+      fail(fmt::format("not positive definite (CHOLMOD: the leading minor of order {} of {} is not)", L_->minor + 1, n));
+    if (c_.status < CHOLMOD_OK) fail(fmt::format("CHOLMOD failed with status {}", c_.status));
+    factor_nonzeros_ = static_cast<std::int64_t>(c_.lnz);
+    factor_seconds_ = clock.seconds();
+  }
+  ~CholmodSolver() override { release(); }
+
+  void solve(const double* b, double* x) override {
+    cholmod_dense B{};
+    B.nrow = B.d = B.nzmax = static_cast<std::size_t>(rows_);
+    B.ncol = 1;
+    B.x = const_cast<double*>(b);  // read only: cholmod_solve2 does not write B
+    B.xtype = CHOLMOD_REAL;
+    B.dtype = CHOLMOD_DOUBLE;
+    cholmod_solve2(CHOLMOD_A, L_, &B, nullptr, &X_, nullptr, &Y_, &E_, &c_);  // x <- (L D L^T)^{-1} b
+    std::memcpy(x, X_->x, sizeof(double) * static_cast<std::size_t>(rows_));
+  }
+
+ private:
+  [[noreturn]] void fail(const std::string& why) {
+    release();
+    throw FactorisationError(why);
+  }
+  void release() {
+    if (released_) return;
+    released_ = true;
+    cholmod_free_dense(&X_, &c_);
+    cholmod_free_dense(&Y_, &c_);
+    cholmod_free_dense(&E_, &c_);
+    cholmod_free_factor(&L_, &c_);
+    cholmod_finish(&c_);
+  }
+  cholmod_common c_{};
+  cholmod_factor* L_ = nullptr;
+  cholmod_dense *X_ = nullptr, *Y_ = nullptr, *E_ = nullptr;  // solution and workspace, reused
+  bool released_ = false;
+};
+
+// UMFPACK takes compressed columns; the CSR arrays of A are the CSC arrays of A^T, so the solves
+// ask for the transposed system (UMFPACK_At) and no copy is transposed.
+class UmfpackSolver final : public LocalSolver {
+ public:
+  explicit UmfpackSolver(const LocalCsr& a) {
+    core::Stopwatch clock;
+    kind_ = LocalSolverKind::umfpack;
+    rows_ = a.rows;
+    if (a.rows > std::numeric_limits<int>::max() || (!a.row_ptr.empty() && a.row_ptr.back() > std::numeric_limits<int>::max()))
+      throw FactorisationError("too large for UMFPACK's 32-bit interface");
+    const int n = static_cast<int>(a.rows);
+    ptr_.assign(a.row_ptr.begin(), a.row_ptr.end());
+    col_.assign(a.col.begin(), a.col.end());
+    val_ = a.val;
+    umfpack_di_defaults(control_);
+    void* symbolic = nullptr;
+    int status = umfpack_di_symbolic(n, n, ptr_.data(), col_.data(), val_.data(), &symbolic, control_, info_);
+    if (status != UMFPACK_OK) {
+      umfpack_di_free_symbolic(&symbolic);
+      throw FactorisationError(fmt::format("UMFPACK's analysis failed (status {})", status));
+    }
+    status = umfpack_di_numeric(ptr_.data(), col_.data(), val_.data(), symbolic, &numeric_, control_, info_);
+    umfpack_di_free_symbolic(&symbolic);
+    if (status == UMFPACK_WARNING_singular_matrix) {
+      umfpack_di_free_numeric(&numeric_);
+      throw FactorisationError("singular matrix (UMFPACK found a zero pivot)");
+    }
+    if (status != UMFPACK_OK) {
+      umfpack_di_free_numeric(&numeric_);
+      throw FactorisationError(fmt::format("UMFPACK's factorisation failed (status {})", status));
+    }
+    factor_nonzeros_ = static_cast<std::int64_t>(info_[UMFPACK_LNZ] + info_[UMFPACK_UNZ]);
+    work_i_.resize(static_cast<std::size_t>(n));
+    work_d_.resize(5 * static_cast<std::size_t>(n));
+    factor_seconds_ = clock.seconds();
+  }
+  ~UmfpackSolver() override { umfpack_di_free_numeric(&numeric_); }
+
+  void solve(const double* b, double* x) override {
+    // x <- A^{-1} b, with A^T the matrix UMFPACK factored (see above); no iterative refinement.
+    double control[UMFPACK_CONTROL];
+    std::copy(control_, control_ + UMFPACK_CONTROL, control);
+    control[UMFPACK_IRSTEP] = 0;
+    umfpack_di_wsolve(UMFPACK_At, ptr_.data(), col_.data(), val_.data(), x, b, numeric_, control, nullptr,
+                      work_i_.data(), work_d_.data());
+  }
+
+ private:
+  std::vector<int> ptr_, col_;
+  std::vector<double> val_;
+  std::vector<int> work_i_;
+  std::vector<double> work_d_;
+  double control_[UMFPACK_CONTROL];
+  double info_[UMFPACK_INFO];
+  void* numeric_ = nullptr;
+};
+
+/// Seconds per solve, the smallest of three.
+double time_solve(LocalSolver& s) {
+  std::vector<double> b(static_cast<std::size_t>(s.rows()), 1.0), x(b.size());
+  double best = HUGE_VAL;
+  for (int k = 0; k < 3; ++k) {
+    core::Stopwatch t;
+    s.solve(b.data(), x.data());
+    best = std::min(best, t.seconds());
+  }
+  return best;
+}
+
+}  // namespace
+
+bool symmetric_positive_diagonal(const LocalCsr& a) {
+  double amax = 0;
+  for (double v : a.val) amax = std::max(amax, std::abs(v));
+  const double tol = 1e-12 * amax;
+  for (std::int64_t i = 0; i < a.rows; ++i) {
+    bool diag = false;
+    for (auto p = a.row_ptr[static_cast<std::size_t>(i)]; p < a.row_ptr[static_cast<std::size_t>(i) + 1]; ++p) {
+      const std::int32_t j = a.col[static_cast<std::size_t>(p)];
+      const double v = a.val[static_cast<std::size_t>(p)];
+      if (j == i) {
+        if (!(v > 0)) return false;
+        diag = true;
+        continue;
+      }
+      // a_ji: binary search in row j (columns ascending).
+      const auto b = a.col.begin() + a.row_ptr[static_cast<std::size_t>(j)];
+      const auto e = a.col.begin() + a.row_ptr[static_cast<std::size_t>(j) + 1];
+      const auto it = std::lower_bound(b, e, static_cast<std::int32_t>(i));
+      if (it == e || *it != i) return false;
+      if (std::abs(a.val[static_cast<std::size_t>(it - a.col.begin())] - v) > tol) return false;
+    }
+    if (!diag) return false;
+  }
+  return true;
+}
+
+std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind) {
+  switch (kind) {
+    case LocalSolverKind::cholmod_simplicial: return std::make_unique<CholmodSolver>(a, false);
+    case LocalSolverKind::cholmod_supernodal: return std::make_unique<CholmodSolver>(a, true);
+    case LocalSolverKind::umfpack: return std::make_unique<UmfpackSolver>(a);
+    case LocalSolverKind::automatic: break;
+  }
+  std::unique_ptr<LocalSolver> s;
+  std::string reason;
+  if (!symmetric_positive_diagonal(a)) {
+    s = std::make_unique<UmfpackSolver>(a);
+    reason = fmt::format("not symmetric or a diagonal entry <= 0, {} rows", a.rows);
+  } else {
+    try {
+      s = std::make_unique<CholmodSolver>(a, false);
+      reason = fmt::format("symmetric, positive diagonal, {} rows", a.rows);
+      if (a.rows >= auto_trial_rows) {
+        const double simplicial = time_solve(*s);
+        auto super = std::make_unique<CholmodSolver>(a, true);
+        const double supernodal = time_solve(*super);
+        const double factored = s->factor_seconds() + super->factor_seconds();
+        reason += fmt::format("; trial: simplicial {:.3g} ms, supernodal {:.3g} ms per solve", 1e3 * simplicial,
+                              1e3 * supernodal);
+        if (supernodal < simplicial) s = std::move(super);
+        s->factor_seconds_ = factored;
+      }
+    } catch (const FactorisationError& e) {
+      s = std::make_unique<UmfpackSolver>(a);
+      reason = fmt::format("symmetric but {}: UMFPACK, {} rows", e.what(), a.rows);
+    }
+  }
+  s->reason_ = reason;
+  return s;
+}
+
+}  // namespace desync::linalg
