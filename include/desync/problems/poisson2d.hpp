@@ -23,3 +23,28 @@ struct Poisson2D {
 };
 
 }  // namespace desync::problems
+
+#include <mpi.h>
+
+#include <vector>
+
+#include "desync/decomposition/cart_grid.hpp"
+#include "desync/linalg/csr.hpp"
+
+namespace desync::problems {
+
+/// The assembled 2D Poisson system of the optimized Schwarz solver, for `desync schwarz
+/// --export-system` and for comparing the algebraic Schwarz method with it: the nx x ny interior
+/// points in natural order (x fastest), rows scaled 1/h^2 as the grid solver's (diagonal 2/hx^2 +
+/// 2/hy^2, -1/hx^2 and -1/hy^2 to the neighbours), b = f plus the Dirichlet values of the boundary
+/// neighbours over h^2, distributed in contiguous balanced row blocks. `part` gives, for each of
+/// this rank's rows, the rank that owns the point in the grid solver's run on process grid `dims`
+/// (dims[2] == 1): the partition file that reproduces the grid solver's blocks.
+struct Poisson2DSystem {
+  linalg::DistributedCsr A;
+  std::vector<double> b;
+  std::vector<int> part;
+};
+Poisson2DSystem poisson2d_matrix_system(MPI_Comm comm, decomposition::Index3 global, decomposition::Index3 dims);
+
+}  // namespace desync::problems
