@@ -35,6 +35,10 @@ struct DistributedCsr {
   std::int64_t nonzero_blocks() const { return static_cast<std::int64_t>(col.size()); }
 };
 
+/// The same matrix with block size 1: every stored block becomes block_size^2 scalar entries
+/// (explicit zeros included), rows and columns numbered in scalars. Local, no communication.
+DistributedCsr scalar_csr(const DistributedCsr& A);
+
 /// A rank-local sparse matrix with local column indices (scalar CSR), e.g. the diagonal block of
 /// the owned rows, on which block-Jacobi preconditioners factor.
 struct LocalCsr {
