@@ -521,27 +521,46 @@ void check_symmetric(const DistributedCsr& A, const std::string& path) {
 
 }  // namespace
 
-DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
+namespace {
+
+/// What a caller requires of the matrix beyond being square and real.
+enum class Require { spd_candidate, nothing };
+
+/// The parallel coordinate reader behind read_matrix_market (Require::spd_candidate: symmetric
+/// storage or a numerically symmetric general file, positive diagonal) and
+/// read_matrix_market_square (Require::nothing: also skew-symmetric storage, no value checks).
+DistributedCsr read_coordinate(MPI_Comm comm, const std::string& path, Require require) {
   const int rank = core::rank_of(comm), size = core::size_of(comm);
+  const bool any = require == Require::nothing;
   const Header h = agree_header(comm, path);
   if (h.format == "array")
     throw InputError(at(path, 1) + "dense 'array' matrices are not supported (use 'coordinate')");
+  if (any && h.field == "pattern") throw InputError(at(path, 1) + "pattern matrix: no values to solve with");
+  if (any && h.field == "complex") throw InputError(at(path, 1) + "complex matrix: desync solves real systems");
   if (h.field == "complex" || h.field == "pattern")
     throw InputError(at(path, 1) + "unsupported field '" + h.field + "' (expected 'real' or 'integer')");
-  if (h.symmetry != "general" && h.symmetry != "symmetric")
+  if (any && h.symmetry != "general" && h.symmetry != "symmetric" && h.symmetry != "skew-symmetric")
+    throw InputError(at(path, 1) + "unsupported symmetry '" + h.symmetry +
+                     "' (expected 'general', 'symmetric' or 'skew-symmetric')");
+  if (!any && h.symmetry != "general" && h.symmetry != "symmetric")
     throw InputError(at(path, 1) + "unsupported symmetry '" + h.symmetry + "' (expected 'general' or 'symmetric')");
   if (h.rows != h.cols)
     throw InputError(at(path, h.size_line) + "matrix is not square (" + std::to_string(h.rows) + " x " +
                      std::to_string(h.cols) + ")");
   if (h.rows == 0) throw InputError(at(path, h.size_line) + "empty matrix (0 x 0)");
+  if (any && h.rows < size)
+    throw InputError(path + ": " + std::to_string(size) + " ranks for a matrix of " + std::to_string(h.rows) +
+                     " rows: use at most " + std::to_string(h.rows));
   const std::int64_t n = h.rows;
   const bool symmetric = h.symmetry == "symmetric";
+  const bool skew = h.symmetry == "skew-symmetric";  // a(j, i) = -a(i, j); only i > j stored
+  const bool mirrored = symmetric || skew;
   const bool integer = h.field == "integer";
 
   const Lines lines = read_lines(comm, path, h);
   // Parse the owned entry lines; stop at the first error.
   std::vector<Entry> entries;
-  entries.reserve(lines.lines.size() * (symmetric ? 2 : 1));
+  entries.reserve(lines.lines.size() * (mirrored ? 2 : 1));
   std::string error;
   for (std::size_t q = 0; q < lines.lines.size(); ++q) {
     const auto& L = lines.lines[q];
@@ -566,13 +585,19 @@ DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
       error = at(path, L.number) + "value " + quote(text) + " is not finite";
       break;
     }
-    if (symmetric && i < j) {
+    if (mirrored && i < j) {
       error = at(path, L.number) + "entry (" + std::to_string(i) + ", " + std::to_string(j) +
-              ") above the diagonal in a 'symmetric' file (only row >= column may be stored)";
+              ") above the diagonal in a '" + h.symmetry + "' file (only row >= column may be stored)";
+      break;
+    }
+    if (skew && i == j) {
+      error = at(path, L.number) + "diagonal entry (" + std::to_string(i) + ", " + std::to_string(j) +
+              ") in a 'skew-symmetric' file (only row > column may be stored)";
       break;
     }
     entries.push_back({i - 1, j - 1, ordinal, v});
     if (symmetric && i != j) entries.push_back({j - 1, i - 1, ordinal, v});
+    if (skew) entries.push_back({j - 1, i - 1, ordinal, -v});
   }
   agree_or_throw(comm, error.empty(), error);
   check_entry_count(comm, path, h, lines);
@@ -592,8 +617,8 @@ DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
   A.row_ptr.assign(static_cast<std::size_t>(rows) + 1, 0);
   for (std::size_t e = 0; e < mine.size();) {
     std::size_t f = e;
-    double sum = 0;
-    for (; f < mine.size() && mine[f].row == mine[e].row && mine[f].col == mine[e].col; ++f) sum += mine[f].val;
+    double sum = mine[e].val;  // not 0 + ...: a lone -0.0 stays -0.0, so round trips are bitwise
+    for (++f; f < mine.size() && mine[f].row == mine[e].row && mine[f].col == mine[e].col; ++f) sum += mine[f].val;
     A.col.push_back(mine[e].col);
     A.val.push_back(sum);
     ++A.row_ptr[static_cast<std::size_t>(mine[e].row - first) + 1];
@@ -602,6 +627,7 @@ DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
   for (std::int64_t r = 0; r < rows; ++r) A.row_ptr[r + 1] += A.row_ptr[r];
   mine.clear();
   mine.shrink_to_fit();
+  if (any) return A;
 
   // Positive diagonal (a necessary condition for positive definiteness).
   FirstError diag;
@@ -622,6 +648,16 @@ DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
   // A general file must hold a symmetric matrix.
   if (!symmetric) check_symmetric(A, path);
   return A;
+}
+
+}  // namespace
+
+DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path) {
+  return read_coordinate(comm, path, Require::spd_candidate);
+}
+
+DistributedCsr read_matrix_market_square(MPI_Comm comm, const std::string& path) {
+  return read_coordinate(comm, path, Require::nothing);
 }
 
 std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& path, const DistributedCsr& layout) {
@@ -679,7 +715,12 @@ std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& 
   const std::int64_t first = layout.row_offsets[rank] * layout.block_size;
   sort_entries(mine, first, layout.local_rows());
   std::vector<double> out(static_cast<std::size_t>(layout.local_rows()), 0.0);
-  for (const Entry& e : mine) out[static_cast<std::size_t>(e.row - first)] += e.val;
+  std::vector<char> seen(out.size(), 0);  // the first entry is assigned (a lone -0.0 stays -0.0), later ones added
+  for (const Entry& e : mine) {
+    const std::size_t i = static_cast<std::size_t>(e.row - first);
+    out[i] = seen[i] ? out[i] + e.val : e.val;
+    seen[i] = 1;
+  }
   return out;
 }
 

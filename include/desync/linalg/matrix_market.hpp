@@ -31,6 +31,16 @@ namespace desync::linalg {
 /// a diagonal entry that is missing or not positive (the matrix cannot be positive definite).
 DistributedCsr read_matrix_market(MPI_Comm comm, const std::string& path);
 
+/// Reads any square real matrix from a Matrix Market file, for general (non-symmetric) solvers:
+/// `matrix coordinate`, field `real` or `integer`, storage `general`, `symmetric` (lower triangle,
+/// mirrored) or `skew-symmetric` (strictly lower triangle, mirrored with the opposite sign).
+/// Duplicates summed, columns sorted, block_size 1, rows in the same balanced ranges. No symmetry or
+/// diagonal check. Rejected (InputError, every rank alike): what read_matrix_market rejects for its
+/// form, `pattern` ("pattern matrix: no values to solve with") and `complex` fields, a diagonal
+/// entry in a skew-symmetric file, and more ranks than rows ("4 ranks for a matrix of 3 rows: use at
+/// most 3"). Collective.
+DistributedCsr read_matrix_market_square(MPI_Comm comm, const std::string& path);
+
 /// Reads a vector of layout.global_rows() entries and returns this rank's part (layout.local_rows()
 /// entries, in layout's row distribution; block_size is respected). Accepted: `matrix array`
 /// real/integer general of n x 1, or `matrix coordinate` real/integer general of n x 1 (missing
