@@ -64,26 +64,41 @@ MPI_Datatype mpi_type<double>() { return MPI_DOUBLE; }
 template <>
 MPI_Datatype mpi_type<int>() { return MPI_INT; }
 
-/// MPI counts are int: InputError on every rank if any count of any rank does not fit.
-std::vector<int> to_counts(MPI_Comm comm, const std::vector<Index>& counts, const char* what) {
-  bool ok = true;
-  for (const Index c : counts) ok = ok && c <= INT_MAX;
-  agree_or_throw(comm, ok,
-                 std::string("partition: more than 2^31 - 1 ") + what + " to move between two ranks in one message");
-  return {counts.begin(), counts.end()};
-}
-
 std::vector<int> displacements(const std::vector<int>& counts) {
   std::vector<int> d(counts.size(), 0);
   for (std::size_t r = 1; r < counts.size(); ++r) d[r] = d[r - 1] + counts[r - 1];
   return d;
 }
 
-/// recv_counts[r] = what rank r sends here. Collective.
-std::vector<int> exchange_counts(MPI_Comm comm, const std::vector<int>& send_counts) {
-  std::vector<int> recv_counts(send_counts.size(), 0);
-  MPI_Alltoall(send_counts.data(), 1, MPI_INT, recv_counts.data(), 1, MPI_INT, comm);
-  return recv_counts;
+/// Send and receive counts of one MPI_Alltoallv.
+struct Counts {
+  std::vector<int> send, recv;
+};
+
+/// The counts of k simultaneous all-to-all moves: send[j][r] items of move j for rank r. One
+/// MPI_Alltoall tells every rank what it receives; MPI counts and displacements are int, so every
+/// rank throws the same InputError if any count or total of any rank does not fit. Collective.
+std::vector<Counts> exchange_counts(MPI_Comm comm, const std::vector<std::vector<Index>>& send, const char* what) {
+  const auto P = static_cast<std::size_t>(core::size_of(comm)), k = send.size();
+  std::vector<Index> out(P * k), in(P * k);
+  for (std::size_t r = 0; r < P; ++r)
+    for (std::size_t j = 0; j < k; ++j) out[r * k + j] = send[j][r];
+  MPI_Alltoall(out.data(), static_cast<int>(k), MPI_INT64_T, in.data(), static_cast<int>(k), MPI_INT64_T, comm);
+  bool fits = true;
+  std::vector<Counts> counts(k);
+  for (std::size_t j = 0; j < k; ++j) {
+    Index sent = 0, received = 0;
+    for (std::size_t r = 0; r < P; ++r) {
+      sent += out[r * k + j];
+      received += in[r * k + j];
+      counts[j].send.push_back(static_cast<int>(std::min<Index>(out[r * k + j], INT_MAX)));
+      counts[j].recv.push_back(static_cast<int>(std::min<Index>(in[r * k + j], INT_MAX)));
+    }
+    fits = fits && sent <= INT_MAX && received <= INT_MAX;
+  }
+  agree_or_throw(comm, fits,
+                 std::string("partition: more than 2^31 - 1 ") + what + " to send or receive on one rank");
+  return counts;
 }
 
 /// MPI_Alltoallv of `send` (grouped by destination, send_counts each) into a buffer grouped by
@@ -108,8 +123,9 @@ std::vector<T> fetch(MPI_Comm comm, const std::vector<Index>& offsets, const std
   const int size = core::size_of(comm), rank = core::rank_of(comm);
   std::vector<Index> want_from(static_cast<std::size_t>(size), 0);
   for (const Index g : wanted) ++want_from[static_cast<std::size_t>(owner_of(offsets, g))];
-  const auto ask_counts = to_counts(comm, want_from, "indices");
-  const auto asked_counts = exchange_counts(comm, ask_counts);
+  const auto c = exchange_counts(comm, {want_from}, "indices")[0];
+  const auto& ask_counts = c.send;
+  const auto& asked_counts = c.recv;
   // `wanted` is ascending, hence already grouped by owner in rank order.
   const auto asked = alltoallv(comm, wanted, ask_counts, asked_counts);
   std::vector<T> answers(asked.size());
@@ -128,8 +144,8 @@ Graph symmetric_graph(const DistributedCsr& A) {
   for (Index i = 0; i < n; ++i)
     for (Index k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k)
       if (A.col[k] != first + i) pairs_to[static_cast<std::size_t>(owner_of(A.row_offsets, A.col[k]))] += 2;
-  const auto send_counts = to_counts(comm, pairs_to, "graph edges");
-  auto pos = displacements(send_counts);
+  const auto c = exchange_counts(comm, {pairs_to}, "graph edges")[0];
+  auto pos = displacements(c.send);
   std::vector<Index> send(static_cast<std::size_t>(std::accumulate(pairs_to.begin(), pairs_to.end(), Index{0})));
   for (Index i = 0; i < n; ++i)
     for (Index k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k)
@@ -138,7 +154,7 @@ Graph symmetric_graph(const DistributedCsr& A) {
         send[static_cast<std::size_t>(p++)] = A.col[k];
         send[static_cast<std::size_t>(p++)] = first + i;
       }
-  const auto recv = alltoallv(comm, send, send_counts, exchange_counts(comm, send_counts));
+  const auto recv = alltoallv(comm, send, c.send, c.recv);
 
   // Merge: own off-diagonal entries plus the transposed ones received, per row.
   Graph g;
@@ -416,10 +432,10 @@ PartitionedSystem redistribute(const DistributedCsr& A, std::span<const int> par
     entries_to[d] += A.row_ptr[i + 1] - A.row_ptr[i];
   }
   for (std::size_t d = 0; d < P; ++d) values_to[d] = entries_to[d] * bb;
-  const auto head_counts = to_counts(comm, rows_to, "rows");
-  const auto col_counts = to_counts(comm, entries_to, "entries");
-  const auto val_counts = to_counts(comm, values_to, "values");
-  auto head_pos = displacements(head_counts), col_pos = displacements(col_counts), val_pos = displacements(val_counts);
+  const auto c = exchange_counts(comm, {rows_to, entries_to, values_to}, "matrix entries");
+  const Counts &head_counts = c[0], &col_counts = c[1], &val_counts = c[2];
+  auto head_pos = displacements(head_counts.send), col_pos = displacements(col_counts.send),
+       val_pos = displacements(val_counts.send);
   std::vector<Index> heads(static_cast<std::size_t>(2 * n)), cols(A.col.size());
   std::vector<double> vals(A.val.size());
   std::vector<std::pair<Index, Index>> row;  // (new column, entry) of one row, sorted by new column
@@ -439,9 +455,9 @@ PartitionedSystem redistribute(const DistributedCsr& A, std::span<const int> par
       val_pos[d] += static_cast<int>(bb);
     }
   }
-  const auto got_heads = alltoallv(comm, heads, head_counts, exchange_counts(comm, head_counts));
-  auto got_cols = alltoallv(comm, cols, col_counts, exchange_counts(comm, col_counts));
-  auto got_vals = alltoallv(comm, vals, val_counts, exchange_counts(comm, val_counts));
+  const auto got_heads = alltoallv(comm, heads, head_counts.send, head_counts.recv);
+  auto got_cols = alltoallv(comm, cols, col_counts.send, col_counts.recv);
+  auto got_vals = alltoallv(comm, vals, val_counts.send, val_counts.recv);
 
   // Received in source-rank order, each source's rows in its order: the input order.
   PartitionedSystem out;
@@ -462,11 +478,12 @@ PartitionedSystem redistribute(const DistributedCsr& A, std::span<const int> par
   return out;
 }
 
-/// Rows per source/destination rank of a vector move, in doubles.
+/// Rows per source/destination rank of a vector move, in doubles. Both vector layouts fit int
+/// counts on every rank (checked by partition_system), so the counts do too.
 std::vector<int> owner_counts(MPI_Comm comm, const std::vector<int>& owner_of_row, int block_size) {
-  std::vector<Index> counts(static_cast<std::size_t>(core::size_of(comm)), 0);
+  std::vector<int> counts(static_cast<std::size_t>(core::size_of(comm)), 0);
   for (const int r : owner_of_row) counts[static_cast<std::size_t>(r)] += block_size;
-  return to_counts(comm, counts, "vector entries");
+  return counts;
 }
 
 std::vector<int> input_owners(const PartitionedSystem& s) {
@@ -539,20 +556,23 @@ PartitionedSystem partition_system(const DistributedCsr& A, const PartitionOptio
   const MPI_Comm comm = A.comm;
   const int size = core::size_of(comm), rank = core::rank_of(comm);
   const std::string method = to_string(options.method);
-  std::string why;
-  agree_or_throw(comm, partition_available(options.method, &why),
-                 "--partition " + method + ": desync was built without " +
-                     (options.method == PartitionMethod::metis ? "METIS" : "PT-Scotch") + " (" + why + ")");
-  agree_or_throw(comm,
-                 A.row_offsets.size() == static_cast<std::size_t>(size) + 1 && !A.row_ptr.empty() &&
-                     A.local_block_rows() == A.row_offsets[rank + 1] - A.row_offsets[rank] && A.block_size >= 1 &&
-                     A.col.size() == static_cast<std::size_t>(A.row_ptr.back()) &&
-                     A.val.size() == A.col.size() * static_cast<std::size_t>(A.block_size * A.block_size),
-                 "--partition: the matrix's distribution does not match its communicator");
+  // One agreed check of the method, the distribution and the size.
+  std::string why, problem;
+  const bool distributed_ok =
+      A.row_offsets.size() == static_cast<std::size_t>(size) + 1 && !A.row_ptr.empty() && A.block_size >= 1 &&
+      A.local_block_rows() == A.row_offsets[rank + 1] - A.row_offsets[rank] &&
+      A.col.size() == static_cast<std::size_t>(A.row_ptr.back()) &&
+      A.val.size() == A.col.size() * static_cast<std::size_t>(A.block_size) * static_cast<std::size_t>(A.block_size);
+  if (!partition_available(options.method, &why))
+    problem = "--partition " + method + ": desync was built without " +
+              (options.method == PartitionMethod::metis ? "METIS" : "PT-Scotch") + " (" + why + ")";
+  else if (!distributed_ok)
+    problem = "--partition " + method + ": the matrix's distribution does not match its communicator";
+  else if (A.global_block_rows() < size)
+    problem = "--partition " + method + ": more ranks (" + std::to_string(size) + ") than matrix rows (" +
+              std::to_string(A.global_block_rows()) + ")";
+  agree_or_throw(comm, problem.empty(), problem);
   const Index rows = A.global_block_rows();
-  agree_or_throw(comm, rows >= size,
-                 "--partition " + method + ": more ranks (" + std::to_string(size) + ") than matrix rows (" +
-                     std::to_string(rows) + ")");
 
   const Graph g = symmetric_graph(A);
   std::vector<int> part;
@@ -579,17 +599,20 @@ PartitionedSystem partition_system(const DistributedCsr& A, const PartitionOptio
   st.method = method;
   st.seed = options.seed;
   st.edge_cut = cut_of(comm, A.row_offsets, g, part);
+  // Rows and non-zeros per rank (min as the max of the negatives); and whether both vector layouts
+  // fit MPI's int counts on every rank, which to_partitioned / to_input rely on.
   const Index bb = static_cast<Index>(A.block_size) * A.block_size;
-  Index mine[2] = {out.A.local_rows(), out.A.nonzero_blocks() * bb};
-  Index lo[2], hi[2], sum[2];
-  MPI_Allreduce(mine, lo, 2, MPI_INT64_T, MPI_MIN, comm);
-  MPI_Allreduce(mine, hi, 2, MPI_INT64_T, MPI_MAX, comm);
-  MPI_Allreduce(mine, sum, 2, MPI_INT64_T, MPI_SUM, comm);
-  st.rows_min = lo[0];
-  st.rows_max = hi[0];
+  const Index r = out.A.local_rows(), z = out.A.nonzero_blocks() * bb;
+  const Index too_long = std::max(r, A.local_rows()) > INT_MAX ? 1 : 0;
+  Index high[5] = {-r, -z, r, z, too_long}, sum[2] = {r, z};
+  MPI_Allreduce(MPI_IN_PLACE, high, 5, MPI_INT64_T, MPI_MAX, comm);
+  MPI_Allreduce(MPI_IN_PLACE, sum, 2, MPI_INT64_T, MPI_SUM, comm);
+  if (high[4] != 0) throw InputError("--partition " + method + ": more than 2^31 - 1 vector entries on one rank");
+  st.rows_min = -high[0];
+  st.rows_max = high[2];
   st.rows_mean = static_cast<double>(sum[0]) / size;
-  st.nonzeros_min = lo[1];
-  st.nonzeros_max = hi[1];
+  st.nonzeros_min = -high[1];
+  st.nonzeros_max = high[3];
   st.nonzeros_mean = static_cast<double>(sum[1]) / size;
   double seconds = clock.seconds();
   MPI_Allreduce(MPI_IN_PLACE, &seconds, 1, MPI_DOUBLE, MPI_MAX, comm);
