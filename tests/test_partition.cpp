@@ -491,6 +491,28 @@ TEST(Partition, BlockRows) {
       EXPECT_EQ(x_new[3 * i + c], static_cast<double>((s.original_row[i] * 3 + Index(c)) % 9) - 4);
 }
 
+TEST(Partition, NoCouplings) {
+  // A diagonal matrix: the graph has no edge, every partition cuts nothing; the partitioners must
+  // still spread the rows over every rank.
+  TestComm comm;
+  DistributedCsr D;
+  D.comm = comm;
+  D.row_offsets = balanced_offsets(40, size_of(comm));
+  const int me = rank_of(comm);
+  D.row_ptr.push_back(0);
+  for (Index g = D.row_offsets[me]; g < D.row_offsets[me + 1]; ++g) {
+    D.col.push_back(g);
+    D.val.push_back(static_cast<double>(g + 1));
+    D.row_ptr.push_back(static_cast<Index>(D.col.size()));
+  }
+  for (const auto m : {PartitionMethod::rows, PartitionMethod::metis, PartitionMethod::ptscotch}) {
+    if (!partition_available(m)) continue;
+    const auto s = partition_system(D, options(m, 4));
+    EXPECT_EQ(s.stats.edge_cut, 0) << desync::linalg::to_string(m);
+    check_partitioned(D, s);
+  }
+}
+
 TEST(Partition, FileErrors) {
   TestComm comm;
   ScratchDir dir(comm);

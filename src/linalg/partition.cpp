@@ -574,13 +574,15 @@ PartitionedSystem partition_system(const DistributedCsr& A, const PartitionOptio
   agree_or_throw(comm, problem.empty(), problem);
   const Index rows = A.global_block_rows();
 
-  const Graph g = symmetric_graph(A);
+  // A partition file is read (and refused) before the graph is built.
   std::vector<int> part;
+  if (options.method == PartitionMethod::file) part = file_parts(A, options.file);
+  const Graph g = symmetric_graph(A);
   switch (options.method) {
     case PartitionMethod::rows: part.assign(static_cast<std::size_t>(A.local_block_rows()), rank); break;
     case PartitionMethod::metis: part = metis_parts(A, g, options.seed); break;
     case PartitionMethod::ptscotch: part = ptscotch_parts(A, g, options.seed); break;
-    case PartitionMethod::file: part = file_parts(A, options.file); break;
+    case PartitionMethod::file: break;
   }
   // Every rank must own rows: the solvers assume non-empty blocks.
   std::vector<Index> per_part(static_cast<std::size_t>(size), 0);
