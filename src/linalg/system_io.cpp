@@ -111,36 +111,60 @@ std::string bytes_found(std::int64_t file_size, std::int64_t section_start) {
 // ------------------------------------------------------------------------------------------------
 // MPI-IO input
 
-/// A file opened collectively for reading. Open errors (missing, a directory, unreadable) are agreed
-/// on: the same InputError on every rank. Closed by the destructor (collective: every rank holds
-/// one and destroys it at the same point, also when an InputError unwinds every rank alike).
+/// The first bytes of a file and its size. Headers are small, so every rank reads them with
+/// ordinary I/O: a corrupt header is refused after one agreement, before any MPI-IO.
+struct Head {
+  std::int64_t size = 0;  ///< of the whole file
+  Bytes bytes;            ///< its first min(size, max_bytes) bytes
+};
+
+/// Reads the head of `path` on every rank; a missing, unreadable or unopenable file is one agreed
+/// InputError. Collective.
+Head read_head(MPI_Comm comm, const std::string& path, std::int64_t max_bytes) {
+  Head head;
+  std::string error;
+  std::error_code ec;
+  const auto status = std::filesystem::status(path, ec);
+  if (!std::filesystem::exists(status)) {
+    error = "'" + path + "': no such file";
+  } else if (std::filesystem::is_directory(status)) {
+    error = "'" + path + "': is a directory";
+  } else {
+    std::ifstream in(path, std::ios::binary);
+    if (!in) {
+      error = "'" + path + "': cannot open: " + std::strerror(errno);
+    } else {
+      in.seekg(0, std::ios::end);
+      head.size = static_cast<std::int64_t>(in.tellg());
+      in.seekg(0, std::ios::beg);
+      head.bytes.resize(static_cast<std::size_t>(std::min(head.size, max_bytes)));
+      in.read(reinterpret_cast<char*>(head.bytes.data()), static_cast<std::streamsize>(head.bytes.size()));
+      if (!in) error = "'" + path + "': read error";
+    }
+  }
+  agree_or_throw(comm, error.empty(), error);
+  return head;
+}
+
+/// A file opened collectively for reading with MPI-IO, from which each rank reads its own rows at
+/// their offsets. An open error is agreed on. Closed by the destructor (collective: every rank
+/// holds one and destroys it at the same point, also when an InputError unwinds every rank alike).
 class InputFile {
  public:
   InputFile(MPI_Comm comm, const std::string& path) : path_(path) {
     std::string error;
-    std::error_code ec;
-    const auto status = std::filesystem::status(path, ec);
-    if (!std::filesystem::exists(status)) error = "'" + path + "': no such file";
-    else if (std::filesystem::is_directory(status)) error = "'" + path + "': is a directory";
-    else if (!std::ifstream(path, std::ios::binary)) error = "'" + path + "': cannot open: " + std::strerror(errno);
-    agree_or_throw(comm, error.empty(), error);
     const int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_RDONLY, MPI_INFO_NULL, &fh_);
     if (rc != MPI_SUCCESS) {
       error = "'" + path + "': cannot open: " + mpi_error_text(rc);
       fh_ = MPI_FILE_NULL;
     }
     agree_or_throw(comm, error.empty(), error);
-    MPI_Offset size = 0;
-    MPI_File_get_size(fh_, &size);
-    size_ = static_cast<std::int64_t>(size);
   }
   ~InputFile() {
     if (fh_ != MPI_FILE_NULL) MPI_File_close(&fh_);
   }
   InputFile(const InputFile&) = delete;
   InputFile& operator=(const InputFile&) = delete;
-
-  std::int64_t size() const { return size_; }
 
   /// Reads `bytes` bytes at `offset` into out (resized); not collective. False on a short read.
   bool read(std::int64_t offset, std::int64_t bytes, Bytes& out) {
@@ -168,7 +192,6 @@ class InputFile {
  private:
   std::string path_;
   MPI_File fh_ = MPI_FILE_NULL;
-  std::int64_t size_ = 0;
 };
 
 // ------------------------------------------------------------------------------------------------
@@ -221,12 +244,11 @@ void write_pieces(MPI_Comm comm, const std::string& path, const std::vector<Piec
 /// by an exclusive prefix sum of the lengths, and reads its column indices and values. Collective.
 DistributedCsr read_petsc_matrix(MPI_Comm comm, const std::string& path) {
   const int rank = core::rank_of(comm), size = core::size_of(comm);
-  InputFile file(comm, path);
-  const std::int64_t file_size = file.size();
+  const Head head = read_head(comm, path, 16);
+  const std::int64_t file_size = head.size;
   if (file_size < 16)
     throw InputError(path + ": truncated: expected 16 bytes of header, found " + std::to_string(file_size));
-  Bytes buf;
-  file.read_all(comm, 0, 16, buf);
+  const Bytes& buf = head.bytes;
   const std::int32_t classid = load_be_int32(&buf[0]);
   const std::int64_t M = load_be_int32(&buf[4]), N = load_be_int32(&buf[8]), nz = load_be_int32(&buf[12]);
   if (classid == petsc_vec_classid)
@@ -263,12 +285,14 @@ DistributedCsr read_petsc_matrix(MPI_Comm comm, const std::string& path) {
   const std::int64_t first = A.row_offsets[rank], rows = A.row_offsets[rank + 1] - first;
 
   // Row lengths: this rank's rows [first, first + rows).
-  file.read_all(comm, lengths_at + 4 * first, 4 * rows, buf);
+  InputFile file(comm, path);
+  Bytes lengths;
+  file.read_all(comm, lengths_at + 4 * first, 4 * rows, lengths);
   std::vector<std::int64_t> in_file(static_cast<std::size_t>(rows) + 1, 0);  // row r: entries [in_file[r], in_file[r + 1])
   std::int64_t bad_key = no_error;
   std::string error;
   for (std::int64_t r = 0; r < rows; ++r) {
-    const std::int64_t len = load_be_int32(&buf[static_cast<std::size_t>(4 * r)]);
+    const std::int64_t len = load_be_int32(&lengths[static_cast<std::size_t>(4 * r)]);
     if (len < 0 && error.empty()) {
       bad_key = first + r;
       error = path + ": row " + std::to_string(first + r) + " has a negative length (" + std::to_string(len) + ")";
@@ -287,8 +311,9 @@ DistributedCsr read_petsc_matrix(MPI_Comm comm, const std::string& path) {
 
   // Column indices and values of this rank's entries [entries_before, entries_before + mine).
   Bytes cols, vals;
-  file.read_all(comm, columns_at + 4 * entries_before, 4 * mine, cols);
-  file.read_all(comm, values_at + 8 * entries_before, 8 * mine, vals);
+  const bool read = file.read(columns_at + 4 * entries_before, 4 * mine, cols) &&
+                    file.read(values_at + 8 * entries_before, 8 * mine, vals);
+  agree_or_throw(comm, read, "'" + path + "': read error");
   A.row_ptr.assign(static_cast<std::size_t>(rows) + 1, 0);
   A.col.reserve(static_cast<std::size_t>(mine));
   A.val.reserve(static_cast<std::size_t>(mine));
@@ -328,12 +353,11 @@ DistributedCsr read_petsc_matrix(MPI_Comm comm, const std::string& path) {
 /// Reads this rank's part of a PETSc binary Vec. Collective.
 std::vector<double> read_petsc_vector(MPI_Comm comm, const std::string& path, std::int64_t n, std::int64_t first,
                                       std::int64_t count) {
-  InputFile file(comm, path);
-  const std::int64_t file_size = file.size();
+  const Head head = read_head(comm, path, 8);
+  const std::int64_t file_size = head.size;
   if (file_size < 8)
     throw InputError(path + ": truncated: expected 8 bytes of header, found " + std::to_string(file_size));
-  Bytes buf;
-  file.read_all(comm, 0, 8, buf);
+  Bytes buf = head.bytes;
   const std::int32_t classid = load_be_int32(&buf[0]);
   const std::int64_t length = load_be_int32(&buf[4]);
   if (classid == petsc_mat_classid)
@@ -346,6 +370,7 @@ std::vector<double> read_petsc_vector(MPI_Comm comm, const std::string& path, st
   if (file_size < 8 + 8 * n)
     throw InputError(path + ": truncated: expected " + std::to_string(8 * n) + " bytes of values, found " +
                      bytes_found(file_size, 8));
+  InputFile file(comm, path);
   file.read_all(comm, 8 + 8 * first, 8 * count, buf);
   std::vector<double> out(static_cast<std::size_t>(count));
   std::int64_t bad_key = no_error;
@@ -437,20 +462,20 @@ bool parse_shape(const std::string& text, std::vector<std::int64_t>& shape) {
 /// Reads this rank's part [first, first + count) of a .npy float64 vector of n entries. Collective.
 std::vector<double> read_npy_vector(MPI_Comm comm, const std::string& path, std::int64_t n, std::int64_t first,
                                     std::int64_t count) {
-  InputFile file(comm, path);
-  const std::int64_t file_size = file.size();
+  constexpr std::int64_t longest_header = 12 + 65536;  // NumPy writes headers of a few hundred bytes
+  const Head head = read_head(comm, path, longest_header);
+  const std::int64_t file_size = head.size;
   if (file_size < 10)
     throw InputError(path + ": truncated: expected at least 10 bytes of .npy header, found " +
                      std::to_string(file_size));
-  Bytes buf;
-  file.read_all(comm, 0, std::min<std::int64_t>(file_size, 12), buf);
+  Bytes buf = head.bytes;
   if (!std::equal(npy_magic, npy_magic + 6, buf.begin())) throw InputError(path + ": not a .npy file (no NumPy magic)");
   const int major = buf[6];
   std::int64_t header_len = 0, header_at = 0;
   if (major == 1) {
     header_len = buf[8] | (buf[9] << 8);
     header_at = 10;
-  } else if ((major == 2 || major == 3) && buf.size() >= 12) {
+  } else if ((major == 2 || major == 3) && file_size >= 12) {
     header_len = static_cast<std::int64_t>(buf[8]) | (static_cast<std::int64_t>(buf[9]) << 8) |
                  (static_cast<std::int64_t>(buf[10]) << 16) | (static_cast<std::int64_t>(buf[11]) << 24);
     header_at = 12;
@@ -461,8 +486,9 @@ std::vector<double> read_npy_vector(MPI_Comm comm, const std::string& path, std:
   if (file_size < header_at + header_len)
     throw InputError(path + ": truncated: expected " + std::to_string(header_len) + " bytes of .npy header, found " +
                      bytes_found(file_size, header_at));
-  file.read_all(comm, header_at, header_len, buf);
-  const std::string header(buf.begin(), buf.end());
+  if (header_at + header_len > longest_header)
+    throw InputError(path + ": .npy header of " + std::to_string(header_len) + " bytes: too long for a vector");
+  const std::string header(buf.begin() + header_at, buf.begin() + header_at + header_len);
   const std::string descr = npy_field(header, "descr"), order = npy_field(header, "fortran_order"),
                     shape_text = npy_field(header, "shape");
   std::vector<std::int64_t> shape;
@@ -481,6 +507,7 @@ std::vector<double> read_npy_vector(MPI_Comm comm, const std::string& path, std:
   if (file_size < data_at + 8 * n)
     throw InputError(path + ": truncated: expected " + std::to_string(8 * n) + " bytes of values, found " +
                      bytes_found(file_size, data_at));
+  InputFile file(comm, path);
   file.read_all(comm, data_at + 8 * first, 8 * count, buf);
   std::vector<double> out(static_cast<std::size_t>(count));
   std::int64_t bad_key = no_error;

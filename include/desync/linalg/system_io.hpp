@@ -2,9 +2,9 @@
 // Reading and writing linear systems A x = b in the formats other codes write them: Matrix Market
 // (text), PETSc binary (MatView / VecView to a binary viewer) and NumPy .npy (vectors only).
 //
-// Every reader is collective and parallel: each rank reads the part of the file it owns (PETSc
-// binary and .npy with MPI_File_read_at at computed offsets; Matrix Market with the byte-range
-// reader of matrix_market.hpp). Every writer is collective: rank 0 creates the file and writes the
+// Every reader is collective and parallel: each rank reads the small header itself, then the part
+// of the file it owns (PETSc binary and .npy with MPI_File_read_at at computed offsets; Matrix
+// Market with the byte-range reader of matrix_market.hpp). Every writer is collective: rank 0 creates the file and writes the
 // headers, every rank writes its own rows at their offsets with MPI-IO.
 //
 // PETSc binary layout (PETSc manual, MatLoad and VecLoad), every number big-endian:
