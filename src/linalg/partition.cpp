@@ -545,9 +545,13 @@ bool partition_available(PartitionMethod method, std::string* why) {
 }
 
 std::int64_t edge_cut(const DistributedCsr& A, std::span<const int> part) {
-  agree_or_throw(A.comm, static_cast<Index>(part.size()) == A.local_block_rows(),
+  const Index n = A.global_block_rows();
+  const bool ok = static_cast<Index>(part.size()) == A.local_block_rows() &&
+                  std::all_of(A.col.begin(), A.col.end(), [&](Index c) { return c >= 0 && c < n; });
+  agree_or_throw(A.comm, ok,
                  "edge_cut: " + std::to_string(part.size()) + " part numbers for " +
-                     std::to_string(A.local_block_rows()) + " local rows");
+                     std::to_string(A.local_block_rows()) + " local rows, or a column outside 0.." +
+                     std::to_string(n - 1));
   return cut_of(A.comm, A.row_offsets, symmetric_graph(A), part);
 }
 
@@ -563,11 +567,16 @@ PartitionedSystem partition_system(const DistributedCsr& A, const PartitionOptio
       A.local_block_rows() == A.row_offsets[rank + 1] - A.row_offsets[rank] &&
       A.col.size() == static_cast<std::size_t>(A.row_ptr.back()) &&
       A.val.size() == A.col.size() * static_cast<std::size_t>(A.block_size) * static_cast<std::size_t>(A.block_size);
+  const bool columns_ok =
+      distributed_ok && std::all_of(A.col.begin(), A.col.end(), [&](Index c) { return c >= 0 && c < A.global_block_rows(); });
   if (!partition_available(options.method, &why))
     problem = "--partition " + method + ": desync was built without " +
               (options.method == PartitionMethod::metis ? "METIS" : "PT-Scotch") + " (" + why + ")";
   else if (!distributed_ok)
     problem = "--partition " + method + ": the matrix's distribution does not match its communicator";
+  else if (!columns_ok)
+    problem = "--partition " + method + ": the matrix has a column index outside 0.." +
+              std::to_string(A.global_block_rows() - 1);
   else if (A.global_block_rows() < size)
     problem = "--partition " + method + ": more ranks (" + std::to_string(size) + ") than matrix rows (" +
               std::to_string(A.global_block_rows()) + ")";
