@@ -1,10 +1,11 @@
 #pragma once
 // Jacobi's method on an assembled sparse matrix (linalg::DistributedCsr, block size 1), synchronous,
-// asynchronous and racy (Bethune et al., 2011, sections 2 and 3.1, here with an explicit A as their
-// section 7 suggests), run by the iteration driver (solvers/driver/iteration_driver.hpp) with the
-// ghost columns' values moved by comm::PlanExchange over the plan of the matrix's ghost columns.
+// asynchronous and racy (Bethune et al., 2011, sections 2 and 3.1, with an explicit A; block Jacobi
+// is the block splitting their section 6.4 proposes, each block solved by a direct method), run by
+// the iteration driver (solvers/driver/iteration_driver.hpp) with the ghost columns' values moved by
+// comm::PlanExchange over the plan of the matrix's ghost columns.
 //
-//   point  x_i <- (b_i + sum_{j != i} (-a_ij) x_j) * (1 / a_ii)           (Bethune et al., 2011, eq. 1)
+//   point  x_i <- (b_i + sum_{j != i} (-a_ij) x_j) * (1 / a_ii)       (Bethune et al., 2011, eq. (1))
 //          The off-diagonal terms are summed in a fixed order: ascending (|key_j - key_i|, key_j),
 //          key = order_key (the row's index in the user's numbering before any partitioning) or the
 //          matrix's own global index. A row's operations then do not depend on the partition, so
