@@ -268,12 +268,14 @@ TEST(MatrixJacobi, OrderKeyMakesIteratesIndependentOfTheNumbering) {
   const auto lo = P.row_offsets[static_cast<std::size_t>(P.rank())];
   std::vector<std::int64_t> key(perm.begin() + lo, perm.begin() + lo + P.local_rows());
 
-  constexpr int N = 25;
+  constexpr int N = 15;
+  MatrixJacobiOptions o = fixed_iterations(N);
+  o.spectral_steps = 0;  // not under test here (MPICH with more ranks than cores pays every exchange dearly)
   std::vector<double> x(static_cast<std::size_t>(sys.A.local_rows()), 0.0);
-  const auto r0 = solvers::solve_matrix_jacobi(sys.A, sys.b, x, fixed_iterations(N));
+  const auto r0 = solvers::solve_matrix_jacobi(sys.A, sys.b, x, o);
   std::vector<double> px(static_cast<std::size_t>(P.local_rows()), 0.0);
   const auto pbl = local_part(P, pb);
-  const auto r1 = solvers::solve_matrix_jacobi(P, pbl, px, fixed_iterations(N), key);
+  const auto r1 = solvers::solve_matrix_jacobi(P, pbl, px, o, key);
   ASSERT_EQ(r0.run.stats.iterations, N);
   ASSERT_EQ(r1.run.stats.iterations, N);
   const auto xs = gather_all<double>(comm, x);
@@ -282,10 +284,9 @@ TEST(MatrixJacobi, OrderKeyMakesIteratesIndependentOfTheNumbering) {
   for (std::int64_t i = 0; i < n; ++i)
     if (!same_bits(pxs[static_cast<std::size_t>(i)], xs[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])])) ++differing;
   EXPECT_EQ(differing, 0) << "rows whose iterate depends on the numbering";
-  EXPECT_NEAR(r0.spectral_radius, r1.spectral_radius, 1e-12);
   // Without the key the permuted run sums in another order: the check above can fail.
   std::vector<double> qx(static_cast<std::size_t>(P.local_rows()), 0.0);
-  solvers::solve_matrix_jacobi(P, pbl, qx, fixed_iterations(N));
+  solvers::solve_matrix_jacobi(P, pbl, qx, o);
   const auto qxs = gather_all<double>(comm, qx);
   int differing_without_key = 0;
   for (std::int64_t i = 0; i < n; ++i)
@@ -345,7 +346,14 @@ TEST(MatrixJacobi, AsyncAndRacyConvergeAndEndClean) {
   std::vector<double> b(static_cast<std::size_t>(G.rows), 1.0);
   const auto bl = local_part(A, b);
   std::vector<comm::Transport> transports{desync_test::test_transport()};
-  if (transports[0] == comm::Transport::p2p) transports.push_back(comm::Transport::rma);
+  // rma as well, except under MPICH with more ranks than this machine's 2 cores: there one-sided
+  // progress waits for the target to be scheduled (docs/channel.md; tests/CMakeLists.txt runs the
+  // solver suites over rma on 2 ranks only under MPICH for the same reason).
+  bool rma_here = true;
+#ifdef MPICH_VERSION
+  rma_here = size_of(comm) <= 2;
+#endif
+  if (transports[0] == comm::Transport::p2p && rma_here) transports.push_back(comm::Transport::rma);
   for (auto transport : transports)
     for (auto mode : {comm::HaloMode::async, comm::HaloMode::racy})
       for (auto v : {JacobiVariant::point, JacobiVariant::block}) {
@@ -403,10 +411,10 @@ TEST(MatrixJacobi, DivergenceIsDetectedBeforeIterating) {
   const DistributedCsr S = distribute(comm, from_triples(2 * pairs, std::move(t)));
   std::vector<double> sb, sx(static_cast<std::size_t>(S.local_rows()), 0.0);
   for (std::int64_t i = 0; i < S.local_rows(); ++i) sb.push_back((S.row_offsets[static_cast<std::size_t>(S.rank())] + i) % 2 ? -1.0 : 1.0);
-  o.iteration.max_iters = 50;
+  o.iteration.max_iters = 20;
   const auto s = solvers::solve_matrix_jacobi(S, sb, sx, o);
   EXPECT_EQ(s.run.stop, StopReason::stagnated) << s.run.message;
-  EXPECT_EQ(s.run.stats.iterations, 50);
+  EXPECT_EQ(s.run.stats.iterations, 20);
   EXPECT_NEAR(s.spectral_radius, 1.0, 1e-12);
   EXPECT_NE(s.run.message.find("Jacobi stagnates on this matrix"), std::string::npos) << s.run.message;
 }
