@@ -198,8 +198,9 @@ class OutputCli {
     save_ = !save_help.empty();
   }
   /// Collective: --save names a known format and both files can be written (InputError otherwise).
-  void check(MPI_Comm comm) const {
-    if (!save_path.empty()) {
+  /// field false: the caller checks --save itself (a vector, system_input.hpp).
+  void check(MPI_Comm comm, bool field = true) const {
+    if (field && !save_path.empty()) {
       field_format_for(save_path);
       check_writable(comm, save_path, "--save");
     }

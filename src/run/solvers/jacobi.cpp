@@ -1,8 +1,10 @@
 // `desync jacobi`: Jacobi's method on the 3D Laplace problem, synchronous, asynchronous and racy
-// (Bethune, Bull, Dingle and Higham, sections 3.1 and 3.3). The command's options and their checks,
-// its run, and its section of the run record (docs/output.md).
+// (Bethune, Bull, Dingle and Higham, sections 3.1 and 3.3), or on a user's assembled matrix (point or
+// block Jacobi, solvers/jacobi/matrix_jacobi.hpp; docs/matrices.md). The command's options and their
+// checks, its run, and its section of the run record (docs/output.md).
 //
 //   mpirun -np 2 desync jacobi --mode async --local 50 --polish
+//   mpirun -np 4 desync jacobi --matrix A.petsc --partition metis --variant block --mode async
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -18,6 +20,7 @@
 
 #include "../option_parsing.hpp"
 #include "../report_common.hpp"
+#include "../system_input.hpp"
 #include "driven_run.hpp"
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
@@ -28,6 +31,7 @@
 #include "desync/run/registry.hpp"
 #include "desync/run/run_end.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
+#include "desync/solvers/jacobi/matrix_jacobi.hpp"
 
 namespace desync::run {
 
@@ -45,6 +49,10 @@ class JacobiCommand final : public SolverCommand {
  private:
   /// Effective values, for the JSON record.
   std::vector<std::pair<std::string, std::string>> effective() const;
+  /// --matrix: point or block Jacobi on the user's system.
+  int run_matrix(MPI_Comm comm);
+  /// --export-system: the grid problem as an assembled system, then no solve.
+  int export_grid_system(MPI_Comm comm);
 
   std::string local;                // --local: cells per rank (weak scaling)
   std::string global;               // --global: total cells (strong scaling)
@@ -59,6 +67,12 @@ class JacobiCommand final : public SolverCommand {
   solvers::JacobiOptions solver;
   detail::OutputCli output;         // --json, --save, --quiet
   bool threads_given = false;       // --threads was given (solver.threads: 0 = plain MPI solver)
+  detail::SystemCli system_cli;     // --matrix, --rhs, --partition, --partition-seed
+  std::string variant = "point";    // --variant (with --matrix)
+  int spectral_steps = 30;          // --spectral-steps (with --matrix)
+  std::string export_dir;           // --export-system
+  std::vector<CLI::Option*> grid_options_;  // apply to the built-in problem only
+  std::vector<CLI::Option*> matrix_options_;  // apply to --matrix only
 
   decomposition::Index3 global_cells{0, 0, 0};
   decomposition::Index3 process_grid{1, 1, 1};
@@ -66,10 +80,23 @@ class JacobiCommand final : public SolverCommand {
 
 void JacobiCommand::add_options(CLI::App& app) {
   auto& s = solver;
-  app.add_option("--local", local, "Cells per rank, N or NXxNYxNZ (weak scaling; default 50)");
-  app.add_option("--global", global, "Total cells, N or NXxNYxNZ (strong scaling)");
-  app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
-      ->capture_default_str();
+  grid_options_.push_back(app.add_option("--local", local, "Cells per rank, N or NXxNYxNZ (weak scaling; default 50)"));
+  grid_options_.push_back(app.add_option("--global", global, "Total cells, N or NXxNYxNZ (strong scaling)"));
+  grid_options_.push_back(app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
+      ->capture_default_str());
+  system_cli.add(app, "Run Jacobi on this matrix's system");
+  matrix_options_.push_back(
+      app.add_option("--variant", variant, "With --matrix: " + core::named_help(solvers::jacobi_variant_names))
+          ->capture_default_str());
+  matrix_options_.push_back(
+      app.add_option("--spectral-steps", spectral_steps,
+                     "With --matrix: power-iteration steps estimating the spectral radius of the iteration matrix "
+                     "before the run; an estimate >= 1 stops the run as diverged (0: no estimate)")
+          ->capture_default_str());
+  grid_options_.push_back(app.add_option(
+      "--export-system", export_dir,
+      "Write the grid problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the boundary "
+      "values as identity rows, so that point Jacobi on it repeats this solver's arithmetic) and exit"));
   app.add_option("--mode", mode, core::named_help(solvers::jacobi_modes))->capture_default_str();
   iteration_cli.add(app, s.iteration, "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)",
                     "Iterations between convergence tests. sync: a blocking test every N; async/racy: a new "
@@ -88,11 +115,14 @@ void JacobiCommand::add_options(CLI::App& app) {
   app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree | doubling")
       ->capture_default_str();
   transport_cli.add(app, s.transport, "", /*inflight=*/true);
-  app.add_option("--offset", problem.offset, "Added to every boundary and initial value (Bethune et al., 2011, 6.1)")
-      ->capture_default_str();
-  app.add_option("--source-radius", problem.source_radius, "Radius of the source disc on z = 0")
-      ->capture_default_str();
-  output.add(app, "Write the solution field (.npy or .vti)");
+  grid_options_.push_back(
+      app.add_option("--offset", problem.offset, "Added to every boundary and initial value (Bethune et al., 2011, 6.1)")
+          ->capture_default_str());
+  grid_options_.push_back(
+      app.add_option("--source-radius", problem.source_radius, "Radius of the source disc on z = 0")
+          ->capture_default_str());
+  output.add(app, "Write the solution: the field (.npy or .vti); with --matrix the vector in the file's row order "
+                  "(.npy, .mtx, PETSc binary .petsc/.bin/.dat)");
   app.add_option_function<int>(
       "--threads",
       [this](int t) {
@@ -101,10 +131,10 @@ void JacobiCommand::add_options(CLI::App& app) {
       },
       "OpenMP threads per rank, each sweeping a slab of the rank's block along z (Bethune et al., 2011, 3.3); "
       "omitted: the plain MPI solver");
-  app.add_option("--prefetch", prefetch,
+  grid_options_.push_back(app.add_option("--prefetch", prefetch,
                  "Software prefetch in the sweep kernel: auto (on for a rank whose two fields exceed its share "
                  "of the last-level cache) | on | off")
-      ->capture_default_str();
+      ->capture_default_str());
 }
 
 void JacobiCommand::finalise(MPI_Comm comm) {
@@ -129,6 +159,20 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   if (!(problem.source_radius >= 0)) throw InputError("--source-radius must be >= 0");
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
   if (threads_given && s.threads < 1) throw InputError(fmt::format("--threads {}: must be >= 1", s.threads));
+  system_cli.check();
+  if (system_cli.given()) {
+    for (const CLI::Option* o : grid_options_)
+      if (o->count() > 0) throw InputError(o->get_name() + " applies to the built-in problem, not to --matrix");
+    if (threads_given) throw InputError("--threads applies to the built-in problem, not to --matrix");
+    solvers::parse_jacobi_variant(variant);
+    if (spectral_steps < 0 || spectral_steps == 1)
+      throw InputError(fmt::format("--spectral-steps {}: must be 0 (no estimate) or >= 2", spectral_steps));
+    if (!output.save_path.empty()) detail::check_vector_path(comm, output.save_path, "--save");
+    output.check(comm, /*field=*/false);
+    return;
+  }
+  for (const CLI::Option* o : matrix_options_)
+    if (o->count() > 0) throw InputError(o->get_name() + " goes with --matrix");
 
   process_grid = decomposition::choose_dims(nranks, detail::parse_dims(dims));
   global_cells = detail::global_size(local, global, "50", process_grid);
@@ -142,11 +186,14 @@ void JacobiCommand::finalise(MPI_Comm comm) {
 
 std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() const {
   const auto& s = solver;
+  const bool grid = !system_cli.given();
   std::vector<std::pair<std::string, std::string>> out = {
       {"mode", mode},
-      {"global", fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2])},
-      {"local", local.empty() && global.empty() ? "50" : local},
-      {"dims", fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])},
+      {"global", grid ? fmt::format("{}x{}x{}", global_cells[0], global_cells[1], global_cells[2]) : ""},
+      {"local", grid ? (local.empty() && global.empty() ? "50" : local) : ""},
+      {"dims", grid ? fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2]) : ""},
+      {"variant", grid ? "" : variant},
+      {"spectral-steps", grid ? "" : std::to_string(spectral_steps)},
       {"halo-period", std::to_string(s.halo_period)},
       {"racy-chunks", std::to_string(s.racy_chunks)},
       {"reduction", reduction},
@@ -159,6 +206,7 @@ std::vector<std::pair<std::string, std::string>> JacobiCommand::effective() cons
   output.effective(out);
   iteration_cli.effective(out, s.iteration);
   transport_cli.effective(out);
+  system_cli.effective(out);
   return out;
 }
 
@@ -187,7 +235,7 @@ RankFields rank_fields(const solvers::RankStats& s) {
 
 /// Jacobi's section of the record, from the gathered per-rank fields (rank 0).
 void fill_section(RunRecord& r, const std::string& transport_text, const std::string& reduction,
-                  const solvers::JacobiOptions& solver) {
+                  const solvers::JacobiOptions& solver, nlohmann::json details = nlohmann::json::object()) {
   using nlohmann::json;
   const auto& ranks = r.per_rank;
   const double n = std::max<double>(1.0, static_cast<double>(ranks.size()));
@@ -239,11 +287,14 @@ void fill_section(RunRecord& r, const std::string& transport_text, const std::st
       main_phase -= p.seconds;
   r.iteration_rate = main_phase > 0 ? it.mean / main_phase : 0.0;
 
-  const auto& g = *r.global_size;
-  r.headline = fmt::format("mode {}, transport {}{}", r.method, transport_text,
-                           solver.mode == comm::HaloMode::sync ? "" : ", reduction " + reduction);
-  r.setup_lines.push_back(
-      {"global size", fmt::format("{}x{}x{} cells, local {}", g[0], g[1], g[2], detail::local_sizes(g, *r.process_grid))});
+  if (r.headline.empty())
+    r.headline = fmt::format("mode {}, transport {}{}", r.method, transport_text,
+                             solver.mode == comm::HaloMode::sync ? "" : ", reduction " + reduction);
+  if (r.global_size) {
+    const auto& g = *r.global_size;
+    r.setup_lines.push_back({"global size", fmt::format("{}x{}x{} cells, local {}", g[0], g[1], g[2],
+                                                        detail::local_sizes(g, *r.process_grid))});
+  }
   if (polish > 0) r.iterations_note = fmt::format("  (+{} synchronous polish)", polish);
   if (threads > 0)
     r.performance_lines.push_back(
@@ -262,7 +313,6 @@ void fill_section(RunRecord& r, const std::string& transport_text, const std::st
         {"halo delay", fmt::format("mean {:.2f}  min {}  max {} iterations (own iteration - sender's)", delay_mean,
                                    delay_min, delay_max)});
 
-  json details;
   details["transport"] = comm::to_string(solver.transport.kind);
   details["reduction"] = reduction;
   details["threads"] = threads;
@@ -274,6 +324,8 @@ void fill_section(RunRecord& r, const std::string& transport_text, const std::st
 }
 
 int JacobiCommand::run(MPI_Comm comm) {
+  if (system_cli.given()) return run_matrix(comm);
+  if (!export_dir.empty()) return export_grid_system(comm);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -305,13 +357,95 @@ int JacobiCommand::run(MPI_Comm comm) {
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
+int JacobiCommand::export_grid_system(MPI_Comm comm) {
+  const auto sys = problems::laplace3d_matrix_system(comm, global_cells, problem);
+  std::vector<int> part;
+  for (std::int64_t row = sys.A.first_block_row(); row < sys.A.first_block_row() + sys.A.local_block_rows(); ++row)
+    part.push_back(problems::laplace3d_node_rank(global_cells, process_grid, row));
+  detail::export_system(comm, export_dir, sys.A, sys.b, part);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0 && !output.quiet)
+    fmt::print("desync jacobi: wrote {0}/A.petsc ({1} rows: the {2}x{3}x{4} cells and their boundary nodes), "
+               "{0}/b.petsc and {0}/partition.txt (process grid {5}x{6}x{7})\n",
+               export_dir, sys.A.global_rows(), global_cells[0], global_cells[1], global_cells[2], process_grid[0],
+               process_grid[1], process_grid[2]);
+  return exit_converged;
+}
+
+int JacobiCommand::run_matrix(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const detail::LoadedSystem sys = detail::load_system(comm, system_cli);
+  solvers::MatrixJacobiOptions o;
+  o.variant = solvers::parse_jacobi_variant(variant);
+  o.mode = solver.mode;
+  o.iteration = solver.iteration;
+  o.transport = solver.transport;
+  o.reduction = solver.reduction;
+  o.halo_period = solver.halo_period;
+  o.racy_chunks = solver.racy_chunks;
+  o.idle = solver.idle;
+  o.spectral_steps = spectral_steps;
+  std::vector<double> x(sys.b.size(), 0.0);
+  // The rows' indices in the file are the order keys: point Jacobi sums each row in the same order
+  // whatever the partition (matrix_jacobi.hpp).
+  const solvers::MatrixJacobiResult result =
+      solvers::solve_matrix_jacobi(sys.system.A, sys.b, x, o, sys.system.original_row);
+
+  RunRecord r;
+  r.solver = "jacobi";
+  r.method = mode;
+  r.ranks = size;
+  r.mpi_library = mpi_library_version();
+  r.unknowns = sys.rows;
+  r.options = effective();
+  r.tolerance = solver.iteration.tol;
+  detail::fill_from_driver(r, comm, result.run);
+  r.per_rank = gather_rank_fields(comm, rank_fields(result.run.stats));
+  if (rank == 0) {
+    const std::string transport_text = comm::describe(solver.transport);
+    const std::string red = solver.mode == comm::HaloMode::sync ? "allreduce" : reduction;
+    nlohmann::json details;
+    detail::describe_system(r, details, sys, system_cli);
+    details["variant"] = variant;
+    details["spectral_radius"] = std::isnan(result.spectral_radius) ? nlohmann::json() : nlohmann::json(result.spectral_radius);
+    details["spectral_steps"] = result.spectral_steps;
+    details["spectral_seconds"] = result.spectral_seconds;
+    details["setup_seconds"] = result.setup_seconds;
+    std::vector<std::string> kinds;
+    for (auto k : result.local_solvers) kinds.push_back(linalg::to_string(k));
+    details["local_solvers"] = kinds;
+    details["factor_seconds"] = result.factor_seconds;
+    details["factor_nonzeros"] = result.factor_nonzeros;
+    r.headline = fmt::format("{} Jacobi, mode {}, transport {}{}", variant, mode, transport_text,
+                             solver.mode == comm::HaloMode::sync ? "" : ", reduction " + red);
+    if (result.spectral_steps > 0)
+      r.setup_lines.push_back({"spectral radius", fmt::format("about {:.6f} (iteration matrix I - M^-1 A, {} power steps, "
+                                                              "{:.3f} s)",
+                                                              result.spectral_radius, result.spectral_steps,
+                                                              result.spectral_seconds)});
+    if (!kinds.empty()) {
+      std::string list;
+      for (std::size_t k = 0; k < kinds.size(); ++k) list += (k ? ", " : "") + kinds[k];
+      r.setup_lines.push_back({"local solves", fmt::format("{} (by rank), factored in {:.3f} s", list, result.factor_seconds)});
+    }
+    fill_section(r, transport_text, red, solver, details);
+  }
+  const std::string io_error = output.save_path.empty()
+                                   ? ""
+                                   : detail::output_error(rank, [&] { detail::save_solution(comm, sys, x, output.save_path); });
+  return finish_run(comm, r, output.quiet, output.json_path, io_error);
+}
+
 std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>(); }
 
 }  // namespace
 }  // namespace jacobi_command
 
 SolverInfo jacobi_solver() {
-  return {"jacobi", "Jacobi's method on the 3D Laplace problem, sync, async or racy (Bethune et al.)", "--mode",
+  return {"jacobi", "Jacobi's method on the 3D Laplace problem or a matrix, sync, async or racy (Bethune et al.)", "--mode",
           detail::method_list(solvers::jacobi_modes), &jacobi_command::create,
           {"jacobi.update", "jacobi.update_residual"}};  // a sweep, with or without the residual, per point
 }
