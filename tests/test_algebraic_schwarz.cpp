@@ -451,6 +451,11 @@ TEST(SchwarzPreconditioner, CgWithAsm) {
   EXPECT_TRUE(as.converged);
   EXPECT_LT(as.true_residual, 1e-8);
   EXPECT_LT(as.iterations, ic0.iterations);
+  EXPECT_EQ(as.pc_description.rfind("asm, overlap 2, local solver cholmod-simplicial (" + std::to_string(p) + " of " +
+                                        std::to_string(p) + " ranks)",
+                                    0),
+            0U)
+      << as.pc_description;
   if (p == 1) {
     EXPECT_LE(as.iterations, 1);  // one subdomain: M = A^-1
   }

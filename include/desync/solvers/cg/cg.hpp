@@ -141,6 +141,7 @@ struct CgResult {
   std::string message;               ///< why it stopped, for the failures
   std::vector<core::HistoryPoint> history;  ///< iteration, time, recursive ||r|| / ||b|| (every rank)
   CgRankStats stats;
+  std::string pc_description;        ///< Preconditioner::description() (asm/ras: overlap, local solvers)
 };
 
 /// Solves A x = b; `x` holds the initial guess on entry. Collective over A.comm(). Numerical failures

@@ -78,6 +78,9 @@ class Preconditioner {
   virtual void apply(std::span<const double> r, std::span<double> u) const = 0;
   /// u = M^-1 r and returns this rank's part of (r, u), in one pass where the method allows.
   virtual double apply_dot(std::span<const double> r, std::span<double> u) const = 0;
+  /// Its name, and for asm/ras the overlap and the local solvers chosen ("asm, overlap 1, local
+  /// solver cholmod-simplicial (4 of 4 ranks)"), the same on every rank.
+  virtual std::string description() const { return to_string(kind()); }
   /// jacobi only: 1 / diag(A); empty otherwise.
   virtual std::span<const double> inverse_diagonal() const { return {}; }
   /// Polls during every later application (none does not poll: it is a copy).
