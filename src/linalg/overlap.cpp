@@ -134,6 +134,21 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Overla
   const auto& offsets = A.row_offsets;
   const Index first = offsets[static_cast<std::size_t>(rank_)];
   owned_ = A.local_block_rows();
+  {  // the layout the construction relies on: this rank's rows as row_offsets says, columns ascending
+    std::string bad;
+    if (offsets[static_cast<std::size_t>(rank_) + 1] - first != owned_ || A.row_ptr.front() != 0 ||
+        A.row_ptr.back() != static_cast<Index>(A.col.size()) || A.val.size() != A.col.size())
+      bad = fmt::format("rank {}: the matrix's rows do not match its row_offsets", rank_);
+    for (Index k = 0; k < owned_ && bad.empty(); ++k)
+      for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
+        const Index c = A.col[static_cast<std::size_t>(p)];
+        if (c < 0 || c >= A.global_rows() || (p > A.row_ptr[static_cast<std::size_t>(k)] && c <= A.col[static_cast<std::size_t>(p) - 1])) {
+          bad = fmt::format("row {}: columns must lie in [0, {}) and ascend", first + k, A.global_rows());
+          break;
+        }
+      }
+    agree_or_throw(comm_, bad.empty(), "overlapping subdomains: " + bad);
+  }
   const Index last = first + owned_;
   auto is_owned = [&](Index g) { return g >= first && g < last; };
 
