@@ -117,8 +117,9 @@ bool CgBase::start() {
   {
     Timed tm(times().setup);
     try {
-      pc_ = make_preconditioner(o_.pc, A_);
+      pc_ = make_preconditioner(o_.pc, A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver});
       pc_cost_ = pc_cost_kind(pc_->kind());
+      res_.pc_description = pc_->description();
       // Progress control: each poll inside an application charges its rows (simulated cluster)
       // and advances the reduction in flight (a no-op when none is).
       if (o_.pc_poll_interval > 0)

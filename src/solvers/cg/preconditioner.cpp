@@ -7,6 +7,7 @@
 
 #include "desync/linalg/vector.hpp"
 #include "desync/core/error.hpp"
+#include "desync/linalg/overlap.hpp"
 
 namespace desync::solvers {
 
@@ -14,7 +15,8 @@ std::string pc_cost_kind(PcKind kind) { return std::string("pc.") + to_string(ki
 
 std::vector<std::string> pc_cost_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& k : pc_names) kinds.push_back(pc_cost_kind(k.value));
+  for (const auto& k : pc_names)
+    if (!is_schwarz(k.value)) kinds.push_back(pc_cost_kind(k.value));
   return kinds;
 }
 
@@ -187,7 +189,37 @@ class BlockIc0Pc final : public Preconditioner {
 
 }  // namespace
 
-std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A) {
+/// asm / ras: linalg::SchwarzPreconditioner behind the const interface (its exchange and buffers
+/// change in apply, which is collective).
+class SchwarzPc final : public Preconditioner {
+ public:
+  SchwarzPc(PcKind kind, std::unique_ptr<linalg::SchwarzPreconditioner> pc) : kind_(kind), pc_(std::move(pc)) {}
+  PcKind kind() const override { return kind_; }
+  std::string description() const override { return pc_->description(); }
+  void apply(std::span<const double> r, std::span<double> u) const override { pc_->apply(r, u); }
+  double apply_dot(std::span<const double> r, std::span<double> u) const override {
+    pc_->apply(r, u);
+    return linalg::dot(r, u);
+  }
+
+ private:
+  PcKind kind_;
+  std::unique_ptr<linalg::SchwarzPreconditioner> pc_;
+};
+
+std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A,
+                                                    const SchwarzPcSetup& schwarz) {
+  if (is_schwarz(kind)) {
+    if (!schwarz.matrix)
+      throw InputError(fmt::format("--pc {} needs an assembled matrix (--matrix, or --operator csr)", to_string(kind)));
+    agree_or_throw(A.comm(), schwarz.matrix->local_rows() == A.local_size(),
+                   fmt::format("--pc {}: the assembled matrix is distributed unlike the operator", to_string(kind)));
+    linalg::OverlapOptions o;
+    o.overlap = schwarz.overlap;
+    o.solver = schwarz.local_solver;
+    return std::make_unique<SchwarzPc>(
+        kind, std::make_unique<linalg::SchwarzPreconditioner>(*schwarz.matrix, o, kind == PcKind::restricted_schwarz));
+  }
   int rank = 0;
   MPI_Comm_rank(A.comm(), &rank);
   // First global row of this rank: the exclusive prefix sum of the local sizes.
@@ -207,6 +239,8 @@ std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::O
       return std::make_unique<JacobiPc>(std::move(d));
     }
     case PcKind::bjacobi_ic0: return std::make_unique<BlockIc0Pc>(Ic0Factor(A.diagonal_block(), rank, first));
+    case PcKind::additive_schwarz:
+    case PcKind::restricted_schwarz: break;  // above
   }
   return nullptr;
 }

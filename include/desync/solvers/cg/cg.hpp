@@ -84,6 +84,11 @@ struct CgOptions {
   /// Progress control in the preconditioner (--progress test): a poll of the reduction in flight
   /// every this many rows of an application; 0: none.
   std::int64_t pc_poll_interval = 0;
+  /// asm and ras: the assembled matrix (distributed like the operator; not owned), the overlap
+  /// in layers of graph distance, and the local factorisation (linalg/overlap.hpp).
+  const linalg::DistributedCsr* pc_matrix = nullptr;
+  int pc_overlap = 1;
+  linalg::LocalSolverKind pc_local_solver = linalg::LocalSolverKind::automatic;
   /// tol on ||r|| / ||b||; max_iters; time_limit (agreed on through the reductions);
   /// divergence_factor: stop when ||r|| > this times max(||b||, ||r_0||). CG tests every
   /// iteration and has no polish phase or injected noise: check_every, polish and noise do not
@@ -136,6 +141,7 @@ struct CgResult {
   std::string message;               ///< why it stopped, for the failures
   std::vector<core::HistoryPoint> history;  ///< iteration, time, recursive ||r|| / ||b|| (every rank)
   CgRankStats stats;
+  std::string pc_description;        ///< Preconditioner::description() (asm/ras: overlap, local solvers)
 };
 
 /// Solves A x = b; `x` holds the initial guess on entry. Collective over A.comm(). Numerical failures

@@ -1,5 +1,7 @@
 #pragma once
-// Preconditioners of the CG family: u = M^-1 r on this rank's entries, without communication.
+// Preconditioners of the CG family: u = M^-1 r on this rank's entries, without communication
+// (none, jacobi, bjacobi-ic0) or with a synchronous exchange (asm, ras: collective, every rank
+// applies them the same number of times).
 //
 //   none          M = I
 //   jacobi        M = diag(A) (point Jacobi)
@@ -8,6 +10,13 @@
 //                 zero fill-in: L has the sparsity of the lower triangle of the block). Applying it
 //                 is a forward and a backward triangular solve (Horikoshi et al., 2022, section 2: IC(0) with
 //                 block-Jacobi localisation).
+//   asm           one-level additive Schwarz on the assembled matrix (linalg::SchwarzPreconditioner):
+//                 M^-1 = sum_p R_p^T A_p^-1 R_p over the subdomains extended by `overlap` layers of
+//                 graph distance, exact local solves (linalg::make_local_solver); symmetric, for CG.
+//   ras           restricted additive Schwarz: each rank keeps only its own rows of its local
+//                 solution (Cai and Sarkis, 1999); not symmetric (for GMRES).
+//                 Both need the assembled matrix (SchwarzPcSetup::matrix) and communicate in apply()
+//                 (the restriction, and for asm the sums at the owners). They do not poll.
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -17,19 +26,30 @@
 
 #include "desync/core/names.hpp"
 #include "desync/linalg/csr.hpp"
+#include "desync/linalg/local_solver.hpp"
 #include "desync/linalg/operator.hpp"
 
 namespace desync::solvers {
 
-enum class PcKind { none, jacobi, bjacobi_ic0 };
-inline constexpr core::Named<PcKind> pc_names[] = {
-    {PcKind::none, "none"}, {PcKind::jacobi, "jacobi"}, {PcKind::bjacobi_ic0, "bjacobi-ic0"}};
+enum class PcKind { none, jacobi, bjacobi_ic0, additive_schwarz, restricted_schwarz };
+inline constexpr core::Named<PcKind> pc_names[] = {{PcKind::none, "none"},
+                                                   {PcKind::jacobi, "jacobi"},
+                                                   {PcKind::bjacobi_ic0, "bjacobi-ic0"},
+                                                   {PcKind::additive_schwarz, "asm"},
+                                                   {PcKind::restricted_schwarz, "ras"}};
+/// asm and ras: they need the assembled matrix and communicate when applied.
+inline bool is_schwarz(PcKind kind) {
+  return kind == PcKind::additive_schwarz || kind == PcKind::restricted_schwarz;
+}
 inline const char* to_string(PcKind kind) { return core::name_of(pc_names, kind); }
 /// The command-line spelling (--pc); InputError naming the choices otherwise.
 inline PcKind parse_pc(const std::string& name) { return core::parse_named(pc_names, name, "--pc", "preconditioner"); }
 /// The simulation cost kind of an application of `kind`, per row: "pc.<name>" (core/simulation.hpp).
 std::string pc_cost_kind(PcKind kind);
-/// Those of every preconditioner.
+/// Those of every preconditioner but asm and ras: the simulated cluster's recorded cost models
+/// (docs/data) have no pc.asm / pc.ras, and a declared kind is required of every model. Their
+/// applications still charge pc_cost_kind (looked up when charged; the run layer may declare them
+/// optional).
 std::vector<std::string> pc_cost_kinds();
 
 /// Set-up failure of a preconditioner on this rank (a zero, negative or non-finite pivot or
@@ -53,10 +73,14 @@ class Preconditioner {
  public:
   virtual ~Preconditioner() = default;
   virtual PcKind kind() const = 0;
-  /// u = M^-1 r; r and u do not overlap.
+  /// u = M^-1 r; r and u do not overlap. const: the state an application changes (asm/ras: the
+  /// exchange and its buffers) is held behind a pointer; asm and ras are collective.
   virtual void apply(std::span<const double> r, std::span<double> u) const = 0;
   /// u = M^-1 r and returns this rank's part of (r, u), in one pass where the method allows.
   virtual double apply_dot(std::span<const double> r, std::span<double> u) const = 0;
+  /// Its name, and for asm/ras the overlap and the local solvers chosen ("asm, overlap 1, local
+  /// solver cholmod-simplicial (4 of 4 ranks)"), the same on every rank.
+  virtual std::string description() const { return to_string(kind()); }
   /// jacobi only: 1 / diag(A); empty otherwise.
   virtual std::span<const double> inverse_diagonal() const { return {}; }
   /// Polls during every later application (none does not poll: it is a copy).
@@ -66,9 +90,20 @@ class Preconditioner {
   PcPolls polls_;
 };
 
-/// Builds the preconditioner of `kind` for `A` (local work only). Throws PcSetupError on this rank
-/// if it breaks down; the caller agrees on failure across ranks.
-std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A);
+/// What asm and ras are built from (CgOptions::pc_matrix, pc_overlap, pc_local_solver).
+struct SchwarzPcSetup {
+  const linalg::DistributedCsr* matrix = nullptr;  ///< the assembled A, distributed like the operator
+  int overlap = 1;
+  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
+};
+
+/// Builds the preconditioner of `kind` for `A` (local work only, but asm and ras: collective).
+/// Throws PcSetupError on this rank if it breaks down; the caller agrees on failure across ranks.
+/// asm/ras: InputError (every rank alike) without schwarz.matrix ("--pc asm needs an assembled
+/// matrix (--matrix, or --operator csr)"), for a matrix distributed unlike A, or a singular local
+/// matrix (naming the rank and the subdomain size).
+std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A,
+                                                    const SchwarzPcSetup& schwarz = {});
 
 /// Zero fill-in incomplete Cholesky factor of a symmetric local matrix (only its lower triangle,
 /// diagonal included, is read). Throws PcSetupError naming the row of a pivot that is not positive

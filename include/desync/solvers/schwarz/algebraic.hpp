@@ -1,0 +1,82 @@
+#pragma once
+// Restricted additive Schwarz on an assembled matrix (linalg::OverlappingSubdomain), optionally
+// optimized (Robin), synchronous and asynchronous: the algebraic counterpart of the grid solver of
+// solvers/schwarz/schwarz.hpp, after Yamazaki, Chow, Bouteiller and Dongarra (2019), sections 3-4.
+//
+// Rank p holds its extended subdomain Omega_p (overlap delta by graph distance) and the factored
+// local matrix A_p (dropped couplings moved onto the diagonal times robin). One iteration:
+//     rhs_i  = b_i - sum over dropped e of a_ie (u_e - robin u_i)   (i in Omega_p)
+//     y_p    = A_p^-1 rhs
+//     u_i   <- y_p,i on the owned rows i                            (restricted: no sum)
+// with u_e, u_i the owners' newest values: the synchronous exchange of their section 4.1 (values
+// of exactly the previous iteration: the plain RAS iteration u_{k+1} = u_k + M_RAS^-1 (b - A u_k)
+// when robin = 0) or the asynchronous one of 4.2 (the newest whole message, over p2p, rma or shmem
+// through comm::PlanExchange). The run loop is solvers::IterationDriver's with
+// StopRule::every_rank_local: each rank tests ||b_p - (A u)_p|| < tol ||b_p|| on its own rows, and
+// async runs stop by the binary-tree termination detection of section 4.3 (or repeated
+// non-blocking reductions).
+//
+//   mpirun -np 4 desync schwarz --matrix A.petsc --overlap 1 --robin 0 --mode async
+#include <mpi.h>
+
+#include <cstdint>
+#include <span>
+#include <string>
+
+#include "desync/communication/plan_exchange.hpp"
+#include "desync/communication/reduction.hpp"
+#include "desync/communication/transport_config.hpp"
+#include "desync/core/waiting.hpp"
+#include "desync/linalg/csr.hpp"
+#include "desync/linalg/local_solver.hpp"
+#include "desync/linalg/overlap.hpp"
+#include "desync/solvers/driver/iteration_result.hpp"
+#include "desync/solvers/iteration_options.hpp"
+
+namespace desync::solvers {
+
+struct AlgebraicSchwarzOptions {
+  int overlap = 1;      ///< delta >= 0 (0: block Jacobi with exact block solves)
+  double robin = 0.0;   ///< beta in [0, 1): 0 classical RAS, else the dropped couplings times beta on the diagonal
+  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
+  comm::HaloMode mode = comm::HaloMode::sync;  ///< sync or async (schwarz_modes)
+  /// tol: the local criterion ||r_p|| < tol ||b_p|| on every rank; check_every: sync every
+  /// iteration (as the paper), async the least between votes.
+  IterationOptions iteration = iteration_defaults(1e-7, 100000, 1, 1e6);
+  /// How values travel in async mode (sync: two-sided); max_in_flight is R (as the grid solver).
+  comm::TransportConfig transport = [] {
+    comm::TransportConfig t;
+    t.max_in_flight = 2;
+    return t;
+  }();
+  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;
+  /// async: the binary-tree termination detection (Yamazaki et al., 2019, section 4.3).
+  bool tree_termination = true;
+  /// false: no convergence test, every rank iterates to max_iters or time_limit (sync: the last
+  /// iteration agreed through the exchanged messages, as the grid solver).
+  bool detect_termination = true;
+  bool wait_all = false;  ///< sync: MPI_Waitall-style wait for every neighbour together
+  /// async: a pass with no new value (skip: no solve, it would repeat its result).
+  core::IdlePolicy idle = core::IdlePolicy::skip;
+  bool asynchronous() const { return mode != comm::HaloMode::sync; }
+  linalg::OverlapOptions overlap_options() const { return {overlap, robin, local_solver}; }
+};
+
+struct AlgebraicSchwarzResult {
+  IterationResult run;  ///< iterations, stop, residuals, time split, history
+  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::umfpack;  ///< this rank's choice
+  std::string local_solver_name, local_solver_reason;
+  double factor_seconds = 0;          ///< this rank's factorisation (auto's trial included)
+  std::int64_t factor_nonzeros = 0;
+  std::int64_t extended_rows = 0;     ///< |Omega_p|
+  double setup_seconds = 0;           ///< subdomain construction, factorisation included
+  double spmv_seconds = 0, update_seconds = 0, solve_seconds = 0;
+};
+
+/// Solves A x = b (collective over A.comm). x: this rank's rows, the initial guess on entry, the
+/// final iterate on return. Throws InputError for bad options or sizes, and (every rank) naming
+/// the rank and subdomain size if a local matrix is singular.
+AlgebraicSchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span<const double> b,
+                                               std::span<double> x, const AlgebraicSchwarzOptions& options);
+
+}  // namespace desync::solvers

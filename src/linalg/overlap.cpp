@@ -1,0 +1,416 @@
+// Overlapping subdomains of an assembled matrix and the one-level Schwarz preconditioner; see
+// include/desync/linalg/overlap.hpp for the method (after Yamazaki et al., 2019, sections 3-4).
+#include "desync/linalg/overlap.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <limits>
+#include <utility>
+
+#include "desync/core/error.hpp"
+#include "desync/core/timer.hpp"
+#include "desync/linalg/sparse_cholesky.hpp"
+
+namespace desync::linalg {
+
+namespace {
+
+using Index = std::int64_t;
+
+int owner_of(const std::vector<Index>& offsets, Index g) {
+  return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), g) - offsets.begin() - 1);
+}
+
+std::vector<int> displacements(const std::vector<int>& counts) {
+  std::vector<int> d(counts.size() + 1, 0);
+  for (std::size_t q = 0; q < counts.size(); ++q) d[q + 1] = d[q] + counts[q];
+  return d;
+}
+
+/// Rows of a row-distributed sparse pattern (with values or not), as fetched from their owners.
+struct Rows {
+  std::vector<Index> ptr{0};
+  std::vector<Index> col;
+  std::vector<double> val;
+};
+
+/// Collective over comm: the rows `requested` (ascending global indices, none owned here) from
+/// their owners, whose own rows are `mine` (local row k is global row first + k). Values travel
+/// only if `with_values`. Every rank calls it the same number of times (MPI_Alltoallv, set-up only).
+Rows fetch_rows(MPI_Comm comm, const std::vector<Index>& offsets, Index first, const std::vector<Index>& requested,
+                const Rows& mine, bool with_values) {
+  const std::size_t nranks = offsets.size() - 1;
+  std::vector<int> need(nranks, 0), give(nranks, 0);
+  for (Index g : requested) ++need[static_cast<std::size_t>(owner_of(offsets, g))];
+  MPI_Alltoall(need.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
+  const auto nd = displacements(need), gd = displacements(give);
+  std::vector<Index> asked(static_cast<std::size_t>(gd.back()));
+  MPI_Alltoallv(requested.data(), need.data(), nd.data(), MPI_INT64_T, asked.data(), give.data(), gd.data(),
+                MPI_INT64_T, comm);
+  // The answers: per asked row its length, then the entries, in the order asked.
+  std::vector<Index> lengths(asked.size());
+  std::vector<int> entries_out(nranks, 0), entries_in(nranks, 0);
+  std::vector<Index> col_out;
+  std::vector<double> val_out;
+  for (std::size_t q = 0; q < nranks; ++q)
+    for (int m = gd[q]; m < gd[q + 1]; ++m) {
+      const auto k = static_cast<std::size_t>(asked[static_cast<std::size_t>(m)] - first);
+      const Index b = mine.ptr[k], e = mine.ptr[k + 1];
+      lengths[static_cast<std::size_t>(m)] = e - b;
+      entries_out[q] += static_cast<int>(e - b);
+      col_out.insert(col_out.end(), mine.col.begin() + b, mine.col.begin() + e);
+      if (with_values) val_out.insert(val_out.end(), mine.val.begin() + b, mine.val.begin() + e);
+    }
+  std::vector<Index> got_lengths(requested.size());
+  MPI_Alltoallv(lengths.data(), give.data(), gd.data(), MPI_INT64_T, got_lengths.data(), need.data(), nd.data(),
+                MPI_INT64_T, comm);
+  MPI_Alltoall(entries_out.data(), 1, MPI_INT, entries_in.data(), 1, MPI_INT, comm);
+  const auto od = displacements(entries_out), id = displacements(entries_in);
+  Rows out;
+  out.col.resize(static_cast<std::size_t>(id.back()));
+  MPI_Alltoallv(col_out.data(), entries_out.data(), od.data(), MPI_INT64_T, out.col.data(), entries_in.data(),
+                id.data(), MPI_INT64_T, comm);
+  if (with_values) {
+    out.val.resize(out.col.size());
+    MPI_Alltoallv(val_out.data(), entries_out.data(), od.data(), MPI_DOUBLE, out.val.data(), entries_in.data(),
+                  id.data(), MPI_DOUBLE, comm);
+  }
+  for (Index l : got_lengths) out.ptr.push_back(out.ptr.back() + l);
+  return out;
+}
+
+/// Collective: the plan that brings the values of `wanted` (ascending global indices, none owned
+/// here) from their owners: send offsets into the owned part of a vector, receive offset k for
+/// wanted[k] (callers remap them).
+comm::HaloPlan plan_for(MPI_Comm comm, const std::vector<Index>& offsets, Index first,
+                        const std::vector<Index>& wanted) {
+  const std::size_t nranks = offsets.size() - 1;
+  std::vector<int> need(nranks, 0), give(nranks, 0);
+  for (Index g : wanted) ++need[static_cast<std::size_t>(owner_of(offsets, g))];
+  MPI_Alltoall(need.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
+  const auto nd = displacements(need), gd = displacements(give);
+  std::vector<Index> asked(static_cast<std::size_t>(gd.back()));
+  MPI_Alltoallv(wanted.data(), need.data(), nd.data(), MPI_INT64_T, asked.data(), give.data(), gd.data(),
+                MPI_INT64_T, comm);
+  comm::GhostPlanSpec spec;
+  for (std::size_t q = 0; q < nranks; ++q) {
+    if (give[q] > 0) {
+      spec.send_ranks.push_back(static_cast<int>(q));
+      for (int m = gd[q]; m < gd[q + 1]; ++m)
+        spec.send_index.push_back(static_cast<std::int32_t>(asked[static_cast<std::size_t>(m)] - first));
+      spec.send_offsets.push_back(static_cast<int>(spec.send_index.size()));
+    }
+    if (need[q] > 0) {  // wanted is ascending, hence grouped by owner in rank order
+      spec.recv_ranks.push_back(static_cast<int>(q));
+      spec.recv_offsets.push_back(nd[q + 1]);
+    }
+  }
+  return comm::make_ghost_plan(comm, spec);
+}
+
+std::int32_t position(const std::vector<Index>& sorted, Index g) {
+  const auto it = std::lower_bound(sorted.begin(), sorted.end(), g);
+  return it != sorted.end() && *it == g ? static_cast<std::int32_t>(it - sorted.begin()) : -1;
+}
+
+}  // namespace
+
+OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const OverlapOptions& o)
+    : comm_(A.comm), opt_(o) {
+  int nranks = 1;
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &nranks);
+  agree_or_throw(comm_, o.overlap >= 0, fmt::format("--overlap {}: must be >= 0", o.overlap));
+  agree_or_throw(comm_, o.robin >= 0 && o.robin < 1, fmt::format("--robin {}: must be in [0, 1)", o.robin));
+  agree_or_throw(comm_, A.block_size == 1,
+                 fmt::format("overlapping subdomains: block size {}, only 1 (scalar CSR) is supported", A.block_size));
+  agree_or_throw(comm_, A.row_offsets.size() == static_cast<std::size_t>(nranks) + 1,
+                 "overlapping subdomains: row_offsets must have one entry per rank plus one");
+  agree_or_throw(comm_, A.local_block_rows() > 0,
+                 fmt::format("rank {} owns no row: more ranks than rows ({})", rank_, A.global_rows()));
+  const auto& offsets = A.row_offsets;
+  const Index first = offsets[static_cast<std::size_t>(rank_)];
+  owned_ = A.local_block_rows();
+  {  // the layout the construction relies on: this rank's rows as row_offsets says, columns ascending
+    std::string bad;
+    if (offsets[static_cast<std::size_t>(rank_) + 1] - first != owned_ || A.row_ptr.front() != 0 ||
+        A.row_ptr.back() != static_cast<Index>(A.col.size()) || A.val.size() != A.col.size())
+      bad = fmt::format("rank {}: the matrix's rows do not match its row_offsets", rank_);
+    for (Index k = 0; k < owned_ && bad.empty(); ++k)
+      for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
+        const Index c = A.col[static_cast<std::size_t>(p)];
+        if (c < 0 || c >= A.global_rows() || (p > A.row_ptr[static_cast<std::size_t>(k)] && c <= A.col[static_cast<std::size_t>(p) - 1])) {
+          bad = fmt::format("row {}: columns must lie in [0, {}) and ascend", first + k, A.global_rows());
+          break;
+        }
+      }
+    agree_or_throw(comm_, bad.empty(), "overlapping subdomains: " + bad);
+  }
+  const Index last = first + owned_;
+  auto is_owned = [&](Index g) { return g >= first && g < last; };
+
+  // The graph of A + A^T on the owned rows: A's columns, and each entry a_ji of another rank's row
+  // j (or of ours) reported to the owner of i.
+  Rows adjacency;  // owned rows, neighbours other than the row itself, ascending
+  {
+    std::vector<int> count(static_cast<std::size_t>(nranks), 0), in(count.size(), 0);
+    std::vector<std::vector<Index>> pairs(count.size());  // (column, row) to the column's owner
+    for (Index k = 0; k < owned_; ++k)
+      for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
+        const Index c = A.col[static_cast<std::size_t>(p)];
+        if (c == first + k) continue;
+        auto& to = pairs[static_cast<std::size_t>(owner_of(offsets, c))];
+        to.push_back(c);
+        to.push_back(first + k);
+      }
+    std::vector<Index> out;
+    for (std::size_t q = 0; q < pairs.size(); ++q) {
+      count[q] = static_cast<int>(pairs[q].size());
+      out.insert(out.end(), pairs[q].begin(), pairs[q].end());
+    }
+    MPI_Alltoall(count.data(), 1, MPI_INT, in.data(), 1, MPI_INT, comm_);
+    const auto od = displacements(count), id = displacements(in);
+    std::vector<Index> got(static_cast<std::size_t>(id.back()));
+    MPI_Alltoallv(out.data(), count.data(), od.data(), MPI_INT64_T, got.data(), in.data(), id.data(), MPI_INT64_T,
+                  comm_);
+    std::vector<std::vector<Index>> nb(static_cast<std::size_t>(owned_));
+    for (Index k = 0; k < owned_; ++k)
+      for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p)
+        if (A.col[static_cast<std::size_t>(p)] != first + k)
+          nb[static_cast<std::size_t>(k)].push_back(A.col[static_cast<std::size_t>(p)]);
+    for (std::size_t m = 0; m + 1 < got.size(); m += 2) nb[static_cast<std::size_t>(got[m] - first)].push_back(got[m + 1]);
+    for (auto& v : nb) {
+      std::sort(v.begin(), v.end());
+      v.erase(std::unique(v.begin(), v.end()), v.end());
+      adjacency.col.insert(adjacency.col.end(), v.begin(), v.end());
+      adjacency.ptr.push_back(static_cast<Index>(adjacency.col.size()));
+    }
+  }
+
+  // Omega_p: `overlap` layers of graph distance around the owned rows. Each layer is the
+  // neighbours of the previous one not yet in the set; the adjacency of a layer's rows not owned
+  // here is fetched from their owners (every rank the same number of rounds).
+  for (Index g = first; g < last; ++g) rows_.push_back(g);
+  std::vector<Index> frontier = rows_;
+  Rows frontier_adj = adjacency;  // rows of `frontier`, in its order
+  for (int layer = 1; layer <= o.overlap; ++layer) {
+    std::vector<Index> next;
+    for (std::size_t f = 0; f < frontier.size(); ++f)
+      for (Index p = frontier_adj.ptr[f]; p < frontier_adj.ptr[f + 1]; ++p) {
+        const Index c = frontier_adj.col[static_cast<std::size_t>(p)];
+        if (!std::binary_search(rows_.begin(), rows_.end(), c)) next.push_back(c);
+      }
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    if (layer < o.overlap) frontier_adj = fetch_rows(comm_, offsets, first, next, adjacency, false);
+    const auto middle = static_cast<std::ptrdiff_t>(rows_.size());
+    rows_.insert(rows_.end(), next.begin(), next.end());
+    std::inplace_merge(rows_.begin(), rows_.begin() + middle, rows_.end());
+    frontier = std::move(next);
+  }
+  own_begin_ = position(rows_, first);
+  const bool fits = static_cast<Index>(rows_.size()) < std::numeric_limits<std::int32_t>::max() / 2;
+  agree_or_throw(comm_, fits, fmt::format("rank {}: its subdomain has too many rows for 32-bit indices", rank_));
+
+  // A's rows of Omega_p: the owned ones here, the others from their owners.
+  std::vector<Index> remote;
+  for (Index g : rows_)
+    if (!is_owned(g)) remote.push_back(g);
+  Rows local;
+  local.ptr = A.row_ptr;
+  local.col = A.col;
+  local.val = A.val;
+  const Rows fetched = fetch_rows(comm_, offsets, first, remote, local, true);
+
+  // A_p: A(Omega_p, Omega_p), each dropped coupling a_ie moved onto the diagonal times robin:
+  //     (A_p)_ii = a_ii + robin * sum over e not in Omega_p of a_ie.
+  struct Dropped {
+    std::int32_t row;
+    Index e;
+    double a;
+  };
+  std::vector<Dropped> dropped;
+  const auto n = static_cast<Index>(rows_.size());
+  matrix_.rows = n;
+  matrix_.row_ptr.assign(1, 0);
+  for (Index r = 0; r < n; ++r) {
+    const bool own = r >= own_begin_ && r < own_begin_ + owned_;
+    const Rows& src = own ? local : fetched;
+    const auto k = static_cast<std::size_t>(own ? r - own_begin_ : (r < own_begin_ ? r : r - owned_));
+    std::vector<std::pair<std::int32_t, double>> entries;
+    double moved = 0;  // sum of the dropped a_ie
+    bool dropped_any = false;
+    for (Index p = src.ptr[k]; p < src.ptr[k + 1]; ++p) {
+      const Index c = src.col[static_cast<std::size_t>(p)];
+      const double v = src.val[static_cast<std::size_t>(p)];
+      const std::int32_t lc = position(rows_, c);
+      if (lc >= 0) {
+        entries.push_back({lc, v});
+      } else {
+        dropped.push_back({static_cast<std::int32_t>(r), c, v});
+        moved += v;
+        dropped_any = true;
+      }
+    }
+    if (dropped_any && o.robin != 0) {
+      auto d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
+      if (d == entries.end()) {
+        entries.push_back({static_cast<std::int32_t>(r), 0.0});
+        std::sort(entries.begin(), entries.end());
+        d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
+      }
+      d->second += o.robin * moved;  // a_ii += robin * a_ie, summed over the dropped e
+    }
+    for (const auto& [c, v] : entries) {
+      matrix_.col.push_back(c);
+      matrix_.val.push_back(v);
+    }
+    matrix_.row_ptr.push_back(static_cast<Index>(matrix_.col.size()));
+  }
+
+  // The ghosts: u_e of the dropped couplings, u_i of their rows not owned (robin > 0), and the
+  // owned rows' columns not owned (the local residual).
+  for (const auto& d : dropped) {
+    ghosts_.push_back(d.e);
+    if (o.robin != 0 && !is_owned(rows_[static_cast<std::size_t>(d.row)])) ghosts_.push_back(rows_[static_cast<std::size_t>(d.row)]);
+  }
+  for (Index c : A.col)
+    if (!is_owned(c)) ghosts_.push_back(c);
+  std::sort(ghosts_.begin(), ghosts_.end());
+  ghosts_.erase(std::unique(ghosts_.begin(), ghosts_.end()), ghosts_.end());
+  for (const auto& d : dropped) {
+    const Index gi = rows_[static_cast<std::size_t>(d.row)];
+    couplings_.push_back({d.row, position(ghosts_, d.e), is_owned(gi) || o.robin == 0 ? -1 : position(ghosts_, gi), d.a});
+  }
+  residual_ptr_.assign(1, 0);
+  for (Index k = 0; k < owned_; ++k) {
+    for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
+      const Index c = A.col[static_cast<std::size_t>(p)];
+      residual_index_.push_back(is_owned(c) ? static_cast<std::int32_t>(own_begin_ + (c - first))
+                                            : -position(ghosts_, c) - 1);
+      residual_value_.push_back(A.val[static_cast<std::size_t>(p)]);
+    }
+    residual_ptr_.push_back(static_cast<Index>(residual_index_.size()));
+  }
+
+  // The plans (collective).
+  ghost_plan_ = plan_for(comm_, offsets, first, ghosts_);
+  restriction_plan_ = plan_for(comm_, offsets, first, remote);
+  for (auto& nb : restriction_plan_.neighbours)  // remote[k] -> its row in Omega_p
+    for (auto& k : nb.recv) k = k < own_begin_ ? k : static_cast<std::int32_t>(k + owned_);
+  prolongation_plan_.rank = restriction_plan_.rank;
+  for (const auto& nb : restriction_plan_.neighbours) {
+    comm::PlanNeighbour back;
+    back.peer = nb.peer;
+    back.send_tag = nb.recv_tag;
+    back.recv_tag = nb.send_tag;
+    back.send = nb.recv;  // our solution's rows the peer owns go back to it
+    for (const auto s : nb.send) {  // its solution's rows we own arrive, one slot each
+      back.recv.push_back(static_cast<std::int32_t>(prolongation_rows_.size()));
+      prolongation_rows_.push_back(s);
+    }
+    prolongation_plan_.neighbours.push_back(std::move(back));
+  }
+
+  // Factor A_p once; a failure on any rank is reported by every rank, with the rank and the size.
+  std::string failure;
+  try {
+    solver_ = make_local_solver(matrix_, o.solver);
+  } catch (const FactorisationError& e) {
+    const std::string why = e.what();
+    failure = fmt::format("rank {}: the local matrix of its subdomain ({} rows, overlap {}) {}: {}", rank_, n,
+                          o.overlap, why.rfind("singular", 0) == 0 ? "is singular" : "could not be factored", why);
+  }
+  agree_or_throw(comm_, failure.empty(), failure);
+}
+
+void OverlappingSubdomain::local_rhs(const double* b_ext, const double* x, const double* ghost, double* rhs) const {
+  std::copy(b_ext, b_ext + rows_.size(), rhs);
+  for (const auto& c : couplings_) {
+    const double ui = c.ghost_i < 0 ? x[c.row] : ghost[c.ghost_i];
+    rhs[c.row] -= c.a * (ghost[c.ghost_e] - opt_.robin * ui);  // rhs_i = b_i - a_ie (u_e - robin u_i)
+  }
+}
+
+double OverlappingSubdomain::local_residual_sq(const double* b_ext, const double* x, const double* ghost) const {
+  double sum = 0;
+  for (Index k = 0; k < owned_; ++k) {
+    double r = b_ext[own_begin_ + k];  // r_i = b_i - sum_j a_ij u_j
+    for (Index p = residual_ptr_[static_cast<std::size_t>(k)]; p < residual_ptr_[static_cast<std::size_t>(k) + 1]; ++p) {
+      const std::int32_t j = residual_index_[static_cast<std::size_t>(p)];
+      r -= residual_value_[static_cast<std::size_t>(p)] * (j >= 0 ? x[j] : ghost[-j - 1]);
+    }
+    sum += r * r;
+  }
+  return sum;
+}
+
+SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const OverlapOptions& o, bool restricted,
+                                             const comm::TransportConfig& transport)
+    : sub_(A, o), restricted_(restricted) {
+  comm::PlanExchangeConfig c;
+  c.mode = comm::HaloMode::sync;
+  c.transport = transport;
+  restrict_ = std::make_unique<comm::PlanExchange>(sub_.comm(), sub_.restriction_plan(), c);
+  if (!restricted_) prolong_ = std::make_unique<comm::PlanExchange>(sub_.comm(), sub_.prolongation_plan(), c);
+  r_ext_.assign(static_cast<std::size_t>(sub_.size()), 0.0);
+  y_ext_ = r_ext_;
+  back_.assign(sub_.prolongation_rows().size(), 0.0);
+  // Which factorisation each rank chose, for the description.
+  constexpr std::size_t kinds = std::size(local_solver_names);
+  std::array<int, kinds> count{};
+  for (std::size_t k = 0; k < kinds; ++k) count[k] = local_solver_names[k].value == sub_.solver().kind() ? 1 : 0;
+  MPI_Allreduce(MPI_IN_PLACE, count.data(), static_cast<int>(kinds), MPI_INT, MPI_SUM, sub_.comm());
+  int nranks = 1;
+  MPI_Comm_size(sub_.comm(), &nranks);
+  description_ = fmt::format("{}, overlap {}, local solver", restricted_ ? "ras" : "asm", o.overlap);
+  bool firstkind = true;
+  for (std::size_t k = 0; k < kinds; ++k)
+    if (count[k] > 0) {
+      description_ += fmt::format("{} {} ({} of {} ranks)", firstkind ? "" : ",", local_solver_names[k].name, count[k], nranks);
+      firstkind = false;
+    }
+  if (o.robin != 0) description_ += fmt::format(", robin {}", o.robin);
+}
+
+SchwarzPreconditioner::~SchwarzPreconditioner() = default;
+
+const comm::ExchangeStats& SchwarzPreconditioner::exchange_stats() const { return restrict_->stats(); }
+
+void SchwarzPreconditioner::apply(std::span<const double> r, std::span<double> z) {
+  core::Stopwatch total;
+  const auto own = static_cast<std::size_t>(sub_.own_begin());
+  const auto owned = static_cast<std::size_t>(sub_.owned());
+  // r_p = R_p r: the owned part copied, the rest from its owners (a synchronous exchange).
+  std::copy(r.begin(), r.begin() + static_cast<std::ptrdiff_t>(owned), r_ext_.begin() + static_cast<std::ptrdiff_t>(own));
+  {
+    core::Stopwatch t;
+    restrict_->start(r.data(), level_);
+    restrict_->finish(r_ext_.data(), level_);
+    exchange_seconds_ += t.seconds();
+  }
+  {
+    core::Stopwatch t;
+    sub_.solver().solve(r_ext_.data(), y_ext_.data());  // y_p = A_p^-1 r_p
+    solve_seconds_ += t.seconds();
+  }
+  // RAS: z_i = y_p,i on the own rows.
+  std::copy(y_ext_.begin() + static_cast<std::ptrdiff_t>(own), y_ext_.begin() + static_cast<std::ptrdiff_t>(own + owned),
+            z.begin());
+  if (!restricted_) {  // ASM: z = sum_q R_q^T y_q, the other ranks' parts on our rows added in slot order
+    core::Stopwatch t;
+    prolong_->start(y_ext_.data(), level_);
+    prolong_->finish(back_.data(), level_);
+    exchange_seconds_ += t.seconds();
+    const auto& rows = sub_.prolongation_rows();
+    for (std::size_t s = 0; s < rows.size(); ++s) z[static_cast<std::size_t>(rows[s])] += back_[s];
+  }
+  ++level_;
+  ++applications_;
+  seconds_ += total.seconds();
+}
+
+}  // namespace desync::linalg
