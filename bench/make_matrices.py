@@ -154,11 +154,6 @@ def write_mm_vec(path, v):
     scipy.io.mmwrite(path, np.asarray(v, dtype=np.float64).reshape(-1, 1), precision=17)
 
 
-def mm_path(path):
-    """scipy.io.mmwrite adds .mtx to a name without it; the name it writes."""
-    return path if path.endswith(".mtx") else path + ".mtx"
-
-
 def same_matrix(A, B):
     """Whether A and B hold the same entries, bitwise (pattern and values)."""
     A, B = sp.csr_matrix(A), sp.csr_matrix(B)
@@ -386,7 +381,7 @@ def check_files(out, files, A, x, b):
 
 def is_symmetric(A):
     A = sp.csr_matrix(A)
-    return (A - A.T).count_nonzero() == 0
+    return bool((A - A.T).count_nonzero() == 0)
 
 
 def export_elasticity(args, size, out):
@@ -464,7 +459,7 @@ def main(argv):
             if entry:
                 entries.append(entry)
                 print(f"{name:<12} {entry['rows']:>8} rows {entry['nnz']:>9} nonzeros  symmetric "
-                      f"{entry['symmetric']}", flush=True)
+                      f"{entry['symmetric']}" + ("  (checked)" if args.check else ""), flush=True)
             continue
         rng = np.random.default_rng(rng_seeds[NAMES.index(name)])  # each matrix its own stream
         A, coords, symmetric, spd, description, params = build(name, args.size, rng)
@@ -480,6 +475,7 @@ def main(argv):
                         "description": description, "files": files, "parameters": params, "exact_solution": True})
         print(f"{name:<12} {A.shape[0]:>8} rows {A.nnz:>9} nonzeros  symmetric {symmetric}"
               + ("  (checked)" if args.check else ""), flush=True)
+    written = len(entries)
     path = os.path.join(args.out, "manifest.json")
     try:  # --only into an existing folder of the same size and seed: keep the other matrices' entries
         with open(path) as f:
@@ -493,10 +489,11 @@ def main(argv):
     manifest = {"generator": "bench/make_matrices.py", "size": args.size, "seed": args.seed,
                 "tolerance_note": "b = A x with x the known smooth solution (x.*); elasticity3d: desync's own b",
                 "matrices": entries}
+    text = json.dumps(manifest, indent=1) + "\n"  # whole before the file is touched
     with open(path, "w") as f:
-        json.dump(manifest, f, indent=1)
-        f.write("\n")
-    print(f"wrote {len(entries)} matrices and {path}" + (", every file read back and equal" if args.check else ""))
+        f.write(text)
+    print(f"wrote {written} matrices" + (", every file read back and equal" if args.check else "")
+          + f"; {path} lists {len(entries)}")
     return 0
 
 
