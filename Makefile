@@ -4,7 +4,7 @@
 #               the Python companion's tests (python/, in a virtual environment build/venv)
 # Other targets: build, build-mpich, build-sim, python-tools, reproduce-quick, reproduce, bench, bench-sim,
 # bench-figures, bench-petsc,
-# bench-petsc-schwarz, sanitize, tsan, install PREFIX=..., clean.
+# bench-petsc-schwarz, bench-petsc-matrix, sanitize, tsan, install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
 # CMake directly on (or for) the compute nodes.
 JOBS    ?= 2
@@ -23,7 +23,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # between SIGTERM and SIGKILL (about 2 s a run; the tests check many bad inputs).
 export OMPI_MCA_odls_base_sigkill_timeout := 0
 
-.PHONY: all deps build build-mpich build-sim bench-sim reproduce-quick reproduce demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz sanitize tsan install clean
+.PHONY: all deps build build-mpich build-sim bench-sim reproduce-quick reproduce demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz bench-petsc-matrix sanitize tsan install clean
 
 all: build
 
@@ -147,6 +147,26 @@ bench-petsc-schwarz:
 	python3 bench/schwarz_compare.py --desync build/bench/desync --petsc build/bench/petsc_poisson2d_asm \
 	    --mpirun /usr/bin/mpirun.openmpi --json build/bench/bench-results/schwarz_compare.json $(SCHWARZ_COMPARE_ARGS) \
 	    > build/bench/bench-results/schwarz_compare.txt; status=$$?; cat build/bench/bench-results/schwarz_compare.txt; exit $$status
+
+# Optional, as bench-petsc: desync jacobi|schwarz|krylov --matrix side by side with PETSc's PCASM and
+# PCGAMG (bench/petsc/petsc_matrix_asm.c) on the matrices of bench/make_matrices.py (NumPy and SciPy, in
+# the project venv with the extra `matrices`). MATRIX_SIZE: small | medium (default) | large;
+# MATRIX_COMPARE_ARGS: further bench/matrix_compare.py arguments, e.g. --reps 1 --ranks 2 --only poisson2d.
+MATRIX_SIZE ?= medium
+MATRIX_COMPARE_ARGS ?=
+bench-petsc-matrix: python-tools
+	@bash scripts/install-deps.sh --petsc
+	$(VENV)/bin/pip install -q --disable-pip-version-check ./python[matrices]
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	@test -x build/bench/petsc_matrix_asm || { echo "bench-petsc-matrix: build/bench/petsc_matrix_asm was not built (see the cmake output)"; exit 1; }
+	$(VENV)/bin/python bench/make_matrices.py --size $(MATRIX_SIZE) --out build/bench/matrices-$(MATRIX_SIZE) \
+	    --desync build/bench/desync
+	mkdir -p build/bench/bench-results
+	python3 bench/matrix_compare.py --desync build/bench/desync --petsc build/bench/petsc_matrix_asm \
+	    --mpirun /usr/bin/mpirun.openmpi --matrices build/bench/matrices-$(MATRIX_SIZE) \
+	    --json build/bench/bench-results/matrix_compare.json $(MATRIX_COMPARE_ARGS) \
+	    > build/bench/bench-results/matrix_compare.txt; status=$$?; cat build/bench/bench-results/matrix_compare.txt; exit $$status
 
 sanitize: deps
 	cmake -S . -B build/asan -DDESYNC_MPI=openmpi -DCMAKE_BUILD_TYPE=Debug -DDESYNC_SANITIZE="address;undefined"
