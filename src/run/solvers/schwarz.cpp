@@ -3,7 +3,11 @@
 // over two-sided MPI or asynchronous over any channel transport (Yamazaki, Chow, Bouteiller and
 // Dongarra, 2019). The command's options and their checks, its run, and its section of the record.
 //
+// On a user's assembled matrix (--matrix) it runs the algebraic restricted additive Schwarz method
+// (solvers/schwarz/algebraic.hpp; docs/matrices.md), optimized by --robin.
+//
 //   mpirun -np 4 desync schwarz --local 64 --mode async --transport rma
+//   mpirun -np 4 desync schwarz --matrix A.petsc --partition metis --overlap 2 --mode async
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -17,6 +21,7 @@
 
 #include "../option_parsing.hpp"
 #include "../report_common.hpp"
+#include "../system_input.hpp"
 #include "driven_run.hpp"
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
@@ -26,6 +31,8 @@
 #include "desync/run/record.hpp"
 #include "desync/run/registry.hpp"
 #include "desync/run/run_end.hpp"
+#include "desync/problems/poisson2d.hpp"
+#include "desync/solvers/schwarz/algebraic.hpp"
 #include "desync/solvers/schwarz/schwarz.hpp"
 
 namespace desync::run {
@@ -60,6 +67,8 @@ class SchwarzCommand final : public SolverCommand {
 
  private:
   std::vector<std::pair<std::string, std::string>> effective() const;
+  int run_matrix(MPI_Comm comm);
+  int export_grid_system(MPI_Comm comm);
 
   std::string problem = "poisson2d";
   std::string local, global, dims;
@@ -75,22 +84,44 @@ class SchwarzCommand final : public SolverCommand {
   detail::OutputCli output;  // --json, --save, --quiet
   decomposition::Index3 global_points{0, 0, 1};
   decomposition::Index3 process_grid{1, 1, 1};
+  detail::SystemCli system_cli;     // --matrix, --rhs, --partition, --partition-seed
+  double robin = 0;                 // --robin (with --matrix)
+  std::string local_solver = "auto";  // --local-solver (with --matrix)
+  std::string export_dir;           // --export-system
+  std::vector<CLI::Option*> grid_options_, matrix_options_;
 };
 
 void SchwarzCommand::add_options(CLI::App& app) {
   auto& s = solver;
-  app.add_option("--problem", problem, core::named_help(solvers::schwarz_problems))->capture_default_str();
-  app.add_option("--local", local, "Points per rank, M or MxN (laplace3d: M or MxNxP; weak scaling; default 32, "
-                                   "laplace3d 16)");
-  app.add_option("--global", global, "Interior points of the domain, M or MxN (laplace3d: MxNxP) (strong scaling)");
-  app.add_option("--dims", dims, "Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create");
+  grid_options_.push_back(app.add_option("--problem", problem, core::named_help(solvers::schwarz_problems))->capture_default_str());
+  grid_options_.push_back(app.add_option("--local", local, "Points per rank, M or MxN (laplace3d: M or MxNxP; weak scaling; default 32, "
+                                   "laplace3d 16)"));
+  grid_options_.push_back(app.add_option("--global", global, "Interior points of the domain, M or MxN (laplace3d: MxNxP) (strong scaling)"));
+  grid_options_.push_back(app.add_option("--dims", dims, "Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create"));
+  system_cli.add(app, "Run restricted additive Schwarz on this matrix's system");
   app.add_option("--mode", mode, core::named_help(solvers::schwarz_modes))->capture_default_str();
-  app.add_option("--overlap", s.overlap, "gamma: points each subdomain extends into its neighbours (>= 1)")
+  app.add_option("--overlap", s.overlap,
+                 "gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of "
+                 "graph distance in A + A^T (>= 0; 0 is block Jacobi)")
       ->capture_default_str();
-  app.add_option("--alpha", alpha,
+  grid_options_.push_back(app.add_option("--alpha", alpha,
                  "Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical "
                  "Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006)")
-      ->capture_default_str();
+      ->capture_default_str());
+  matrix_options_.push_back(
+      app.add_option("--robin", robin,
+                     "With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved "
+                     "onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; "
+                     "on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition)")
+          ->capture_default_str());
+  matrix_options_.push_back(
+      app.add_option("--local-solver", local_solver,
+                     "With --matrix: the subdomain factorisation, " + core::named_help(linalg::local_solver_names))
+          ->capture_default_str());
+  grid_options_.push_back(app.add_option(
+      "--export-system", export_dir,
+      "Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the "
+      "grid's own blocks) and exit"));
   iteration_cli.add(app, s.iteration, "Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points",
                     "Iterations between convergence votes (async: the least)", "iterations", /*perturb=*/false);
   app.add_option("--termination", termination, "Global termination: " + core::named_help(terminations));
@@ -102,7 +133,8 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "(give the core up once, then solve) | spin (solve at once, as Yamazaki et al., 2019)")
       ->capture_default_str();
   transport_cli.add(app, s.transport, "async mode; sync exchanges are two-sided", /*inflight=*/true);
-  output.add(app, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti)");
+  output.add(app, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti; with --matrix the vector in "
+                  "the file's row order: .npy, .mtx, PETSc binary .petsc/.bin/.dat)");
 }
 
 void SchwarzCommand::finalise(MPI_Comm comm) {
@@ -124,6 +156,19 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   iteration_cli.apply(s.iteration, nranks);
   if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
+  system_cli.check();
+  if (system_cli.given()) {
+    for (const CLI::Option* o : grid_options_)
+      if (o->count() > 0) throw InputError(o->get_name() + " applies to the built-in problems, not to --matrix");
+    if (s.overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", s.overlap));
+    if (!(robin >= 0 && robin < 1)) throw InputError(fmt::format("--robin {}: must be in [0, 1)", robin));
+    linalg::parse_local_solver(local_solver);
+    if (!output.save_path.empty()) detail::check_vector_path(comm, output.save_path, "--save");
+    output.check(comm, /*field=*/false);
+    return;
+  }
+  for (const CLI::Option* o : matrix_options_)
+    if (o->count() > 0) throw InputError(o->get_name() + " goes with --matrix");
   if (s.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.overlap));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
@@ -199,10 +244,16 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"termination", termination},
       {"sync-wait", sync_wait},
       {"idle", idle},
+      {"robin", system_cli.given() ? fmt::format("{}", robin) : ""},
+      {"local-solver", system_cli.given() ? local_solver : ""},
   };
+  if (system_cli.given())
+    for (auto& [k, v] : out)
+      if (k == "problem" || k == "global" || k == "dims" || k == "alpha") v = "";
   output.effective(out);
   iteration_cli.effective(out, s.iteration);
   transport_cli.effective(out);
+  system_cli.effective(out);
   return out;
 }
 
@@ -232,6 +283,8 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
 }
 
 int SchwarzCommand::run(MPI_Comm comm) {
+  if (system_cli.given()) return run_matrix(comm);
+  if (!export_dir.empty()) return export_grid_system(comm);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -302,13 +355,145 @@ int SchwarzCommand::run(MPI_Comm comm) {
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
+int SchwarzCommand::export_grid_system(MPI_Comm comm) {
+  if (solver.problem != solvers::SchwarzProblem::poisson2d)
+    throw InputError("--export-system writes the poisson2d problem (desync jacobi --export-system writes the 3D "
+                     "Laplace problem)");
+  const auto sys = problems::poisson2d_matrix_system(comm, global_points, process_grid);
+  detail::export_system(comm, export_dir, sys.A, sys.b, sys.part);
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  if (rank == 0 && !output.quiet)
+    fmt::print("desync schwarz: wrote {0}/A.petsc ({1}x{2} points, natural order), {0}/b.petsc and {0}/partition.txt "
+               "(process grid {3}x{4})\n",
+               export_dir, global_points[0], global_points[1], process_grid[0], process_grid[1]);
+  return exit_converged;
+}
+
+/// Strings of every rank, on rank 0 (empty elsewhere).
+std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const int n = static_cast<int>(mine.size());
+  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size), 0);
+  MPI_Gather(&n, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  std::string all;
+  if (rank == 0) {
+    for (int r = 1; r < size; ++r)
+      displs[static_cast<std::size_t>(r)] = displs[static_cast<std::size_t>(r) - 1] + counts[static_cast<std::size_t>(r) - 1];
+    all.resize(static_cast<std::size_t>(displs.back() + counts.back()));
+  }
+  MPI_Gatherv(mine.data(), n, MPI_CHAR, all.data(), counts.data(), displs.data(), MPI_CHAR, 0, comm);
+  std::vector<std::string> out;
+  if (rank == 0)
+    for (int r = 0; r < size; ++r)
+      out.push_back(all.substr(static_cast<std::size_t>(displs[static_cast<std::size_t>(r)]),
+                               static_cast<std::size_t>(counts[static_cast<std::size_t>(r)])));
+  return out;
+}
+
+int SchwarzCommand::run_matrix(MPI_Comm comm) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const detail::LoadedSystem sys = detail::load_system(comm, system_cli);
+  solvers::AlgebraicSchwarzOptions o;
+  o.overlap = solver.overlap;
+  o.robin = robin;
+  o.local_solver = linalg::parse_local_solver(local_solver);
+  o.mode = solver.mode;
+  o.iteration = solver.iteration;
+  o.transport = solver.transport;
+  o.reduction = solver.reduction;
+  o.tree_termination = solver.tree_termination;
+  o.detect_termination = solver.detect_termination;
+  o.wait_all = solver.wait_all;
+  o.idle = solver.idle;
+  std::vector<double> x(sys.b.size(), 0.0);
+  const solvers::AlgebraicSchwarzResult result = solvers::solve_algebraic_schwarz(sys.system.A, sys.b, x, o);
+
+  RunRecord r;
+  r.solver = "schwarz";
+  r.method = mode;
+  r.ranks = size;
+  r.mpi_library = mpi_library_version();
+  r.unknowns = sys.rows;
+  r.options = effective();
+  r.tolerance = solver.iteration.tol;
+  detail::fill_from_driver(r, comm, result.run);
+  solvers::SchwarzResult as_grid;  // the per-rank fields of the grid run, from the algebraic result
+  as_grid.run = result.run;
+  as_grid.factor_nonzeros = result.factor_nonzeros;
+  as_grid.factor_seconds = result.factor_seconds;
+  as_grid.spmv_seconds = result.spmv_seconds;
+  as_grid.update_seconds = result.update_seconds;
+  as_grid.solve_seconds = result.solve_seconds;
+  RankFields fields = rank_fields(as_grid);
+  fields.integer("extended_rows", result.extended_rows).number("setup_seconds", result.setup_seconds);
+  r.per_rank = gather_rank_fields(comm, fields);
+  detail::gather_rank_histories(r, comm, result.run, solver.asynchronous());
+  const auto names = gather_strings(comm, result.local_solver_name);
+  const auto reasons = gather_strings(comm, result.local_solver_reason);
+  if (rank == 0) {
+    const auto it = summarise_iterations(r.per_rank);
+    r.iteration_rate = r.wall_time > 0 ? it.mean / r.wall_time : 0.0;
+    std::int64_t nnz = 0, ext_min = 0, ext_max = 0;
+    double factor_s = 0, setup_s = 0;
+    for (const auto& p : r.per_rank) {
+      nnz += static_cast<std::int64_t>(p.value("factor_nonzeros"));
+      factor_s = std::max(factor_s, p.value("factor_seconds"));
+      setup_s = std::max(setup_s, p.value("setup_seconds"));
+      const auto e = static_cast<std::int64_t>(p.value("extended_rows"));
+      ext_min = &p == &r.per_rank[0] ? e : std::min(ext_min, e);
+      ext_max = std::max(ext_max, e);
+    }
+    const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
+    r.headline = fmt::format("restricted additive Schwarz, mode {}, transport {}, termination {}", mode, transport_text,
+                             termination);
+    if (termination == "none") r.residual_note = " (none tested: --termination none)";
+    nlohmann::json details;
+    detail::describe_system(r, details, sys, system_cli);
+    r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each", solver.overlap,
+                                                       robin, ext_min, ext_max)});
+    // The local solvers, counted by kind: "cholmod-simplicial (3 ranks), umfpack (1 rank)".
+    std::vector<std::pair<std::string, int>> counts;
+    for (const auto& n : names) {
+      auto f = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == n; });
+      if (f == counts.end()) counts.push_back({n, 1}); else ++f->second;
+    }
+    std::string list;
+    for (const auto& [n, c] : counts) list += fmt::format("{}{} ({} rank{})", list.empty() ? "" : ", ", n, c, c == 1 ? "" : "s");
+    r.setup_lines.push_back({"local solves", fmt::format("{}; {} nonzeros in the factors (all ranks), {:.4f} s (slowest rank)",
+                                                         list, nnz, factor_s)});
+    details["overlap"] = solver.overlap;
+    details["robin"] = robin;
+    details["termination"] = termination;
+    details["sync_wait"] = solver.asynchronous() ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
+    details["transport"] = solver.asynchronous() ? transport_cli.kind() : "p2p";
+    details["local_solver_option"] = local_solver;
+    details["local_solvers"] = names;
+    details["local_solver_reasons"] = reasons;
+    details["factor_nonzeros"] = nnz;
+    details["factor_seconds"] = factor_s;
+    details["setup_seconds"] = setup_s;
+    details["extended_rows"] = {{"min", ext_min}, {"max", ext_max}};
+    details["iterations_local"] = {{"min", it.min}, {"max", it.max}};
+    r.details = details.dump();
+  }
+  const std::string io_error = output.save_path.empty()
+                                   ? ""
+                                   : detail::output_error(rank, [&] { detail::save_solution(comm, sys, x, output.save_path); });
+  return finish_run(comm, r, output.quiet, output.json_path, io_error);
+}
+
 std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand>(); }
 
 }  // namespace
 }  // namespace schwarz_command
 
 SolverInfo schwarz_solver() {
-  return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace), sync or async (Yamazaki et al.)",
+  return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace, or a matrix), sync or async (Yamazaki et al.)",
           "--mode", detail::method_list(solvers::schwarz_modes), &schwarz_command::create,
           {"schwarz.solve", "schwarz.residual"}};  // a subdomain solve, a residual, per unknown
 }
