@@ -13,7 +13,7 @@
 //
 // Right preconditioning keeps the Arnoldi residual the unpreconditioned one: ||b - A x_j|| =
 // ||beta e_1 - H_j y_j||, which the Givens rotations give as |g_{j+1}| without forming x_j (Saad and
-// Schultz, 1986, section 3.1). That estimate is the family's recursive residual: tested against
+// Schultz, 1986, section 3). That estimate is the family's recursive residual: tested against
 // tol ||b|| every Arnoldi step (one iteration), recorded in the history; when it meets the tolerance
 // x_j is formed and the true residual b - A x_j verified (CgBase::verify); if the true residual is
 // above tol ||b|| the iteration restarts from it. A restart also comes every m steps
@@ -21,19 +21,23 @@
 // replacement): both recompute r = b - A x and rebuild the basis from it.
 //
 // Departures from the listing:
-//   - lines 4-7 are classical Gram-Schmidt applied twice (CGS2; Giraud, Langou and Rozloznik, 2005):
-//     all dot products of a pass are summed in one reduction, where the listing's modified
-//     Gram-Schmidt needs one reduction per basis vector, j per step. One pass of classical
-//     Gram-Schmidt loses orthogonality like cond(A)^2, which would bend the residual estimate away
-//     from the true residual; the second pass restores orthogonality to rounding. Three blocking
+//   - lines 4-7 are classical Gram-Schmidt applied twice (CGS2): all dot products of a pass are
+//     summed in one reduction, where the listing's modified Gram-Schmidt needs one reduction per
+//     basis vector, j per step. One pass of classical Gram-Schmidt loses orthogonality like the
+//     square of the condition number of the vectors it orthogonalises (Giraud, Langou, Rozloznik and
+//     van den Eshof, 2005), which would bend the residual estimate away from the true residual; a
+//     second pass restores orthogonality to the level of rounding ("twice is enough": Giraud,
+//     Langou and Rozloznik, 2005). Three blocking
 //     reductions per step: pass 1 {(w, v_i), (w, w), time flag}, pass 2 {(w, v_i)}, and ||w||
 //     (line 8). The norm is not derived from pass 2's sums (||w||^2 - sum c_i^2) because that
 //     difference cancels exactly when w is nearly in the Krylov space, where the second pass matters.
 //   - line 11's least-squares problem is reduced to a triangular one by Givens rotations as the
-//     columns of H arrive (Saad and Schultz, 1986, section 3.1), and x is formed only at a stop, a
+//     columns of H arrive (Saad and Schultz, 1986, section 3), and x is formed only at a stop, a
 //     restart or a candidate for convergence.
 //   - happy breakdown (line 8: h_{j+1,j} = 0, to rounding: <= 1e-14 ||A M^-1 v_j||): the Krylov
-//     space is invariant and x_j exact on it; the estimate is set to 0, x_j is formed and verified.
+//     space is invariant and x_j exact on it; h_{j+1,j} is taken as 0, so the rotation makes the
+//     estimate 0 and x_j is formed and verified as a candidate. A zero rotated diagonal (H_j
+//     singular: A or M^-1 singular) stops the run as a breakdown.
 //
 //   mpirun -np 4 desync krylov --method gmres --restart 30 --pc jacobi --global 64
 #include <algorithm>
