@@ -7,8 +7,9 @@
 Reads the registry from `desync --registry` (run/registry.hpp) and checks:
   - every solver registers simulation cost kinds (core/simulation.hpp), and has a CLI test
     (a desync_cli_test in --cmakelists whose ARGS start with its name);
-  - every method of the CG family (the solver "cg"; solvers/cg/cg.hpp) registers its own cost kinds,
-    among its solver's, and has a CLI test that runs it by name (ARGS cg ... --method NAME);
+  - every method of the Krylov family (the solvers "krylov" and "cg", one command under two names;
+    solvers/cg/cg.hpp) registers its own cost kinds, among its solver's, and has a CLI test that runs
+    it by name under either name (ARGS krylov|cg ... --method NAME);
   - every kind of work charged by name in --sources (core::charge("KIND", ...)) is registered, so
     that a simulated run's cost model is checked for it before any work.
 Exits 0 if every check passes.
@@ -20,8 +21,9 @@ import sys
 
 from desync_test_util import arguments, check, conclude, run_desync
 
-# The solver whose methods are the CG family's: each runs its own code and registers its own cost kind.
-CG_FAMILY = "cg"
+# The solvers whose methods are the Krylov family's (one command, two names): each method runs its own
+# code and registers its own cost kind.
+CG_FAMILY = ("krylov", "cg")
 
 
 def cli_tests(cmakelists):
@@ -82,8 +84,9 @@ def main():
         check(len(s.get("cost_kinds", [])) > 0, f"solver {name}: registers no simulation cost kinds")
         runs = [t for t in tests if t and t[0] == name]
         check(len(runs) > 0, f"solver {name}: no CLI test (desync_cli_test with ARGS {name} ...) in {args.cmakelists}")
-        if name != CG_FAMILY:
+        if name not in CG_FAMILY:
             continue
+        family_runs = [t for t in tests if t and t[0] in CG_FAMILY]
         for m in s.get("methods", []):
             cg_methods += 1
             own = m.get("cost_kinds", [])
@@ -92,10 +95,10 @@ def main():
                 check(k in s.get("cost_kinds", []), f"CG method {m['name']}: cost kind {k} is not among cg's")
             option = s["method_option"]
             check(any(option in t and t.index(option) + 1 < len(t) and t[t.index(option) + 1] == m["name"]
-                      for t in runs),
+                      for t in family_runs),
                   f"CG method {m['name']}: no CLI test (desync_cli_test with ARGS {name} ... {option} {m['name']}) "
                   f"in {args.cmakelists}")
-    check(cg_methods > 0, f"the registry has no solver {CG_FAMILY!r} with methods")
+    check(cg_methods > 0, f"the registry has no solver {' or '.join(CG_FAMILY)} with methods")
 
     for kind, where in charged_kinds(args.sources).items():
         check(kind in registered, f"{where} charges {kind!r}, which no solver and no shared list registers")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Checks the JSON record of `desync cg` (standard library only).
+"""Checks the JSON record of `desync cg` and `desync krylov`, the same command (standard library only).
 
   test_cg_output.py --desync PATH --mpiexec PATH [--np-flag -n] [--preflag X ...] --workdir DIR
 
@@ -13,14 +13,14 @@ import sys
 from desync_test_util import arguments, check, conclude, is_number, run_desync
 
 
-def run(args, ranks, *options, expect_code):
-    return run_desync(args, ranks, ("cg",), *options, expect_code=expect_code)
+def run(args, ranks, *options, expect_code, solver="cg"):
+    return run_desync(args, ranks, (solver,), *options, expect_code=expect_code)
 
 
 TIME_KEYS = ("spmv", "halo_wait", "pc", "vector", "reduction", "reduction_wait", "setup", "other", "total")
 
 
-def check_record(rec, method, converged):
+def check_record(rec, method, converged, solver="cg"):
     # The top-level keys every solver shares, then CG's section.
     for key in ("schema", "schema_version", "solver", "method", "mpi_library", "ranks", "process_grid",
                 "global_size", "unknowns", "options", "tolerance", "converged", "stop_reason", "message",
@@ -32,7 +32,7 @@ def check_record(rec, method, converged):
                 "replacements", "time_per_iteration", "b_norm"):
         check(key in details, f"JSON details lack key {key!r}")
     check(rec.get("schema") == "desync.run" and rec.get("schema_version") == 2, "schema / schema_version")
-    check(rec.get("solver") == "cg" and rec.get("method") == method, f"solver {rec.get('solver')!r} method {rec.get('method')!r}")
+    check(rec.get("solver") == solver and rec.get("method") == method, f"solver {rec.get('solver')!r} method {rec.get('method')!r}")
     check(rec.get("converged") is converged, f"converged {rec.get('converged')!r}, expected {converged}")
     check(is_number(rec.get("true_residual")), f"true_residual {rec.get('true_residual')!r}")
     if converged:
@@ -108,6 +108,26 @@ def main():
         want = p.get("pc_applications", 0) * 2 * -(-p.get("local_rows", 0) // 64)
         check(p.get("pc_applications", 0) > 0 and p.get("pc_polls") == want,
               f"--progress test: rank {p.get('rank')} pc_polls {p.get('pc_polls')!r}, expected {want}")
+
+    # desync krylov: the record names the command it ran under; gmres records its restart length,
+    # which the CG methods' records do not hold.
+    path = os.path.join(args.workdir, "krylov_gmres.json")
+    run(args, 2, "--method", "gmres", "--restart", "7", "--pc", "jacobi", "--global", "12x10x9", "--quiet",
+        "--json", path, expect_code=0, solver="krylov")
+    with open(path) as f:
+        rec = json.load(f)
+    check_record(rec, "gmres", True, solver="krylov")
+    check(rec["options"].get("restart") == "7", f"options.restart {rec['options'].get('restart')!r}")
+    check(rec["details"].get("restart") == 7, f"details.restart {rec['details'].get('restart')!r}")
+    check(rec["details"].get("reduction") == "allreduce", f"reduction {rec['details'].get('reduction')!r}")
+    check("restart" not in recs["none"]["options"] and "restart" not in recs["none"]["details"],
+          "a CG method's record holds a restart length")
+    for p in rec["per_rank"]:
+        its = p.get("iterations", 0)
+        # one per step, one per restart (every 7 steps) and the final true residual's
+        check(p.get("spmvs", 0) >= its + 1 and p.get("pc_applications", 0) >= its,
+              f"gmres: rank {p.get('rank')} spmvs {p.get('spmvs')!r} pc_applications {p.get('pc_applications')!r}")
+        check(p.get("reductions", 0) >= 3 * its, f"gmres: rank {p.get('rank')} reductions {p.get('reductions')!r}")
 
     return conclude("all cg output checks passed")
 

@@ -43,6 +43,13 @@ void fill(Vec y, double value) {
   for (std::int64_t i = 0; i < n; ++i) b[i] = value;
 }
 
+void scale(double a, Vec y) {
+  double* yp = y.data();
+  const std::int64_t n = len(y);
+#pragma omp simd
+  for (std::int64_t i = 0; i < n; ++i) yp[i] *= a;
+}
+
 void axpy(double a, CVec x, Vec y) {
   const double* xp = x.data();
   double* yp = y.data();

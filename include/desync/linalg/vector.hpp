@@ -26,6 +26,7 @@ void copy(CVec x, Vec y);                      ///< y = x
 void fill(Vec y, double value);                ///< y = value
 void axpy(double a, CVec x, Vec y);            ///< y += a x
 void xpay(CVec x, double b, Vec y);            ///< y = x + b y
+void scale(double a, Vec y);                   ///< y = a y
 void residual(CVec b, CVec ax, Vec r);         ///< r = b - ax
 /// r = b - ax; returns sum r_i^2.
 double residual_norm2(CVec b, CVec ax, Vec r);

@@ -93,7 +93,8 @@ std::string registry_json(const SolverRegistry& registry);
 
 // The registration functions of the solvers (their command files, src/run/solvers/).
 SolverInfo jacobi_solver();
-SolverInfo cg_solver();
+SolverInfo cg_solver();      ///< src/run/solvers/cg.cpp: the krylov command under the name cg
+SolverInfo krylov_solver();  ///< src/run/solvers/cg.cpp
 SolverInfo schwarz_solver();
 SolverInfo pde_solver();
 

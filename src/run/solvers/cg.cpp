@@ -1,9 +1,12 @@
-// `desync cg`: the conjugate gradient family (its registered methods, solvers/cg/cg.hpp) on
-// poisson3d, elasticity3d or a Matrix Market matrix. The command's options and their checks, its
-// run, and its section of the run record (docs/output.md).
+// `desync krylov` and `desync cg`: the Krylov family (its registered methods, solvers/cg/cg.hpp:
+// the CG methods and restarted GMRES) on poisson3d, elasticity3d or a Matrix Market matrix. One
+// command registered under two names (krylov_solver, cg_solver), the same options and record, whose
+// "solver" is the name it ran under. The command's options and their checks, its run, and its
+// section of the run record (docs/output.md).
 //
+//   mpirun -np 4 desync krylov --method gmres --restart 20 --pc jacobi --global 64
 //   mpirun -np 4 desync cg --pc bjacobi-ic0 --global 64
-//   mpirun -np 4 desync cg --method <method> ...     (the method files, src/solvers/cg/, show each)
+//   mpirun -np 4 desync krylov --method <method> ...     (the method files, src/solvers/cg/, show each)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
 
@@ -54,6 +57,8 @@ std::string overlapping_methods() {
 
 class CgCommand final : public SolverCommand {
  public:
+  /// `name`: the command it runs as (the JSON "solver"), "krylov" or "cg".
+  explicit CgCommand(std::string name) : name_(std::move(name)) {}
   void add_options(CLI::App& app) override;
   /// `--progress thread` runs a progress thread that calls MPI while the interior rows are computed:
   /// MPI_THREAD_MULTIPLE (linalg::required_thread_level), requested only then.
@@ -74,7 +79,9 @@ class CgCommand final : public SolverCommand {
   /// Effective values, for the JSON record.
   std::vector<std::pair<std::string, std::string>> effective() const;
 
+  std::string name_;                      // the command: krylov | cg
   std::string method = solvers::CgOptions{}.method;  // --method (CgOptions's default)
+  int restart = solvers::CgOptions{}.restart;        // --restart (gmres)
   std::string pc = "none";                // --pc
   std::string reduction = "nonblocking";  // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
@@ -110,11 +117,15 @@ class CgCommand final : public SolverCommand {
   CLI::Option* operator_opt_ = nullptr;
   CLI::Option* dims_opt_ = nullptr;
   CLI::Option* monitor_every_opt_ = nullptr;
+  CLI::Option* restart_opt_ = nullptr;
 };
 
 void CgCommand::add_options(CLI::App& app) {
   app.add_option("--method", method, detail::method_help(methods()))->capture_default_str();
   app.add_option("--pc", pc, "Preconditioner: none | jacobi | bjacobi-ic0")->capture_default_str();
+  restart_opt_ = app.add_option("--restart", restart,
+                                "GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
+                     ->capture_default_str();
   app.add_option("--reduction", reduction,
                  "Methods that overlap their reductions (" + overlapping_methods() +
                      "): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector "
@@ -123,7 +134,8 @@ void CgCommand::add_options(CLI::App& app) {
                      "--progress test's polls)")
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
-  app.add_option("--matrix", matrix_path, "Solve with this Matrix Market matrix (symmetric positive definite)");
+  app.add_option("--matrix", matrix_path,
+                 "Solve with this Matrix Market matrix (symmetric; positive definite for the CG methods)");
   app.add_option("--rhs", rhs_path, "With --matrix: right-hand side as a Matrix Market vector (default A * 1)");
   app.add_option("--local", local,
                  "Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, "
@@ -162,6 +174,10 @@ void CgCommand::finalise(MPI_Comm comm) {
   MPI_Comm_size(comm, &nranks);
   auto& s = solver;
   s.method = solvers::find_cg_method(method).name;
+  if (restart < 1) throw InputError(fmt::format("--restart {}: must be >= 1", restart));
+  if (restart_opt_ && restart_opt_->count() > 0 && s.method != "gmres")
+    throw InputError("--restart applies to --method gmres only");
+  s.restart = restart;
   s.pc = solvers::parse_pc(pc);
   s.nonblocking = reduction == "nonblocking" || reduction == "doubling";
   s.doubling = reduction == "doubling";
@@ -251,6 +267,8 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"monitor", monitor ? "true" : "false"},
           {"monitor-every", std::to_string(monitor_every)},
   };
+  // gmres only, so that the CG methods' records stay as they were.
+  if (solver.method == "gmres") out.emplace_back("restart", std::to_string(restart));
   output.effective(out);
   transport_cli.effective(out);
   return out;
@@ -325,7 +343,7 @@ int CgCommand::run(MPI_Comm comm) {
   const solvers::CgResult result = solvers::solve_cg(*A, b, x, solver);
 
   RunRecord r;
-  r.solver = "cg";
+  r.solver = name_;
   r.method = solver.method;
   r.ranks = size;
   r.mpi_library = mpi_library_version();
@@ -365,7 +383,8 @@ int CgCommand::run(MPI_Comm comm) {
     const double n = std::max<double>(1.0, static_cast<double>(r.per_rank.size()));
     const double per_it = result.iterations > 0 ? r.wall_time / static_cast<double>(result.iterations) : 0.0;
 
-    r.headline = fmt::format("method {}, pc {}, reduction {}", r.method, pc_name, red);
+    const std::string restart_note = solver.method == "gmres" ? fmt::format(" (restart {})", solver.restart) : "";
+    r.headline = fmt::format("method {}{}, pc {}, reduction {}", r.method, restart_note, pc_name, red);
     r.setup_lines.push_back({"problem", fmt::format("{}, operator {}, exchange {}{} (progress {})", problem, operator_name,
                                                     engine, engine == "p2p" ? " over " + transport_cli.kind() : std::string(),
                                                     progress)});
@@ -393,6 +412,7 @@ int CgCommand::run(MPI_Comm comm) {
     details["operator"] = operator_name;
     details["b_norm"] = result.b_norm;
     details["replacements"] = replacements;
+    if (solver.method == "gmres") details["restart"] = solver.restart;
     details["time_per_iteration"] = per_it;
     details["messages_per_iteration"] = {{"sent", sent / n}, {"received", received / n}};
     r.details = details.dump();
@@ -400,14 +420,20 @@ int CgCommand::run(MPI_Comm comm) {
   return finish_run(comm, r, output.quiet, output.json_path);
 }
 
-std::unique_ptr<SolverCommand> create() { return std::make_unique<CgCommand>(); }
+std::unique_ptr<SolverCommand> create_krylov() { return std::make_unique<CgCommand>("krylov"); }
+std::unique_ptr<SolverCommand> create_cg() { return std::make_unique<CgCommand>("cg"); }
 
 }  // namespace
 }  // namespace cg_command
 
+SolverInfo krylov_solver() {
+  return {"krylov", "Krylov methods (the CG family, restarted GMRES) on poisson3d, elasticity3d or a matrix",
+          "--method", cg_command::methods(), &cg_command::create_krylov, solvers::cg_cost_kinds()};
+}
+
 SolverInfo cg_solver() {
-  return {"cg", "Conjugate gradients on poisson3d, elasticity3d or a matrix", "--method", cg_command::methods(),
-          &cg_command::create, solvers::cg_cost_kinds()};
+  return {"cg", "Conjugate gradients on poisson3d, elasticity3d or a matrix (the krylov command)", "--method",
+          cg_command::methods(), &cg_command::create_cg, solvers::cg_cost_kinds()};
 }
 
 }  // namespace desync::run

@@ -163,6 +163,10 @@ class CgBase {
   /// Tests (r, M^-1 r) > 0; false (and a stop) if not.
   bool positive_gamma(double g, std::int64_t k) { return positive(g, k, "(r, M^-1 r)", "preconditioner"); }
 
+  /// Stops with a numerical failure (core::is_numerical_failure) that a method detects itself, e.g.
+  /// GMRES's singular least-squares problem.
+  void stop_failed(core::StopReason s, std::string message) { fail(s, std::move(message)); }
+
   const CgOptions& options() const { return o_; }
 
  private:
@@ -204,5 +208,6 @@ CgMethodInfo cg_method();                 ///< cg.cpp: preconditioned CG, Algori
 CgMethodInfo chronopoulos_gear_method();  ///< chronopoulos_gear.cpp: Chronopoulos/Gear CG, Algorithm 2
 CgMethodInfo pipecg_method();             ///< pipecg.cpp: pipelined CG, the listing printed as Algorithm 4
 CgMethodInfo groppcg_method();            ///< groppcg.cpp: Gropp's CG, the listing printed as Algorithm 3
+CgMethodInfo gmres_method();              ///< gmres.cpp: restarted GMRES(m), right preconditioned (Saad, 2003, Alg. 6.9)
 
 }  // namespace desync::solvers::detail

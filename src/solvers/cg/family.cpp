@@ -26,6 +26,7 @@ void register_all_cg_methods(CgMethodRegistry& registry) {
   registry.add(detail::chronopoulos_gear_method());  // chronopoulos_gear.cpp
   registry.add(detail::pipecg_method());             // pipecg.cpp
   registry.add(detail::groppcg_method());            // groppcg.cpp
+  registry.add(detail::gmres_method());              // gmres.cpp
 }
 
 const CgMethodRegistry& cg_method_registry() {

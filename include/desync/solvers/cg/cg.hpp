@@ -95,6 +95,8 @@ struct CgOptions {
   /// apply (monitor_every below is its --monitor).
   IterationOptions iteration = iteration_defaults(1e-6, 10000, 1, 1e8);
   int replace_every = 0;              ///< recompute r = b - A x and its dependents every k iterations
+  /// gmres: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 (--restart).
+  int restart = 30;
   int monitor_every = 0;              ///< rank 0 prints the residual every k iterations (0: never)
   bool record_history = true;         ///< keep (iteration, time, residual) of every iteration
 };
