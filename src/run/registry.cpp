@@ -50,8 +50,9 @@ std::vector<core::CostKind> shared_cost_kinds() {
 std::vector<core::CostKind> all_cost_kinds(const SolverRegistry& registry) {
   // Optional: kinds that solvers registered after cost models that runs still use were recorded
   // (docs/data); a run with such a model charges nothing for them.
-  // cg.gmres.vector: added on 2026-11-27 with the method gmres.
-  static const std::set<std::string, std::less<>> late = {"cg.gmres.vector"};
+  // cg.gmres.vector, pc.asm, pc.ras: added on 2026-11-27 with the method gmres and the Schwarz
+  // preconditioners.
+  static const std::set<std::string, std::less<>> late = {"cg.gmres.vector", "pc.asm", "pc.ras"};
   std::vector<core::CostKind> kinds = shared_cost_kinds();
   std::set<std::string, std::less<>> seen;
   for (const auto& k : kinds) seen.insert(k.name);

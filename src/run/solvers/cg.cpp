@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <optional>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <utility>
@@ -20,10 +21,13 @@
 
 #include "../option_parsing.hpp"
 #include "../report_common.hpp"
+#include "../system_input.hpp"
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr_operator.hpp"
+#include "desync/linalg/local_solver.hpp"
 #include "desync/linalg/matrix_market.hpp"
+#include "desync/linalg/system_io.hpp"
 #include "desync/linalg/operator.hpp"
 #include "desync/problems/elasticity3d.hpp"
 #include "desync/problems/poisson3d.hpp"
@@ -85,8 +89,10 @@ class CgCommand final : public SolverCommand {
   std::string pc = "none";                // --pc
   std::string reduction = "nonblocking";  // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
-  std::string matrix_path;                // --matrix A.mtx (replaces --problem)
-  std::string rhs_path;                   // --rhs b.mtx (with --matrix; default A * 1)
+  detail::SystemCli system_cli;           // --matrix, --rhs, --partition, --partition-seed
+  int overlap = 1;                        // --overlap (--pc asm, ras)
+  std::string local_solver = "auto";      // --local-solver (--pc asm, ras)
+  std::string export_dir;                 // --export-system
   std::string local;                      // --local: points (nodes) per rank
   std::string global;                     // --global: total points (nodes)
   std::string dims = "0x0x0";             // --dims
@@ -118,11 +124,23 @@ class CgCommand final : public SolverCommand {
   CLI::Option* dims_opt_ = nullptr;
   CLI::Option* monitor_every_opt_ = nullptr;
   CLI::Option* restart_opt_ = nullptr;
+  CLI::Option* overlap_opt_ = nullptr;
+  CLI::Option* local_solver_opt_ = nullptr;
 };
 
 void CgCommand::add_options(CLI::App& app) {
   app.add_option("--method", method, detail::method_help(methods()))->capture_default_str();
-  app.add_option("--pc", pc, "Preconditioner: none | jacobi | bjacobi-ic0")->capture_default_str();
+  app.add_option("--pc", pc,
+                 "Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted "
+                 "additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or "
+                 "elasticity3d) and solve each overlapping subdomain exactly")
+      ->capture_default_str();
+  overlap_opt_ = app.add_option("--overlap", overlap, "--pc asm, ras: layers of graph distance each subdomain extends by (>= 0)")
+                     ->capture_default_str();
+  local_solver_opt_ = app.add_option("--local-solver", local_solver,
+                                     "--pc asm, ras: the subdomain factorisation, " +
+                                         core::named_help(linalg::local_solver_names))
+                          ->capture_default_str();
   restart_opt_ = app.add_option("--restart", restart,
                                 "GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
                      ->capture_default_str();
@@ -134,9 +152,10 @@ void CgCommand::add_options(CLI::App& app) {
                      "--progress test's polls)")
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
-  app.add_option("--matrix", matrix_path,
-                 "Solve with this Matrix Market matrix (symmetric; positive definite for the CG methods)");
-  app.add_option("--rhs", rhs_path, "With --matrix: right-hand side as a Matrix Market vector (default A * 1)");
+  system_cli.add(app, "Solve this matrix's system (symmetric positive definite for the CG methods; gmres takes any)");
+  app.add_option("--export-system", export_dir,
+                 "Write the built-in problem's assembled system (DIR/A.petsc, DIR/b.petsc in this run's rank-major "
+                 "order, DIR/partition.txt: each row's rank) and exit");
   app.add_option("--local", local,
                  "Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, "
                  "elasticity3d 16)");
@@ -166,7 +185,7 @@ void CgCommand::add_options(CLI::App& app) {
   monitor_every_opt_ =
       app.add_option("--monitor-every", monitor_every, "Iterations between --monitor lines (implies --monitor)")
           ->capture_default_str();
-  output.add(app);
+  output.add(app, "With --matrix: write the solution vector in the file's row order (.npy, .mtx, PETSc binary .petsc/.bin/.dat)");
 }
 
 void CgCommand::finalise(MPI_Comm comm) {
@@ -204,7 +223,16 @@ void CgCommand::finalise(MPI_Comm comm) {
   s.pc_poll_interval = spmv.progress == linalg::Progress::test && s.doubling ? test_interval : 0;
   transport_cli.apply(spmv.transport);
 
-  from_matrix = !matrix_path.empty();
+  system_cli.check();
+  from_matrix = system_cli.given();
+  if (overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", overlap));
+  s.pc_overlap = overlap;
+  s.pc_local_solver = linalg::parse_local_solver(local_solver);
+  if (!solvers::is_schwarz(s.pc) && ((overlap_opt_ && overlap_opt_->count() > 0) ||
+                                     (local_solver_opt_ && local_solver_opt_->count() > 0)))
+    throw InputError("--overlap and --local-solver go with --pc asm or ras");
+  if (solvers::is_schwarz(s.pc) && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
+    operator_kind = "csr";  // the Schwarz preconditioners need the assembled matrix
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
   const bool operator_given = operator_opt_ && operator_opt_->count() > 0;
   if (from_matrix) {
@@ -212,14 +240,17 @@ void CgCommand::finalise(MPI_Comm comm) {
     if (operator_given) throw InputError("--operator applies to --problem poisson3d only, not to --matrix");
     if (!local.empty() || !global.empty() || (dims_opt_ && dims_opt_->count() > 0))
       throw InputError("--local, --global and --dims apply to the generated problems, not to --matrix");
+    if (!export_dir.empty()) throw InputError("--export-system writes a built-in problem, not --matrix");
     problem = "matrix";
     operator_kind = "csr";
   } else {
-    if (!rhs_path.empty()) throw InputError("--rhs goes with --matrix");
+    if (!output.save_path.empty()) throw InputError("--save goes with --matrix");
     if (problem == "poisson3d") {
       if (operator_kind.empty()) operator_kind = "matrix-free";
       if (operator_kind != "matrix-free" && operator_kind != "csr")
         throw InputError("--operator '" + operator_kind + "': unknown operator (expected matrix-free or csr)");
+      if (solvers::is_schwarz(s.pc) && operator_kind != "csr")
+        throw InputError("--pc " + pc + " needs an assembled matrix: --operator csr, not matrix-free");
     } else if (problem == "elasticity3d") {
       if (operator_given) throw InputError("--operator applies to --problem poisson3d only");
       operator_kind = "csr";
@@ -235,7 +266,8 @@ void CgCommand::finalise(MPI_Comm comm) {
     const std::string split = decomposition::check_split(global_points, process_grid);
     if (!split.empty()) throw InputError(split);
   }
-  output.check(comm);
+  if (from_matrix && !output.save_path.empty()) detail::check_vector_path(comm, output.save_path, "--save");
+  output.check(comm, /*field=*/false);
 }
 
 std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
@@ -248,8 +280,6 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"pc", pc},
           {"reduction", reduction},
           {"problem", problem},
-          {"matrix", matrix_path},
-          {"rhs", rhs_path},
           {"global", grid ? fmt::format("{}x{}x{}", g[0], g[1], g[2]) : ""},
           {"local", local_eff},
           {"dims", grid ? fmt::format("{}x{}x{}", d[0], d[1], d[2]) : ""},
@@ -271,6 +301,11 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
   if (solver.method == "gmres") out.emplace_back("restart", std::to_string(restart));
   output.effective(out);
   transport_cli.effective(out);
+  system_cli.effective(out);
+  if (solvers::is_schwarz(solver.pc)) {
+    out.push_back({"overlap", std::to_string(overlap)});
+    out.push_back({"local-solver", local_solver});
+  }
   return out;
 }
 
@@ -311,23 +346,28 @@ int CgCommand::run(MPI_Comm comm) {
   std::unique_ptr<decomposition::CartGrid> grid;
   std::unique_ptr<linalg::Operator> A;
   std::vector<double> b;
+  std::optional<detail::LoadedSystem> loaded;  // --matrix
+  linalg::DistributedCsr assembled;              // the matrix of a csr operator (asm, ras, --export-system)
   if (from_matrix) {
-    const linalg::DistributedCsr M = linalg::read_matrix_market(comm, matrix_path);
-    A = linalg::make_csr_operator(M, spmv);
-    if (!rhs_path.empty()) {
-      b = linalg::read_matrix_market_vector(comm, rhs_path, M);
-    } else {  // b = A * 1
-      const std::vector<double> ones(static_cast<std::size_t>(A->local_size()), 1.0);
-      b.assign(ones.size(), 0.0);
-      A->apply(ones, b);
-    }
+    loaded = detail::load_system(comm, system_cli);
+    // The CG methods need a symmetric matrix: a non-symmetric one would be solved wrongly, not refused.
+    const bool symmetric = method == "gmres" || linalg::is_symmetric(loaded->system.A);
+    agree_or_throw(comm, symmetric,
+                   fmt::format("{}: the matrix is not symmetric, and --method {} needs a symmetric positive definite "
+                               "matrix: use --method gmres",
+                               system_cli.matrix, method));
+    A = linalg::make_csr_operator(loaded->system.A, spmv);
+    b = loaded->b;
+    solver.pc_matrix = &loaded->system.A;
   } else {
     grid = std::make_unique<decomposition::CartGrid>(comm, global_points, process_grid);
     if (problem == "poisson3d") {
-      if (operator_kind == "csr")
-        A = linalg::make_csr_operator(problems::assemble_poisson3d(*grid), spmv);
-      else
+      if (operator_kind == "csr") {
+        assembled = problems::assemble_poisson3d(*grid);
+        A = linalg::make_csr_operator(assembled, spmv);
+      } else {
         A = problems::make_poisson3d_operator(*grid, spmv);
+      }
       b = problems::poisson3d_rhs(*grid);
     } else {
       problems::ElasticityParams p;
@@ -337,6 +377,17 @@ int CgCommand::run(MPI_Comm comm) {
       auto sys = problems::assemble_elasticity3d(*grid, p);
       A = linalg::make_csr_operator(sys.A, spmv);
       b = std::move(sys.b);
+      assembled = linalg::scalar_csr(sys.A);  // the Schwarz subdomains and the export work in scalar rows
+    }
+    if (!assembled.row_ptr.empty()) solver.pc_matrix = &assembled;
+    if (!export_dir.empty()) {
+      if (assembled.row_ptr.empty()) assembled = problems::assemble_poisson3d(*grid);
+      const std::vector<int> part(static_cast<std::size_t>(assembled.local_rows()), rank);
+      detail::export_system(comm, export_dir, assembled, b, part);
+      if (rank == 0 && !output.quiet)
+        fmt::print("desync {}: wrote {}/A.petsc ({} rows, rank-major order), b.petsc and partition.txt\n", name_,
+                   export_dir, assembled.global_rows());
+      return exit_converged;
     }
   }
   std::vector<double> x(static_cast<std::size_t>(A->local_size()), 0.0);
@@ -393,9 +444,9 @@ int CgCommand::run(MPI_Comm comm) {
       r.setup_lines.push_back({"global size", fmt::format("{}x{}x{} {}, {} unknowns, local {}", g[0], g[1], g[2],
                                                           problem == "elasticity3d" ? "nodes" : "points", r.unknowns,
                                                           detail::local_sizes(g, grid->dims()))});
-    } else {
-      r.setup_lines.push_back({"global size", fmt::format("{} unknowns", r.unknowns)});
     }
+    if (!result.pc_description.empty() && solvers::is_schwarz(solver.pc))
+      r.setup_lines.push_back({"preconditioner", result.pc_description});
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
     r.performance_lines.push_back({"per iteration", fmt::format("{:.3f} ms (wall time / iterations)", 1e3 * per_it)});
     r.performance_lines.push_back(
@@ -403,7 +454,9 @@ int CgCommand::run(MPI_Comm comm) {
     r.residual_note = fmt::format(" (recursive ||r||/||b||; ||b|| = {:.6e})", result.b_norm);
 
     nlohmann::json details;
+    if (loaded) detail::describe_system(r, details, *loaded, system_cli);
     details["pc"] = pc_name;
+    details["pc_description"] = result.pc_description;
     details["reduction"] = red;
     details["engine"] = engine;
     details["transport"] = engine == "p2p" ? transport_cli.kind() : engine;
@@ -417,7 +470,11 @@ int CgCommand::run(MPI_Comm comm) {
     details["messages_per_iteration"] = {{"sent", sent / n}, {"received", received / n}};
     r.details = details.dump();
   }
-  return finish_run(comm, r, output.quiet, output.json_path);
+  const std::string io_error =
+      loaded && !output.save_path.empty()
+          ? detail::output_error(rank, [&] { detail::save_solution(comm, *loaded, x, output.save_path); })
+          : "";
+  return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
 std::unique_ptr<SolverCommand> create_krylov() { return std::make_unique<CgCommand>("krylov"); }

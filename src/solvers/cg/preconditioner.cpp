@@ -15,8 +15,7 @@ std::string pc_cost_kind(PcKind kind) { return std::string("pc.") + to_string(ki
 
 std::vector<std::string> pc_cost_kinds() {
   std::vector<std::string> kinds;
-  for (const auto& k : pc_names)
-    if (!is_schwarz(k.value)) kinds.push_back(pc_cost_kind(k.value));
+  for (const auto& k : pc_names) kinds.push_back(pc_cost_kind(k.value));
   return kinds;
 }
 

@@ -46,10 +46,8 @@ inline const char* to_string(PcKind kind) { return core::name_of(pc_names, kind)
 inline PcKind parse_pc(const std::string& name) { return core::parse_named(pc_names, name, "--pc", "preconditioner"); }
 /// The simulation cost kind of an application of `kind`, per row: "pc.<name>" (core/simulation.hpp).
 std::string pc_cost_kind(PcKind kind);
-/// Those of every preconditioner but asm and ras: the simulated cluster's recorded cost models
-/// (docs/data) have no pc.asm / pc.ras, and a declared kind is required of every model. Their
-/// applications still charge pc_cost_kind (looked up when charged; the run layer may declare them
-/// optional).
+/// Those of every preconditioner (the run layer declares pc.asm and pc.ras optional: cost models
+/// recorded before them lack them, run/registry.cpp).
 std::vector<std::string> pc_cost_kinds();
 
 /// Set-up failure of a preconditioner on this rank (a zero, negative or non-finite pivot or
