@@ -8,6 +8,7 @@
 
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
+#include "desync/linalg/ghost_requests.hpp"
 
 namespace desync::linalg {
 
@@ -116,41 +117,9 @@ CsrOperator::CsrOperator(const DistributedCsr& A, const SpmvConfig& cfg) : comm_
   }
 
   // Who owns each ghost; tell the owners which of their entries are needed here.
-  std::vector<int> need(static_cast<std::size_t>(nranks), 0), give(need.size(), 0);
-  for (std::int64_t g : ghosts) {
-    const auto owner = std::upper_bound(A.row_offsets.begin(), A.row_offsets.end(), g) - A.row_offsets.begin() - 1;
-    ++need[static_cast<std::size_t>(owner)];
-  }
-  MPI_Alltoall(need.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm_);
-  std::vector<int> need_displs(need.size() + 1, 0), give_displs(give.size() + 1, 0);
-  for (std::size_t q = 0; q < need.size(); ++q) {
-    need_displs[q + 1] = need_displs[q] + need[q];
-    give_displs[q + 1] = give_displs[q] + give[q];
-  }
-  std::vector<std::int64_t> requested(static_cast<std::size_t>(give_displs.back()));
-  MPI_Alltoallv(ghosts.data(), need.data(), need_displs.data(), MPI_INT64_T, requested.data(), give.data(),
-                give_displs.data(), MPI_INT64_T, comm_);
+  const GhostRequests requests = request_entries(comm_, A.row_offsets, ghosts);
   bool requests_ok = true;
-  comm::GhostPlanSpec spec;
-  for (int q = 0; q < nranks; ++q) {
-    const auto uq = static_cast<std::size_t>(q);
-    if (give[uq] > 0) {
-      spec.send_ranks.push_back(q);
-      for (int m = give_displs[uq]; m < give_displs[uq + 1]; ++m) {
-        const std::int64_t g = requested[static_cast<std::size_t>(m)];
-        if (g < first || g >= last) {
-          requests_ok = false;
-          continue;
-        }
-        for (int b = 0; b < bs_; ++b) spec.send_index.push_back(static_cast<std::int32_t>((g - first) * bs_ + b));
-      }
-      spec.send_offsets.push_back(static_cast<int>(spec.send_index.size()));
-    }
-    if (need[uq] > 0) {
-      spec.recv_ranks.push_back(q);
-      spec.recv_offsets.push_back(spec.recv_offsets.back() + need[uq] * bs_);
-    }
-  }
+  comm::GhostPlanSpec spec = requests.plan_spec(first, last, bs_, requests_ok);
   agree_or_throw(comm_, requests_ok, "csr operator: a rank asked for entries another rank does not own");
   exchange_ = std::make_unique<comm::GhostExchange>(comm_, std::move(spec), cfg_.engine, cfg_.progress,
                                                   cfg_.transport);

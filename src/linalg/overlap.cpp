@@ -12,6 +12,7 @@
 
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/linalg/ghost_requests.hpp"
 #include "desync/linalg/sparse_cholesky.hpp"
 
 namespace desync::linalg {
@@ -19,10 +20,6 @@ namespace desync::linalg {
 namespace {
 
 using Index = std::int64_t;
-
-int owner_of(const std::vector<Index>& offsets, Index g) {
-  return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), g) - offsets.begin() - 1);
-}
 
 std::vector<int> displacements(const std::vector<int>& counts) {
   std::vector<int> d(counts.size() + 1, 0);
@@ -43,13 +40,9 @@ struct Rows {
 Rows fetch_rows(MPI_Comm comm, const std::vector<Index>& offsets, Index first, const std::vector<Index>& requested,
                 const Rows& mine, bool with_values) {
   const std::size_t nranks = offsets.size() - 1;
-  std::vector<int> need(nranks, 0), give(nranks, 0);
-  for (Index g : requested) ++need[static_cast<std::size_t>(owner_of(offsets, g))];
-  MPI_Alltoall(need.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
-  const auto nd = displacements(need), gd = displacements(give);
-  std::vector<Index> asked(static_cast<std::size_t>(gd.back()));
-  MPI_Alltoallv(requested.data(), need.data(), nd.data(), MPI_INT64_T, asked.data(), give.data(), gd.data(),
-                MPI_INT64_T, comm);
+  const GhostRequests req = request_entries(comm, offsets, requested);
+  const auto &need = req.need, &give = req.give, &nd = req.need_displs, &gd = req.give_displs;
+  const auto& asked = req.asked;
   // The answers: per asked row its length, then the entries, in the order asked.
   std::vector<Index> lengths(asked.size());
   std::vector<int> entries_out(nranks, 0), entries_in(nranks, 0);
@@ -87,27 +80,9 @@ Rows fetch_rows(MPI_Comm comm, const std::vector<Index>& offsets, Index first, c
 /// wanted[k] (callers remap them).
 comm::HaloPlan plan_for(MPI_Comm comm, const std::vector<Index>& offsets, Index first,
                         const std::vector<Index>& wanted) {
-  const std::size_t nranks = offsets.size() - 1;
-  std::vector<int> need(nranks, 0), give(nranks, 0);
-  for (Index g : wanted) ++need[static_cast<std::size_t>(owner_of(offsets, g))];
-  MPI_Alltoall(need.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm);
-  const auto nd = displacements(need), gd = displacements(give);
-  std::vector<Index> asked(static_cast<std::size_t>(gd.back()));
-  MPI_Alltoallv(wanted.data(), need.data(), nd.data(), MPI_INT64_T, asked.data(), give.data(), gd.data(),
-                MPI_INT64_T, comm);
-  comm::GhostPlanSpec spec;
-  for (std::size_t q = 0; q < nranks; ++q) {
-    if (give[q] > 0) {
-      spec.send_ranks.push_back(static_cast<int>(q));
-      for (int m = gd[q]; m < gd[q + 1]; ++m)
-        spec.send_index.push_back(static_cast<std::int32_t>(asked[static_cast<std::size_t>(m)] - first));
-      spec.send_offsets.push_back(static_cast<int>(spec.send_index.size()));
-    }
-    if (need[q] > 0) {  // wanted is ascending, hence grouped by owner in rank order
-      spec.recv_ranks.push_back(static_cast<int>(q));
-      spec.recv_offsets.push_back(nd[q + 1]);
-    }
-  }
+  bool ok = true;
+  const comm::GhostPlanSpec spec = request_entries(comm, offsets, wanted)
+                                       .plan_spec(first, std::numeric_limits<Index>::max(), 1, ok);
   return comm::make_ghost_plan(comm, spec);
 }
 

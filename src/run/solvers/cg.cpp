@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <nlohmann/json.hpp>
@@ -356,6 +357,21 @@ int CgCommand::run(MPI_Comm comm) {
                    fmt::format("{}: the matrix is not symmetric, and --method {} needs a symmetric positive definite "
                                "matrix: use --method gmres",
                                system_cli.matrix, method));
+    if (method != "gmres") {  // and positive definite: a diagonal entry <= 0 rules that out
+      const auto& M = loaded->system.A;
+      std::int64_t bad = std::numeric_limits<std::int64_t>::max();
+      for (std::int64_t i = 0; i < M.local_rows() && bad == std::numeric_limits<std::int64_t>::max(); ++i) {
+        double d = 0;
+        for (auto p = M.row_ptr[static_cast<std::size_t>(i)]; p < M.row_ptr[static_cast<std::size_t>(i) + 1]; ++p)
+          if (M.col[static_cast<std::size_t>(p)] == M.first_block_row() + i) d = M.val[static_cast<std::size_t>(p)];
+        if (!(d > 0)) bad = loaded->system.original_row[static_cast<std::size_t>(i)];
+      }
+      MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT64_T, MPI_MIN, comm);
+      agree_or_throw(comm, bad == std::numeric_limits<std::int64_t>::max(),
+                     fmt::format("{}: row {} (0-based) has a diagonal entry <= 0, so the matrix is not positive "
+                                 "definite, which --method {} needs: use --method gmres",
+                                 system_cli.matrix, bad, method));
+    }
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
     solver.pc_matrix = &loaded->system.A;

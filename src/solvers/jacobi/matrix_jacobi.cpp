@@ -19,6 +19,7 @@
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/linalg/ghost_requests.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
 
 namespace desync::solvers {
@@ -172,41 +173,17 @@ class MatrixJacobiRun : public LocalIteration {
     const bool fits = n_ + static_cast<std::int64_t>(ghosts.size()) <= std::numeric_limits<std::int32_t>::max();
     agree_or_throw(comm_, fits, "matrix Jacobi: too many owned plus ghost columns on one rank for 32-bit indices");
 
-    std::vector<int> need(static_cast<std::size_t>(nranks), 0), give(need.size(), 0);
-    for (std::int64_t g : ghosts) {
-      const auto owner = std::upper_bound(A_.row_offsets.begin(), A_.row_offsets.end(), g) - A_.row_offsets.begin() - 1;
-      ++need[static_cast<std::size_t>(owner)];
-    }
-    MPI_Alltoall(need.data(), 1, MPI_INT, give.data(), 1, MPI_INT, comm_);
-    std::vector<int> need_displs(need.size() + 1, 0), give_displs(give.size() + 1, 0);
-    for (std::size_t q = 0; q < need.size(); ++q) {
-      need_displs[q + 1] = need_displs[q] + need[q];
-      give_displs[q + 1] = give_displs[q] + give[q];
-    }
-    std::vector<std::int64_t> requested(static_cast<std::size_t>(give_displs.back()));
-    MPI_Alltoallv(ghosts.data(), need.data(), need_displs.data(), MPI_INT64_T, requested.data(), give.data(),
-                  give_displs.data(), MPI_INT64_T, comm_);
+    const linalg::GhostRequests requests = linalg::request_entries(comm_, A_.row_offsets, ghosts);
     // The owners answer with the keys of the rows asked for (the one exchange of keys at set-up).
-    std::vector<std::int64_t> answered(requested.size());
-    for (std::size_t m = 0; m < requested.size(); ++m)
-      answered[m] = own_key[static_cast<std::size_t>(requested[m] - first)];
+    std::vector<std::int64_t> answered(requests.asked.size());
+    for (std::size_t m = 0; m < requests.asked.size(); ++m)
+      answered[m] = own_key[static_cast<std::size_t>(requests.asked[m] - first)];
     std::vector<std::int64_t> ghost_key(ghosts.size());
-    MPI_Alltoallv(answered.data(), give.data(), give_displs.data(), MPI_INT64_T, ghost_key.data(), need.data(),
-                  need_displs.data(), MPI_INT64_T, comm_);
-    comm::GhostPlanSpec spec;
-    for (int q = 0; q < nranks; ++q) {
-      const auto uq = static_cast<std::size_t>(q);
-      if (give[uq] > 0) {
-        spec.send_ranks.push_back(q);
-        for (int m = give_displs[uq]; m < give_displs[uq + 1]; ++m)
-          spec.send_index.push_back(static_cast<std::int32_t>(requested[static_cast<std::size_t>(m)] - first));
-        spec.send_offsets.push_back(static_cast<int>(spec.send_index.size()));
-      }
-      if (need[uq] > 0) {
-        spec.recv_ranks.push_back(q);
-        spec.recv_offsets.push_back(spec.recv_offsets.back() + need[uq]);
-      }
-    }
+    MPI_Alltoallv(answered.data(), requests.give.data(), requests.give_displs.data(), MPI_INT64_T, ghost_key.data(),
+                  requests.need.data(), requests.need_displs.data(), MPI_INT64_T, comm_);
+    bool requests_ok = true;
+    const comm::GhostPlanSpec spec = requests.plan_spec(first, last, 1, requests_ok);
+    agree_or_throw(comm_, requests_ok, "matrix Jacobi: a rank asked for entries another rank does not own");
     plan_ = comm::make_ghost_plan(comm_, spec);
     ghost_.assign(ghosts.size(), 0.0);
 

@@ -13,23 +13,24 @@
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
+#include "subdomain_iteration.hpp"
 
 namespace desync::solvers {
 
 namespace {
 
 // One rank's run: the driver's loops around a subdomain solve (LocalIteration).
-class AlgebraicSchwarzRun : public LocalIteration {
+class AlgebraicSchwarzRun : public detail::SubdomainIteration {
  public:
   AlgebraicSchwarzRun(const linalg::DistributedCsr& A, std::span<const double> b, std::span<const double> x0,
                       const AlgebraicSchwarzOptions& o, const DriverOptions& it)
-      : comm_(A.comm), opt_(o), sub_(A, o.overlap_options()), n_(static_cast<std::size_t>(sub_.size())),
-        own_(static_cast<std::size_t>(sub_.own_begin())), owned_(static_cast<std::size_t>(sub_.owned())),
-        x_(n_ + 1, 0.0), next_(n_ + 1, 0.0), rhs_(n_, 0.0), b_ext_(n_, 0.0),
-        ghost_(sub_.ghosts().size() + sub_.ghost_plan().neighbours.size(), 0.0),
-        carry_(!it.detect_termination && !it.asynchronous && it.iteration.time_limit > 0),
-        driver_(A.comm, it, *this) {
+      : opt_(o), sub_(A, o.overlap_options()), own_(static_cast<std::size_t>(sub_.own_begin())),
+        owned_(static_cast<std::size_t>(sub_.owned())), rhs_(static_cast<std::size_t>(sub_.size()), 0.0),
+        b_ext_(static_cast<std::size_t>(sub_.size()), 0.0), driver_(A.comm, it, *this) {
     setup_s_ = setup_.seconds();
+    // Omega_p's values; the plan sends the owned rows, from x_[own_].
+    init_subdomain(A.comm, sub_.ghost_plan(), static_cast<std::size_t>(sub_.size()), own_, sub_.ghosts().size(),
+                   o.transport, o.wait_all, !it.detect_termination && !it.asynchronous && it.iteration.time_limit > 0);
     // b on Omega_p (its rows not owned from their owners), and the ghosts of the initial guess:
     // one synchronous exchange each, at set-up.
     std::copy(b.begin(), b.end(), b_ext_.begin() + static_cast<std::ptrdiff_t>(own_));
@@ -40,16 +41,11 @@ class AlgebraicSchwarzRun : public LocalIteration {
       ex.close();
     }
     std::copy(x0.begin(), x0.end(), x_.begin() + static_cast<std::ptrdiff_t>(own_));
-    {
-      comm::PlanExchange ex(comm_, sub_.ghost_plan(), exchange_config(comm::HaloMode::sync));
-      ex.start(x_.data() + own_, 0);
-      ex.finish(ghost_.data(), 0);
-      ex.close();
-    }
+    ghost_ = current_ghosts();
     auto& st = driver_.stats();
     st.rank = sub_.rank();
     st.local = {static_cast<int>(owned_), 1, 1};
-    st.neighbours = sub_.ghost_plan().remote_peers();
+    st.neighbours = plan_.remote_peers();
     driver_.start();
   }
 
@@ -85,52 +81,12 @@ class AlgebraicSchwarzRun : public LocalIteration {
   // The global residual of the current iterate: the owners' values at the ghosts, exchanged
   // synchronously, then every rank's own rows.
   double true_residual_sq() override {
-    comm::PlanExchange ex(comm_, sub_.ghost_plan(), exchange_config(comm::HaloMode::sync));
-    std::vector<double> ghost(ghost_.size(), 0.0);
-    ex.start(x_.data() + own_, 0);
-    ex.finish(ghost.data(), 0);
-    ex.close();
+    const std::vector<double> ghost = current_ghosts();
     const double r2 = sub_.local_residual_sq(b_ext_.data(), x_.data(), ghost.data());
     core::charge("schwarz.residual", static_cast<double>(owned_));
     return r2;
   }
 
-  comm::PlanExchangeConfig exchange_config(comm::HaloMode mode) const {
-    comm::PlanExchangeConfig c;
-    c.mode = mode;
-    c.transport = opt_.transport;  // sync: one message in flight (the plan exchange's rule)
-    c.wait_all = opt_.wait_all;
-    return c;
-  }
-
-  void open_exchange(IterationPhase phase, bool synchronous) override {
-    exchange_.reset();
-    const bool carrying = carry_ && synchronous && phase == IterationPhase::main;
-    exchange_.emplace(comm_, carrying ? carrying_plan() : sub_.ghost_plan(),
-                      exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async));
-  }
-  // The plan with one more entry each way per neighbour: x_[n_] goes out, the neighbour's lands in
-  // ghost_[ghosts + its index]. Every neighbour entry exists at both ends (make_ghost_plan lists a
-  // peer that only sends or only receives on both sides), so both ends add it.
-  comm::HaloPlan carrying_plan() const {
-    comm::HaloPlan p = sub_.ghost_plan();
-    for (std::size_t j = 0; j < p.neighbours.size(); ++j) {
-      p.neighbours[j].send.push_back(static_cast<std::int32_t>(n_ - own_));  // offsets from x_ + own_
-      p.neighbours[j].recv.push_back(static_cast<std::int32_t>(sub_.ghosts().size() + j));
-    }
-    return p;
-  }
-  // The last iteration travels as a double (exact up to 2^53), none as +inf.
-  std::int64_t exchange_carrying(std::int64_t it, std::int64_t level) override {
-    constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
-    x_[n_] = level == none ? HUGE_VAL : static_cast<double>(level);
-    exchange(it);
-    for (std::size_t j = 0; j < sub_.ghost_plan().neighbours.size(); ++j) {
-      const double v = ghost_[sub_.ghosts().size() + j];
-      if (v < static_cast<double>(level)) level = static_cast<std::int64_t>(v);
-    }
-    return level;
-  }
   // Without structure, ranks - 1 exchanges bound the distance between any two ranks of a
   // connected neighbour graph.
   int exchange_hops() const override {
@@ -138,18 +94,6 @@ class AlgebraicSchwarzRun : public LocalIteration {
     MPI_Comm_size(comm_, &n);
     return n - 1;
   }
-  // Section 4.1: send the values the other ranks read, wait for theirs of the same iteration.
-  void exchange(std::int64_t it) override {
-    exchange_->start(x_.data() + own_, it);
-    exchange_->finish(ghost_.data(), it);
-  }
-  void refresh() override { exchange_->install(ghost_.data()); }
-  // Section 4.2: push the newest values; pull whatever newest whole messages have arrived.
-  void push(std::int64_t it) override { exchange_->start(x_.data() + own_, it); }
-  void pull(std::int64_t it) override { exchange_->finish(ghost_.data(), it); }
-  comm::ExchangeStats exchange_stats() const override { return exchange_->stats(); }
-  void close_exchange() override { exchange_->close(); }
-
   double update(std::int64_t, bool want_residual) override {
     double r2 = 0;
     if (want_residual) {
@@ -167,24 +111,18 @@ class AlgebraicSchwarzRun : public LocalIteration {
     solve_s_ += t_solve.seconds();
     return r2;
   }
-  // u_i <- y_p,i on the own rows (the rest of y_p is read by nobody: restricted Schwarz).
-  void advance() override { std::swap(x_, next_); }
+  // advance(): u_i <- y_p,i on the own rows (the rest of y_p is read by nobody: restricted Schwarz).
   void perturb(double value) override { x_[own_] = value; }
   // The candidate is A_p^-1 rhs, rhs from b and the ghosts alone, except where the Robin data reads
   // an owned u_i (overlap 0 with robin > 0).
   bool update_repeats_without_new_data() const override { return opt_.robin == 0 || opt_.overlap > 0; }
 
-  MPI_Comm comm_;
   const AlgebraicSchwarzOptions& opt_;
   core::Stopwatch setup_;
   linalg::OverlappingSubdomain sub_;
   double setup_s_ = 0;
-  std::size_t n_, own_, owned_;  // |Omega_p|, where the owned rows start in it, how many
-  // x_ and next_ hold one more entry, x_[n_], the number exchange_carrying sends; ghost_ one per
-  // neighbour after the ghosts, the numbers received.
-  std::vector<double> x_, next_, rhs_, b_ext_, ghost_;
-  bool carry_;
-  std::optional<comm::PlanExchange> exchange_;
+  std::size_t own_, owned_;  // where the owned rows start in Omega_p, how many
+  std::vector<double> rhs_, b_ext_;
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
   IterationDriver driver_;
 };

@@ -19,6 +19,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/problems/poisson2d.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
+#include "subdomain_iteration.hpp"
 #include "desync/core/simulation.hpp"
 
 namespace desync::solvers {
@@ -244,15 +245,15 @@ comm::HaloPlan make_schwarz_plan(const decomposition::CartGrid& grid, int overla
 namespace {
 
 // One rank's run: the driver's loops around a subdomain solve (LocalIteration).
-class SchwarzRun : public LocalIteration {
+class SchwarzRun : public detail::SubdomainIteration {
  public:
   SchwarzRun(const decomposition::CartGrid& grid, const SchwarzOptions& o, const DriverOptions& it)
       : grid_(grid), opt_(o), sub_(make_schwarz_subdomain(grid, grid.coords(), o.overlap, o.alpha, o.problem)),
-        plan_(make_schwarz_plan(grid, o.overlap, o.alpha, o.problem)),
-        n_(sub_.rhs_fixed.size()), x_(n_ + 1, 0.0), next_(n_ + 1, 0.0), rhs_(n_, 0.0),
-        ghost_(sub_.ghosts.size() + plan_.neighbours.size(), 0.0),
-        carry_(!it.detect_termination && !it.asynchronous && it.iteration.time_limit > 0),
-        driver_(grid.comm(), it, *this) {
+        rhs_(sub_.rhs_fixed.size(), 0.0), driver_(grid.comm(), it, *this) {
+    // The subdomain's values on ext, sent from x_ itself; the ghosts of the Robin data and the residual.
+    init_subdomain(grid.comm(), make_schwarz_plan(grid, o.overlap, o.alpha, o.problem), sub_.rhs_fixed.size(), 0,
+                   sub_.ghosts.size(), o.transport, o.wait_all,
+                   !it.detect_termination && !it.asynchronous && it.iteration.time_limit > 0);
     std::string failure;
     try {
       chol_.emplace(sub_.matrix);
@@ -297,68 +298,17 @@ class SchwarzRun : public LocalIteration {
   // The global residual of the assembled iterate: the owners' values at the ghosts, exchanged
   // synchronously, then every block's rows.
   double true_residual_sq() override {
-    comm::PlanExchange ex(grid_.comm(), plan_, exchange_config(comm::HaloMode::sync));
-    std::vector<double> ghost(ghost_.size(), 0.0);
-    ex.start(x_.data(), 0);
-    ex.finish(ghost.data(), 0);
-    ex.close();
+    const std::vector<double> ghost = current_ghosts();
     const double r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost.data());
     core::charge("schwarz.residual", static_cast<double>(n_));  // simulated cluster: its cost
     return r2;
   }
 
-  comm::PlanExchangeConfig exchange_config(comm::HaloMode mode) const {
-    comm::PlanExchangeConfig c;
-    c.mode = mode;
-    c.transport = opt_.transport;  // sync: one message in flight (the plan exchange's rule)
-    c.wait_all = opt_.wait_all;
-    return c;
-  }
-
-  void open_exchange(IterationPhase phase, bool synchronous) override {
-    exchange_.reset();
-    const bool carrying = carry_ && synchronous && phase == IterationPhase::main;
-    exchange_.emplace(grid_.comm(), carrying ? carrying_plan() : plan_,
-                      exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async));
-  }
-  // The plan with one more entry each way per neighbour: x_[n_] goes out, the neighbour's lands in
-  // ghost_[ghosts + its index] (the plan is symmetric: both ends add it).
-  comm::HaloPlan carrying_plan() const {
-    comm::HaloPlan p = plan_;
-    for (std::size_t j = 0; j < p.neighbours.size(); ++j) {
-      p.neighbours[j].send.push_back(static_cast<std::int32_t>(n_));
-      p.neighbours[j].recv.push_back(static_cast<std::int32_t>(sub_.ghosts.size() + j));
-    }
-    return p;
-  }
-  // The last iteration travels as a double (exact up to 2^53), none as +inf.
-  std::int64_t exchange_carrying(std::int64_t it, std::int64_t level) override {
-    constexpr std::int64_t none = std::numeric_limits<std::int64_t>::max();
-    x_[n_] = level == none ? HUGE_VAL : static_cast<double>(level);
-    exchange(it);
-    for (std::size_t j = 0; j < plan_.neighbours.size(); ++j) {
-      const double v = ghost_[sub_.ghosts.size() + j];
-      if (v < static_cast<double>(level)) level = static_cast<std::int64_t>(v);
-    }
-    return level;
-  }
   // Every face neighbour exchanges values (overlap >= 1): hops along the faces bound the distance.
   int exchange_hops() const override {
     const auto& d = grid_.dims();
     return (d[0] - 1) + (d[1] - 1) + (d[2] - 1);
   }
-  // Section 4.1: send the values the neighbours need, wait for theirs of the same iteration.
-  void exchange(std::int64_t it) override {
-    exchange_->start(x_.data(), it);
-    exchange_->finish(ghost_.data(), it);
-  }
-  void refresh() override { exchange_->install(ghost_.data()); }
-  // Section 4.2: push the newest values; pull whatever newest whole messages have arrived.
-  void push(std::int64_t it) override { exchange_->start(x_.data(), it); }
-  void pull(std::int64_t it) override { exchange_->finish(ghost_.data(), it); }
-  comm::ExchangeStats exchange_stats() const override { return exchange_->stats(); }
-  void close_exchange() override { exchange_->close(); }
-
   double update(std::int64_t, bool want_residual) override {
     double r2 = 0;
     if (want_residual) {
@@ -379,7 +329,6 @@ class SchwarzRun : public LocalIteration {
     solve_s_ += t_solve.seconds();
     return r2;
   }
-  void advance() override { std::swap(x_, next_); }
   void perturb(double value) override { x_[static_cast<std::size_t>(sub_.block_ext[0])] = value; }
   // The candidate is A_p^{-1} (b_p + Robin data of the ghosts): the external values alone decide it.
   bool update_repeats_without_new_data() const override { return true; }
@@ -387,14 +336,8 @@ class SchwarzRun : public LocalIteration {
   const decomposition::CartGrid& grid_;
   const SchwarzOptions& opt_;
   SchwarzSubdomain sub_;
-  comm::HaloPlan plan_;
-  std::size_t n_;  // points of the extended subdomain
-  // x_ and next_ hold one more entry, x_[n_], the number exchange_carrying sends; ghost_ one per
-  // neighbour after the ghosts, the numbers received.
-  std::vector<double> x_, next_, rhs_, ghost_;
-  bool carry_;  // the synchronous main phase carries the last iteration (no termination detection, a time limit)
+  std::vector<double> rhs_;
   std::optional<linalg::SparseCholesky> chol_;
-  std::optional<comm::PlanExchange> exchange_;
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
   IterationDriver driver_;
 };

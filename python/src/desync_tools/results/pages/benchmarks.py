@@ -791,3 +791,171 @@ def ba_sweep_spread(data):
     vals = [v for t in _ba_rounds(data, "old") + _ba_rounds(data, "new") for v in [_ba_sweep(data, t, 1)]
             if v is not None and not math.isnan(v)]
     return f"{min(vals):.2f}–{max(vals):.2f}"
+
+
+# ---------------------------------------------------------------- matrices from files beside PETSc
+
+MATRIX_NP2 = "benchmarks/matrix-compare-np2.json"     # bench/matrix_compare.py, 2 ranks, groups a, b, c, e
+MATRIX_NP4 = "benchmarks/matrix-compare-np4.json"     # the same at 4 ranks (more ranks than cores: iterations)
+MATRIX_ASYNC = "benchmarks/matrix-compare-async.json"  # group d: desync sync against async, 2 ranks
+ITERATION_SLACK = 2   # desync's iterations within this many of PETSc's
+TIME_TARGET = 1.0     # desync's time per iteration at most this many times PETSc's
+# (group, desync configuration, PETSc configuration, column title)
+MATRIX_PAIRS = [("a", "schwarz-sync", "rich-ras-localstop", "Richardson + RAS"),
+                ("b", "gmres-ras", "gmres-ras", "GMRES + RAS"),
+                ("c", "cg-asm", "cg-asm", "CG + ASM")]
+
+
+def _matrix_row(doc, side, config, matrix):
+    for r in doc["summary"]:
+        if (r["side"], r["config"], r["matrix"]) == (side, config, matrix) and "solve_median" in r:
+            return r
+    return None
+
+
+def _matrix_names(doc):
+    """The matrices run, in the manifest's order."""
+    run = list(dict.fromkeys(r["matrix"] for r in doc["summary"]))
+    listed = [m["name"] for m in (doc.get("manifest") or {}).get("matrices", [])]
+    return [m for m in listed if m in run] + [m for m in run if m not in listed]
+
+
+def _petsc_partner(doc, pname, matrix):
+    """PETSc's row for a pair, and whether it is the fallback: Richardson with the every-rank-local
+    stopping rule where it converged, else with the global rule (a rank whose b_p is 0 never meets the
+    local rule in PETSc's driver)."""
+    p = _matrix_row(doc, "petsc", pname, matrix)
+    if pname == "rich-ras-localstop" and (not p or p["converged"] < p["ok"]):
+        return _matrix_row(doc, "petsc", "rich-ras", matrix), True
+    return p, False
+
+
+def _matrix_pair_cells(doc, matrix, with_time=True):
+    cells = []
+    for _, dname, pname, _ in MATRIX_PAIRS:
+        d = _matrix_row(doc, "desync", dname, matrix)
+        p, fallback = _petsc_partner(doc, pname, matrix)
+        if not d or not p:
+            cells += ["–"] * (2 if with_time else 1)
+            continue
+        cells.append(f"{d['iterations']:g} / {p['iterations']:g}" + ("†" if fallback else ""))
+        if with_time:
+            cells.append(fixed(d["seconds_per_iteration"] / p["seconds_per_iteration"], 2))
+    return cells
+
+
+def _gamg_cell(doc, matrix):
+    g = _matrix_row(doc, "petsc", "cg-gamg", matrix)
+    return "–" if not g else f"{g['iterations']:g} ({fmt(g['solve_median'], 2)} s)"
+
+
+@table("benchmarks.matrix_petsc")
+def matrix_petsc(data):
+    doc = data.json(MATRIX_NP2)
+    rows = []
+    for m in _matrix_names(doc):
+        rows.append([f"`{m}`", *_matrix_pair_cells(doc, m), _gamg_cell(doc, m)])
+    heads = ["matrix"]
+    for _, _, _, title in MATRIX_PAIRS:
+        heads += [f"{title}: its desync / PETSc", "s/it ratio"]
+    return md_table(heads + ["PETSc CG + GAMG: its (solve)"], rows, "l" + "rr" * len(MATRIX_PAIRS) + "r")
+
+
+@table("benchmarks.matrix_petsc_np4")
+def matrix_petsc_np4(data):
+    doc = data.json(MATRIX_NP4)
+    rows = [[f"`{m}`", *_matrix_pair_cells(doc, m, with_time=False), _gamg_cell(doc, m).split(" (")[0]]
+            for m in _matrix_names(doc)]
+    return md_table(["matrix"] + [f"{t}: its desync / PETSc" for *_, t in MATRIX_PAIRS] + ["PETSc CG + GAMG its"],
+                    rows, "l" + "r" * (len(MATRIX_PAIRS) + 1))
+
+
+def _matrix_checks(doc):
+    """(iterations within the slack everywhere, the cases outside, time ratios above the target)."""
+    off, slow = [], []
+    for m in _matrix_names(doc):
+        for _, dname, pname, title in MATRIX_PAIRS:
+            d, (p, _) = _matrix_row(doc, "desync", dname, m), _petsc_partner(doc, pname, m)
+            if not d or not p:
+                continue
+            if abs(d["iterations"] - p["iterations"]) > ITERATION_SLACK:
+                off.append(f"{title} on `{m}` ({d['iterations']:g} against {p['iterations']:g})")
+            if "seconds_per_iteration" in p and p["seconds_per_iteration"]:
+                r = d["seconds_per_iteration"] / p["seconds_per_iteration"]
+                if r > TIME_TARGET:
+                    slow.append(f"{title} on `{m}` ({r:.2f})")
+    return off, slow
+
+
+@value("benchmarks.matrix_iterations_verdict")
+def matrix_iterations_verdict(data):
+    parts = []
+    for label, path in (("2 ranks", MATRIX_NP2), ("4 ranks", MATRIX_NP4)):
+        off, _ = _matrix_checks(data.json(path))
+        parts.append(f"{label}: " + ("every pair within ±2" if not off else "outside ±2: " + "; ".join(off)))
+    ok = all(not _matrix_checks(data.json(p))[0] for p in (MATRIX_NP2, MATRIX_NP4))
+    return f"{met(ok)} ({'; '.join(parts)})"
+
+
+@value("benchmarks.matrix_time_verdict")
+def matrix_time_verdict(data):
+    doc = data.json(MATRIX_NP2)
+    _, slow = _matrix_checks(doc)
+    ratios = []
+    for m in _matrix_names(doc):
+        for _, dname, pname, _ in MATRIX_PAIRS:
+            d, (p, _) = _matrix_row(doc, "desync", dname, m), _petsc_partner(doc, pname, m)
+            if d and p and p["seconds_per_iteration"]:
+                ratios.append(d["seconds_per_iteration"] / p["seconds_per_iteration"])
+    span = f"ratios {min(ratios):.2f} to {max(ratios):.2f}" if ratios else "no pairs"
+    return f"{met(not slow)} at 2 ranks ({span}" + ("" if not slow else "; above 1.0: " + "; ".join(slow)) + ")"
+
+
+@value("benchmarks.matrix_setup")
+def matrix_setup(data):
+    doc = data.json(MATRIX_NP2)
+    c = doc["config"]
+    version = doc.get("petsc_version")
+    version = ", ".join(version) if isinstance(version, list) else (version or "PETSc")
+    return (f"2 ranks (and 4, more ranks than cores, for the iteration counts), tolerance {c['tol']:g}, overlap "
+            f"{c['overlap']}, GMRES restart {c['restart']}, median of {c['reps']} interleaved repetitions, {version}")
+
+
+@value("benchmarks.matrix_setup_times")
+def matrix_setup_times(data):
+    doc = data.json(MATRIX_NP2)
+    parts = []
+    for m in _matrix_names(doc):
+        d = [r for r in doc["runs"] if r.get("ok") and r["matrix"] == m and r["side"] == "desync"
+             and r["config"] == "schwarz-sync" and r.get("setup_seconds") is not None]
+        p = [r for r in doc["runs"] if r.get("ok") and r["matrix"] == m and r["side"] == "petsc"
+             and r["config"] == "rich-ras" and r.get("setup_seconds") is not None]
+        if d and p:
+            parts.append(f"`{m}` {median([r['setup_seconds'] for r in d]):.2f} s against "
+                         f"{median([r['setup_seconds'] for r in p]):.2f} s")
+    return "; ".join(parts)
+
+
+ASYNC_PAIRS = [("jacobi", "Jacobi"), ("schwarz", "Schwarz")]
+
+
+def _async_cell(doc, matrix, name):
+    r = _matrix_row(doc, "desync", name, matrix)
+    if not r:
+        return "–"
+    conv = "" if r["converged"] == r["ok"] else " (not converged)"
+    return f"{fmt(r['solve_median'], 2)} s{conv}"
+
+
+@table("benchmarks.matrix_async")
+def matrix_async(data):
+    doc = data.json(MATRIX_ASYNC)
+    names = {r["config"] for r in doc["summary"]}
+    rows = []
+    for m in _matrix_names(doc):
+        for prefix, label in ASYNC_PAIRS:
+            configs = [c for c in (f"{prefix}-sync", f"{prefix}-async", f"{prefix}-sync-slow", f"{prefix}-async-slow")
+                       if c in names]
+            rows.append([f"`{m}`", label, *[_async_cell(doc, m, c) for c in configs]])
+    return md_table(["matrix", "method", "sync", "async", "sync, rank 1 slowed 2×", "async, rank 1 slowed 2×"], rows,
+                    "llrrrr")
