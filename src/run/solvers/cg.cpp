@@ -27,7 +27,6 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/local_solver.hpp"
-#include "desync/linalg/matrix_market.hpp"
 #include "desync/linalg/system_io.hpp"
 #include "desync/linalg/operator.hpp"
 #include "desync/problems/elasticity3d.hpp"

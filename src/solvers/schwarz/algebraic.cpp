@@ -139,16 +139,7 @@ AlgebraicSchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, 
                  fmt::format("--mode {}: schwarz runs sync or async", comm::to_string(o.mode)));
   agree_or_throw(A.comm, o.transport.max_in_flight >= 1,
                  fmt::format("--inflight {}: R must be >= 1", o.transport.max_in_flight));
-  DriverOptions it;
-  it.iteration = o.iteration;
-  it.asynchronous = o.asynchronous();
-  it.reduction = o.reduction;
-  it.stop_rule = StopRule::every_rank_local;
-  it.tree_termination = o.asynchronous() && o.tree_termination && o.detect_termination;
-  it.detect_termination = o.detect_termination;
-  it.termination_transport = o.transport;
-  it.idle = o.idle;
-  it.rank_history = true;
+  const DriverOptions it = detail::schwarz_driver_options(o);
   AlgebraicSchwarzRun run(A, b, x, o, it);
   AlgebraicSchwarzResult r = run.run();
   run.copy_out(x);

@@ -359,16 +359,7 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   if (grid.size() > 1 && o.overlap >= smallest)
     throw InputError(fmt::format("--overlap {}: must be smaller than the smallest block ({} points)", o.overlap,
                                  smallest));
-  DriverOptions it;
-  it.iteration = o.iteration;
-  it.asynchronous = o.asynchronous();
-  it.reduction = o.reduction;
-  it.stop_rule = StopRule::every_rank_local;
-  it.tree_termination = o.asynchronous() && o.tree_termination && o.detect_termination;
-  it.detect_termination = o.detect_termination;
-  it.termination_transport = o.transport;
-  it.idle = o.idle;
-  it.rank_history = true;  // the per-rank local residual histories (their Figures 15-16)
+  const DriverOptions it = detail::schwarz_driver_options(o);
   SchwarzRun run(grid, o, it);
   SchwarzResult r = run.run();
   u = run.block_values();

@@ -25,6 +25,24 @@
 
 namespace desync::solvers::detail {
 
+/// The driver's settings of a Schwarz run, grid or algebraic (SchwarzOptions, AlgebraicSchwarzOptions):
+/// every rank locally converged stops it (Yamazaki et al., 2019, section 4.3), with the tree
+/// termination in async mode unless asked otherwise, and the per-rank residual histories kept.
+template <class Options>
+DriverOptions schwarz_driver_options(const Options& o) {
+  DriverOptions it;
+  it.iteration = o.iteration;
+  it.asynchronous = o.asynchronous();
+  it.reduction = o.reduction;
+  it.stop_rule = StopRule::every_rank_local;
+  it.tree_termination = o.asynchronous() && o.tree_termination && o.detect_termination;
+  it.detect_termination = o.detect_termination;
+  it.termination_transport = o.transport;
+  it.idle = o.idle;
+  it.rank_history = true;  // the per-rank local residual histories (their Figures 15-16)
+  return it;
+}
+
 class SubdomainIteration : public LocalIteration {
  protected:
   /// Sizes the buffers and keeps the plan: n values on the subdomain, of which the plan sends from
