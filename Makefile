@@ -2,7 +2,7 @@
 #   make demo   installs what is missing, builds, runs sync / async / racy Jacobi on 2 ranks
 #   make test   installs what is missing, builds with Open MPI and with MPICH, runs both suites, then
 #               the Python companion's tests (python/, in a virtual environment build/venv)
-# Other targets: build, build-mpich, build-sim, python-tools, reproduce-quick, reproduce, bench, bench-sim,
+# Other targets: build, build-mpich, build-sim, python, python-mpich, python-tools, reproduce-quick, reproduce, bench, bench-sim,
 # bench-figures, bench-petsc,
 # bench-petsc-schwarz, bench-petsc-matrix, sanitize, tsan, install PREFIX=..., clean.
 # The Makefile builds for this machine's CPU (-DDESYNC_NATIVE=ON); for a cluster, configure with
@@ -13,6 +13,7 @@ OMPI    := build/openmpi
 MPICH   := build/mpich
 SMPI    := build/smpi
 VENV    := build/venv
+VENV_MPICH := build/venv-mpich
 CMAKE_FLAGS ?=
 
 # Open MPI refuses to run as root without these; harmless otherwise.
@@ -23,7 +24,7 @@ export OMPI_MCA_rmaps_base_oversubscribe := 1
 # between SIGTERM and SIGKILL (about 2 s a run; the tests check many bad inputs).
 export OMPI_MCA_odls_base_sigkill_timeout := 0
 
-.PHONY: all deps build build-mpich build-sim bench-sim reproduce-quick reproduce demo test test-openmpi test-mpich test-python python-tools bench bench-figures bench-petsc bench-petsc-schwarz bench-petsc-matrix sanitize tsan install clean
+.PHONY: all deps build build-mpich build-sim bench-sim reproduce-quick reproduce demo test test-openmpi test-mpich test-python python python-mpich python-tools bench bench-figures bench-petsc bench-petsc-schwarz bench-petsc-matrix sanitize tsan install clean
 
 all: build
 
@@ -64,16 +65,51 @@ test-openmpi: build
 test-mpich: build-mpich
 	cd $(MPICH) && ctest --output-on-failure -j 1
 
-# desync-plot and desync-run (python/) in a virtual environment, from PyPI's numpy and matplotlib.
+# desync-plot, desync-run, desync-sim and desync-results (python/) in a virtual environment, from
+# PyPI's numpy and matplotlib, without the extension module (-Cwheel.cmake=false: no C++ build).
 python-tools: deps
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
-	$(VENV)/bin/pip install -q --disable-pip-version-check ./python[test]
+	$(VENV)/bin/pip install -q --disable-pip-version-check --config-settings=wheel.cmake=false "./python[test]"
 
-# pytest on records made by the Open MPI build's desync in the test run, and on simulated runs of
-# the SMPI build.
-test-python: build build-sim python-tools
+# The whole Python package, `import desync` included (docs/python.md), for each MPI: its extension
+# links the libraries of build/openmpi into build/venv (mpi4py's wheel, which finds Open MPI) and of
+# build/mpich into build/venv-mpich (mpi4py compiled for MPICH; -O0: it only has to run the tests).
+PIP_EXT := pip install -q --disable-pip-version-check --no-build-isolation
+python: build
+	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q --disable-pip-version-check scikit-build-core nanobind
+	$(VENV)/bin/$(PIP_EXT) --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(OMPI) --config-settings=build-dir=build/python-openmpi "./python[test]"
+
+python-mpich: build-mpich
+	@test -x $(VENV_MPICH)/bin/python || python3 -m venv $(VENV_MPICH)
+	$(VENV_MPICH)/bin/python -c "from mpi4py import MPI; assert 'MPICH' in MPI.Get_library_version()" 2>/dev/null || \
+	    MPICC=mpicc.mpich CFLAGS=-O0 $(VENV_MPICH)/bin/pip install -q --disable-pip-version-check --force-reinstall \
+	        --no-binary=mpi4py mpi4py
+	$(VENV_MPICH)/bin/pip install -q --disable-pip-version-check scikit-build-core nanobind
+	$(VENV_MPICH)/bin/$(PIP_EXT) --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(MPICH) --config-settings=build-dir=build/python-mpich "./python[test]"
+
+# pytest on records made by the Open MPI build's desync in the test run and on simulated runs of the
+# SMPI build; then `import desync` under mpirun (python/tests_mpi/run_mpi_tests.py): at 1, 2 and 3
+# ranks under Open MPI; under MPICH at 1 and 2, and the 3-rank cases (a sub-communicator, errors)
+# at 3 (MPICH's oversubscribed ranks spin). Where Debian's python3-petsc4py is installed, its test
+# runs with the system Python too (build/venv-petsc; skipped, saying why, elsewhere).
+test-python: build build-sim python python-mpich
 	DESYNC=$(CURDIR)/$(OMPI)/desync DESYNC_SMPI=$(CURDIR)/$(SMPI)/desync MPIRUN=mpirun timeout 900 \
 	    $(VENV)/bin/python -m pytest -q python/tests
+	timeout 600 $(VENV)/bin/python python/tests_mpi/run_mpi_tests.py --desync $(OMPI)/desync \
+	    --python $(VENV)/bin/python --mpirun mpirun.openmpi --ranks 1,2,3
+	timeout 600 $(VENV_MPICH)/bin/python python/tests_mpi/run_mpi_tests.py --desync $(MPICH)/desync \
+	    --python $(VENV_MPICH)/bin/python --mpirun mpirun.mpich --ranks 1,2
+	timeout 300 $(VENV_MPICH)/bin/python python/tests_mpi/run_mpi_tests.py --desync $(MPICH)/desync \
+	    --python $(VENV_MPICH)/bin/python --mpirun mpirun.mpich --ranks 3 --no-references -- -k "sub_communicator or error"
+	@if /usr/bin/python3 -c "import petsc4py" 2>/dev/null; then \
+	    test -x build/venv-petsc/bin/python || /usr/bin/python3 -m venv --system-site-packages build/venv-petsc; \
+	    build/venv-petsc/bin/pip install -q --disable-pip-version-check scikit-build-core nanobind pytest mpi4py && \
+	    build/venv-petsc/bin/$(PIP_EXT) --no-deps --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(OMPI) \
+	        --config-settings=build-dir=build/python-petsc ./python && \
+	    timeout 300 build/venv-petsc/bin/python python/tests_mpi/run_mpi_tests.py --desync $(OMPI)/desync \
+	        --python build/venv-petsc/bin/python --mpirun mpirun.openmpi --ranks 1,2 --no-references -- -k petsc4py; \
+	else echo "test-python: Debian's python3-petsc4py is not installed: the petsc4py test was skipped"; fi
 
 test: test-openmpi test-mpich test-python
 

@@ -37,8 +37,10 @@ void init_transport(Transport t) {
   detail::shmem_start();
 }
 
+void finalize_transports() { detail::shmem_stop(); }
+
 void finalize_transports_and_mpi() {
-  detail::shmem_stop();
+  finalize_transports();
   int finalized = 0;
   MPI_Finalized(&finalized);
   if (!finalized) MPI_Finalize();

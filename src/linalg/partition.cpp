@@ -343,6 +343,25 @@ std::vector<int> ptscotch_parts(const DistributedCsr& A, const Graph& g, int see
 #endif
 }
 
+/// Method file with the part numbers in memory (rank 0's `given`): checked like a file's, scattered.
+/// Collective.
+std::vector<int> given_parts(const DistributedCsr& A, const std::vector<int>& given, const std::string& name) {
+  const MPI_Comm comm = A.comm;
+  const int size = core::size_of(comm), rank = core::rank_of(comm);
+  const Index rows = A.global_block_rows();
+  std::string message;
+  if (rank == 0) {
+    if (static_cast<Index>(given.size()) != rows)
+      message = name + " has " + std::to_string(given.size()) + " part numbers, the matrix " + std::to_string(rows) + " rows";
+    for (std::size_t i = 0; message.empty() && i < given.size(); ++i)
+      if (given[i] < 0 || given[i] >= size)
+        message = name + ", row " + std::to_string(i) + ": part number " + std::to_string(given[i]) +
+                  " is not a rank (0 to " + std::to_string(size - 1) + ")";
+  }
+  agree_or_throw(comm, message.empty(), message);
+  return scatter_parts(A, rank == 0 ? given : std::vector<int>{});
+}
+
 /// Method file: rank 0 reads `path` (part numbers separated by white space, '#' to the end of a
 /// line is a comment), checks them and scatters them. Collective.
 std::vector<int> file_parts(const DistributedCsr& A, const std::string& path) {
@@ -585,7 +604,8 @@ PartitionedSystem partition_system(const DistributedCsr& A, const PartitionOptio
 
   // A partition file is read (and refused) before the graph is built.
   std::vector<int> part;
-  if (options.method == PartitionMethod::file) part = file_parts(A, options.file);
+  if (options.method == PartitionMethod::file)
+    part = options.parts_given ? given_parts(A, options.parts, options.file) : file_parts(A, options.file);
   const Graph g = symmetric_graph(A);
   switch (options.method) {
     case PartitionMethod::rows: part.assign(static_cast<std::size_t>(A.local_block_rows()), rank); break;

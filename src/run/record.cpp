@@ -11,6 +11,7 @@
 #include "desync/run/run_end.hpp"
 #include "desync/core/gather.hpp"
 #include "desync/core/simulation.hpp"
+#include "invocation.hpp"
 #include "report_common.hpp"
 
 namespace desync::run {
@@ -240,7 +241,8 @@ json index3(const std::optional<decomposition::Index3>& v) {
 
 }  // namespace
 
-void write_json(const RunRecord& r, const std::string& path) {
+namespace {
+json record_document(const RunRecord& r) {
   const auto it = summarise_iterations(r.per_rank);
   json j;
   j["schema"] = "desync.run";
@@ -288,8 +290,13 @@ void write_json(const RunRecord& r, const std::string& path) {
   // On a simulated cluster: the platform, the calibrated cost model and the ranks' speeds the run
   // was simulated with (desync-sim's description; every time in this record is simulated).
   if (core::simulated_build) j["simulation"] = json::parse(core::simulation_description());
-  write_json_file(j, path);
+  return j;
 }
+}  // namespace
+
+void write_json(const RunRecord& r, const std::string& path) { write_json_file(record_document(r), path); }
+
+std::string record_json_text(const RunRecord& r) { return record_document(r).dump(2); }
 
 // ---- the end of a run -------------------------------------------------------------------------
 
@@ -301,6 +308,8 @@ int finish_run(MPI_Comm comm, const RunRecord& r, bool quiet, const std::string&
     std::fflush(stdout);
   }
   write_on_rank0(rank, json_path, io_error, [&] { write_json(r, json_path); });
+  // In-process (run::invoke): the record goes back to the caller as well.
+  if (detail::Invocation* inv = detail::current_invocation(); inv && rank == 0) inv->record_json = record_json_text(r);
   return exit_code(comm, {io_error, r.outstanding_requests, core::is_numerical_failure(r.stop_reason), r.message,
                           r.converged});
 }

@@ -6,12 +6,15 @@
 #include <algorithm>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/system_io.hpp"
 #include "desync/run/field_io.hpp"
+#include "invocation.hpp"
+#include "report_common.hpp"
 
 namespace desync::run::detail {
 
@@ -29,7 +32,16 @@ void SystemCli::add(CLI::App& app, const std::string& what) {
                   ->capture_default_str();
 }
 
+bool SystemCli::given() const { return !matrix.empty() || supplied_system() != nullptr; }
+
+std::string SystemCli::source() const {
+  const SuppliedSystem* supplied = supplied_system();
+  return supplied ? supplied->description : matrix;
+}
+
 void SystemCli::check() const {
+  if (supplied_system() && !matrix.empty())
+    throw InputError("--matrix '" + matrix + "' cannot be given with a matrix in memory");
   if (!given()) {
     if (!rhs.empty()) throw InputError("--rhs goes with --matrix");
     if (partition_opt_ && partition_opt_->count() > 0) throw InputError("--partition goes with --matrix");
@@ -40,7 +52,7 @@ void SystemCli::check() const {
 }
 
 void SystemCli::effective(std::vector<std::pair<std::string, std::string>>& out) const {
-  out.push_back({"matrix", matrix});
+  out.push_back({"matrix", source()});
   out.push_back({"rhs", rhs});
   out.push_back({"partition", given() ? partition : ""});
   out.push_back({"partition-seed", std::to_string(seed)});
@@ -53,12 +65,135 @@ double max_seconds(MPI_Comm comm, double s) {
 }
 }  // namespace
 
+/// A system in memory (run::invoke), checked on every rank, as a DistributedCsr in the layout a file
+/// would be read in (balanced consecutive row blocks) or in the caller's own blocks (on_root false);
+/// `b` the caller's right-hand side in the same layout (left empty without one). Collective.
+linalg::DistributedCsr supplied_matrix(MPI_Comm comm, const SuppliedSystem& in, std::vector<double>& b, bool& has_rhs) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const bool holds = in.on_root ? rank == 0 : true;  // whether this rank's arrays count
+  std::string problem;
+  if (holds && !in.has_matrix)
+    problem = in.on_root ? "no matrix on rank 0: with partition '" + in.partition + "' rank 0 passes the whole matrix"
+                         : fmt::format("partition 'given': rank {} passed no matrix; with 'given' every rank passes its "
+                                       "own rows (a whole matrix on rank 0 goes with partition 'rows', 'metis', "
+                                       "'ptscotch' or an array of ranks)",
+                                       rank);
+  else if (holds) {
+    const auto nnz = static_cast<std::int64_t>(in.col.size());
+    if (in.rows < 0 || in.cols < 0 || in.row_ptr.size() != static_cast<std::size_t>(in.rows) + 1 ||
+        in.val.size() != in.col.size() || in.row_ptr.front() != 0 || in.row_ptr.back() != nnz ||
+        !std::is_sorted(in.row_ptr.begin(), in.row_ptr.end()))
+      problem = fmt::format("the matrix's compressed rows do not fit together on rank {} ({} rows, {} row offsets, {} "
+                            "column indices, {} values)",
+                            rank, in.rows, in.row_ptr.size(), in.col.size(), in.val.size());
+    else if (const auto bad = std::find_if(in.col.begin(), in.col.end(), [&](std::int64_t c) { return c < 0 || c >= in.cols; });
+             bad != in.col.end())
+      problem = fmt::format("the matrix has a column index {} outside 0..{} (rank {})", *bad, in.cols - 1, rank);
+    else if (in.has_rhs && static_cast<std::int64_t>(in.b.size()) != in.rows)
+      problem = in.on_root ? fmt::format("b has {} entries and the matrix {} rows", in.b.size(), in.rows)
+                           : fmt::format("b has {} entries on rank {} and the matrix {} rows there", in.b.size(), rank, in.rows);
+  }
+  agree_or_throw(comm, problem.empty(), problem);
+  // The global shape: rank 0's, or the sum of the blocks (whose column counts must agree).
+  std::int64_t shape[3] = {in.on_root ? (rank == 0 ? in.rows : 0) : in.rows, in.cols, -in.cols};
+  if (in.on_root && rank != 0) shape[1] = shape[2] = std::numeric_limits<std::int64_t>::min();
+  MPI_Allreduce(MPI_IN_PLACE, &shape[0], 1, MPI_INT64_T, MPI_SUM, comm);
+  MPI_Allreduce(MPI_IN_PLACE, &shape[1], 2, MPI_INT64_T, MPI_MAX, comm);
+  const std::int64_t n = shape[0], cols = shape[1], cols_min = -shape[2];
+  if (!in.on_root && cols != cols_min)
+    throw InputError(fmt::format("partition 'given': the ranks' blocks have different column counts ({} to {})", cols_min, cols));
+  if (n != cols) throw InputError(fmt::format("the matrix is not square ({} x {})", n, cols));
+  if (n == 0) throw InputError("the matrix has no rows");
+  // Whether b was given: rank 0's word for a matrix on rank 0, every rank's alike otherwise.
+  int rhs = in.has_rhs ? 1 : 0, rhs_min = rhs;
+  if (in.on_root) {
+    MPI_Bcast(&rhs, 1, MPI_INT, 0, comm);
+    rhs_min = rhs;
+  } else {
+    MPI_Allreduce(MPI_IN_PLACE, &rhs, 1, MPI_INT, MPI_MAX, comm);
+    MPI_Allreduce(MPI_IN_PLACE, &rhs_min, 1, MPI_INT, MPI_MIN, comm);
+  }
+  if (rhs != rhs_min) throw InputError("partition 'given': some ranks passed b and others did not");
+  has_rhs = rhs != 0;
+
+  // The compressed rows, columns ascending and duplicates summed (as a Matrix Market file's).
+  linalg::DistributedCsr A;
+  A.comm = comm;
+  A.row_offsets.assign(static_cast<std::size_t>(size) + 1, 0);
+  const std::int64_t here = holds ? in.rows : 0;
+  if (in.on_root) {
+    for (int r = 1; r <= size; ++r) A.row_offsets[static_cast<std::size_t>(r)] = n;
+  } else {
+    std::vector<std::int64_t> counts(static_cast<std::size_t>(size));
+    MPI_Allgather(&here, 1, MPI_INT64_T, counts.data(), 1, MPI_INT64_T, comm);
+    for (int r = 0; r < size; ++r)
+      A.row_offsets[static_cast<std::size_t>(r) + 1] = A.row_offsets[static_cast<std::size_t>(r)] + counts[static_cast<std::size_t>(r)];
+  }
+  A.row_ptr.assign(1, 0);
+  std::vector<std::pair<std::int64_t, double>> row;
+  for (std::int64_t i = 0; i < here; ++i) {
+    row.clear();
+    for (auto p = in.row_ptr[static_cast<std::size_t>(i)]; p < in.row_ptr[static_cast<std::size_t>(i) + 1]; ++p)
+      row.emplace_back(in.col[static_cast<std::size_t>(p)], in.val[static_cast<std::size_t>(p)]);
+    std::stable_sort(row.begin(), row.end(), [](const auto& a, const auto& c) { return a.first < c.first; });
+    for (const auto& [c, v] : row) {
+      if (!A.col.empty() && static_cast<std::int64_t>(A.col.size()) > A.row_ptr.back() && A.col.back() == c)
+        A.val.back() += v;
+      else {
+        A.col.push_back(c);
+        A.val.push_back(v);
+      }
+    }
+    A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
+  }
+  if (has_rhs && holds) b = in.b;
+  if (!in.on_root || size == 1) return A;
+  // From rank 0 to balanced consecutive blocks, the layout in which a file is read (read_matrix), so
+  // that every partition method then sees what it sees on the command line.
+  linalg::PartitionOptions blocks;
+  blocks.method = linalg::PartitionMethod::file;
+  blocks.file = "the balanced row blocks";
+  blocks.parts_given = true;
+  if (rank == 0)
+    for (int r = 0; r < size; ++r) blocks.parts.insert(blocks.parts.end(), static_cast<std::size_t>(n / size + (r < n % size ? 1 : 0)), r);
+  linalg::PartitionedSystem balanced = linalg::partition_system(A, blocks);
+  if (has_rhs) {
+    if (rank != 0) b.clear();
+    b = balanced.to_partitioned(comm, b);
+  }
+  return std::move(balanced.A);
+}
+
+/// The partition of a system in memory: its method, or rank 0's array of ranks.
+linalg::PartitionOptions supplied_partition(const SuppliedSystem& in, int seed) {
+  if (!in.on_root) return linalg::parse_partition("rows", seed);
+  if (in.partition != "array") {
+    if (in.partition != "rows" && in.partition != "metis" && in.partition != "ptscotch")
+      throw InputError("partition '" + in.partition + "': expected rows, metis, ptscotch, given or an array of ranks");
+    return linalg::parse_partition(in.partition, seed);
+  }
+  linalg::PartitionOptions o;
+  o.method = linalg::PartitionMethod::file;
+  o.file = "the partition array";
+  o.parts_given = true;
+  o.parts = in.parts;
+  o.seed = seed;
+  return o;
+}
+
 LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli) {
   LoadedSystem s;
   core::Stopwatch read_clock;
-  linalg::DistributedCsr input = linalg::read_matrix(comm, cli.matrix);
+  const SuppliedSystem* supplied = supplied_system();
   std::vector<double> b;
-  if (!cli.rhs.empty()) {
+  bool supplied_rhs = false;
+  linalg::DistributedCsr input =
+      supplied ? supplied_matrix(comm, *supplied, b, supplied_rhs) : linalg::read_matrix(comm, cli.matrix);
+  if (supplied_rhs) {
+    s.rhs_is_a_times_one = false;
+  } else if (!cli.rhs.empty()) {
     b = linalg::read_vector(comm, cli.rhs, input);
     s.rhs_is_a_times_one = false;
   } else {  // b = A 1, formed in the file's order so that it does not depend on the partition
@@ -72,29 +207,33 @@ LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli) {
   std::int64_t nnz = input.nonzero_blocks();
   MPI_Allreduce(MPI_IN_PLACE, &nnz, 1, MPI_INT64_T, MPI_SUM, comm);
   s.nonzeros = nnz;
-  s.system = linalg::partition_system(input, linalg::parse_partition(cli.partition, cli.seed));
+  s.system = linalg::partition_system(input, supplied ? supplied_partition(*supplied, cli.seed)
+                                                      : linalg::parse_partition(cli.partition, cli.seed));
+  if (supplied && supplied->on_root && supplied->partition == "array") s.system.stats.method = "array";
   s.b = s.system.to_partitioned(comm, b);
   return s;
 }
 
 void describe_system(RunRecord& r, nlohmann::json& details, const LoadedSystem& s, const SystemCli& cli) {
   const auto& st = s.system.stats;
-  r.setup_lines.push_back({"matrix", fmt::format("{}: {} rows, {} non-zeros; right-hand side {}", cli.matrix, s.rows,
-                                                 s.nonzeros, s.rhs_is_a_times_one ? "A 1" : cli.rhs)});
+  const SuppliedSystem* supplied = supplied_system();
+  const std::string rhs = s.rhs_is_a_times_one ? "A 1" : supplied ? "given" : cli.rhs;
+  r.setup_lines.push_back({"matrix", fmt::format("{}: {} rows, {} non-zeros; right-hand side {}", cli.source(), s.rows,
+                                                 s.nonzeros, rhs)});
   const std::string seeded = st.method == "metis" || st.method == "ptscotch" ? fmt::format(" (seed {})", st.seed) : "";
   r.setup_lines.push_back(
       {"partition", fmt::format("{}{}: edge cut {}, rows per rank {}/{:.1f}/{}, non-zeros {}/{:.1f}/{} (min/mean/max), "
                                 "{:.3f} s",
-                                st.method == "file" ? cli.partition : st.method, seeded, st.edge_cut, st.rows_min,
+                                st.method == "file" && !supplied ? cli.partition : st.method, seeded, st.edge_cut, st.rows_min,
                                 st.rows_mean, st.rows_max, st.nonzeros_min, st.nonzeros_mean, st.nonzeros_max,
                                 st.seconds)});
-  details["matrix"] = {{"path", cli.matrix},
+  details["matrix"] = {{"path", cli.source()},
                        {"rows", s.rows},
                        {"nonzeros", s.nonzeros},
-                       {"rhs", s.rhs_is_a_times_one ? "A*1" : cli.rhs},
+                       {"rhs", s.rhs_is_a_times_one ? "A*1" : rhs},
                        {"read_seconds", s.read_seconds}};
   details["partition"] = {{"method", st.method},
-                          {"file", st.method == "file" ? cli.partition : ""},
+                          {"file", st.method == "file" && !supplied ? cli.partition : ""},
                           {"seed", st.seed},
                           {"edge_cut", st.edge_cut},
                           {"rows", {{"min", st.rows_min}, {"mean", st.rows_mean}, {"max", st.rows_max}}},
@@ -112,6 +251,21 @@ void check_vector_path(MPI_Comm comm, const std::string& path, const std::string
 void save_solution(MPI_Comm comm, const LoadedSystem& s, std::span<const double> x, const std::string& path) {
   const std::vector<double> original = s.system.to_input(comm, x);
   linalg::write_vector(comm, path, s.system.input_offsets, original);
+}
+
+std::string deliver_solution(MPI_Comm comm, const LoadedSystem& s, std::span<const double> x, const std::string& path) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  const std::string io_error = path.empty() ? "" : output_error(rank, [&] { save_solution(comm, s, x, path); });
+  if (Invocation* inv = current_invocation()) {
+    const int bs = s.system.A.block_size;
+    inv->has_solution = true;
+    inv->x.assign(x.begin(), x.end());
+    inv->rows.clear();
+    for (const std::int64_t row : s.system.original_row)
+      for (int k = 0; k < bs; ++k) inv->rows.push_back(row * bs + k);
+  }
+  return io_error;
 }
 
 void export_system(MPI_Comm comm, const std::string& dir, const linalg::DistributedCsr& A, std::span<const double> b,

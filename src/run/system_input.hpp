@@ -34,7 +34,11 @@ class SystemCli {
  public:
   /// `what`: what the solver does with it, for --matrix's help ("Solve this matrix's system with Jacobi").
   void add(CLI::App& app, const std::string& what);
-  bool given() const { return !matrix.empty(); }
+  /// --matrix, or a system handed over in memory (run::invoke, invocation.hpp).
+  bool given() const;
+  /// Where the matrix comes from, for messages and the record: the --matrix path, or the
+  /// description of the system in memory.
+  std::string source() const;
   /// After parsing: --rhs, --partition and --partition-seed need --matrix; the partition value.
   /// InputError otherwise.
   void check() const;
@@ -71,6 +75,11 @@ void check_vector_path(MPI_Comm comm, const std::string& path, const std::string
 /// Writes x (distributed like s.system.A) in the file's original row order. Collective; throws on
 /// every rank if it cannot be written.
 void save_solution(MPI_Comm comm, const LoadedSystem& s, std::span<const double> x, const std::string& path);
+
+/// The end of a matrix run's solution: saved to `path` when not empty (save_solution; the error, on
+/// rank 0, is returned for finish_run) and, in-process (run::invoke), handed back with its rows in
+/// the matrix's own numbering. Collective.
+std::string deliver_solution(MPI_Comm comm, const LoadedSystem& s, std::span<const double> x, const std::string& path);
 
 /// --export-system DIR: writes a built-in problem's system as DIR/A.petsc, DIR/b.petsc and
 /// DIR/partition.txt (the part of every row: the rank that owns it in the grid run), creating DIR.

@@ -70,6 +70,9 @@ void init_transport(Transport t);
 /// Call instead of MPI_Finalize: if shmem was initialised, shmem_finalize (which finalizes MPI too
 /// under Open MPI); then MPI_Finalize unless MPI is already finalized.
 void finalize_transports_and_mpi();
+/// If shmem was initialised, shmem_finalize; for a process whose MPI someone else finalizes (the
+/// Python bindings: mpi4py, after this at exit). Idempotent.
+void finalize_transports();
 
 struct ChannelConfig {
   int peer = MPI_PROC_NULL;

@@ -14,7 +14,8 @@
 //   rows      the input's own blocks (nothing moves; the statistics are still computed),
 //   metis     METIS_PartGraphKway (Karypis and Kumar, 1998) on the whole graph gathered on rank 0,
 //   ptscotch  SCOTCH_dgraphPart (Chevalier and Pellegrini, 2008) on the distributed graph,
-//   file      one part number per row from a text file.
+//   file      one part number per row from a text file, or from memory (PartitionOptions::parts:
+//             the Python bindings' partition=array, and the balancing of a matrix given on rank 0).
 // METIS and PT-Scotch are optional at build time; a build without one refuses it with the reason.
 #include <mpi.h>
 
@@ -32,6 +33,10 @@ enum class PartitionMethod { rows, metis, ptscotch, file };
 struct PartitionOptions {
   PartitionMethod method = PartitionMethod::rows;
   std::string file;  ///< method file: the path of the part numbers
+  /// Method file with `parts_given`: rank 0's part number of every (block) row, in place of reading
+  /// `file` (other ranks' copies are ignored); checked like a file's, `file` names it in messages.
+  bool parts_given = false;
+  std::vector<int> parts;
   int seed = 0;      ///< the partitioner's random seed (metis, ptscotch); same seed, same parts
 };
 

@@ -116,6 +116,8 @@ struct RunRecord {
 std::string format_summary(const RunRecord& record);
 /// Writes the JSON document; throws std::runtime_error if the file cannot be written.
 void write_json(const RunRecord& record, const std::string& path);
+/// The same JSON document as text.
+std::string record_json_text(const RunRecord& record);
 
 /// Name and version of the MPI library in use: MPI_Get_library_version with tabs replaced by
 /// spaces, cut at the first line break or comma.

@@ -61,3 +61,26 @@ def history(rec):
 def label(rec):
     """A short label of a run: solver, method and ranks, e.g. `jacobi async, 2 ranks`."""
     return f"{rec['solver']} {rec['method']}, {rec['ranks']} rank{'s' if rec['ranks'] != 1 else ''}"
+
+
+# Options that say where output goes, not what ran: never a parameter, never a label.
+OUTPUT_OPTIONS = frozenset({"json", "save", "monitor", "quiet", "monitor-every"})
+
+
+def as_record(run, where="record"):
+    """The run record of `run`: a record dict, or an object with a `.record` dict (a desync.Result);
+    checked like a record file (UserError naming `where` otherwise)."""
+    if isinstance(run, dict):
+        return check_record(run, where)
+    record = getattr(run, "record", None)
+    if isinstance(record, dict):
+        return check_record(record, f"{where} ({type(run).__name__}.record)")
+    raise UserError(f"{where}: a {type(run).__name__} is neither a run record (dict) nor has one "
+                    "(.record, as a desync.Result)")
+
+
+def as_records(runs, where="records"):
+    """as_record of each run of a list (a single record or Result is a list of one)."""
+    if isinstance(runs, dict) or hasattr(runs, "record"):
+        runs = [runs]
+    return [as_record(r, f"{where}[{i}]") for i, r in enumerate(runs)]

@@ -355,7 +355,7 @@ int CgCommand::run(MPI_Comm comm) {
     agree_or_throw(comm, symmetric,
                    fmt::format("{}: the matrix is not symmetric, and --method {} needs a symmetric positive definite "
                                "matrix: use --method gmres",
-                               system_cli.matrix, method));
+                               system_cli.source(), method));
     if (method != "gmres") {  // and positive definite: a diagonal entry <= 0 rules that out
       const auto& M = loaded->system.A;
       std::int64_t bad = std::numeric_limits<std::int64_t>::max();
@@ -369,7 +369,7 @@ int CgCommand::run(MPI_Comm comm) {
       agree_or_throw(comm, bad == std::numeric_limits<std::int64_t>::max(),
                      fmt::format("{}: row {} (0-based) has a diagonal entry <= 0, so the matrix is not positive "
                                  "definite, which --method {} needs: use --method gmres",
-                                 system_cli.matrix, bad, method));
+                                 system_cli.source(), bad, method));
     }
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
@@ -485,10 +485,7 @@ int CgCommand::run(MPI_Comm comm) {
     details["messages_per_iteration"] = {{"sent", sent / n}, {"received", received / n}};
     r.details = details.dump();
   }
-  const std::string io_error =
-      loaded && !output.save_path.empty()
-          ? detail::output_error(rank, [&] { detail::save_solution(comm, *loaded, x, output.save_path); })
-          : "";
+  const std::string io_error = loaded ? detail::deliver_solution(comm, *loaded, x, output.save_path) : "";
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 

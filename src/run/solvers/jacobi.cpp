@@ -433,9 +433,7 @@ int JacobiCommand::run_matrix(MPI_Comm comm) {
     }
     fill_section(r, transport_text, red, solver, details);
   }
-  const std::string io_error = output.save_path.empty()
-                                   ? ""
-                                   : detail::output_error(rank, [&] { detail::save_solution(comm, sys, x, output.save_path); });
+  const std::string io_error = detail::deliver_solution(comm, sys, x, output.save_path);
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 

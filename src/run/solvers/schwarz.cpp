@@ -481,9 +481,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm) {
     details["iterations_local"] = {{"min", it.min}, {"max", it.max}};
     r.details = details.dump();
   }
-  const std::string io_error = output.save_path.empty()
-                                   ? ""
-                                   : detail::output_error(rank, [&] { detail::save_solution(comm, sys, x, output.save_path); });
+  const std::string io_error = detail::deliver_solution(comm, sys, x, output.save_path);
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 

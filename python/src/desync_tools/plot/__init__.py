@@ -1,6 +1,8 @@
 """desync-plot: figures from desync's run records and results tables.
 
 Each function returns a matplotlib Figure (drawn with the Agg backend); the CLI (cli.py) saves it.
+Records are record dicts (load_record) or objects with a `.record` (desync.Result), mixed; a table
+is (columns, rows) of a results.csv (read_table), or of desync_tools.runner.records_table(records).
   plot_convergence(records, x="both", per_rank=False, labels=None)   residual against time/iteration
   plot_delays(record)                                                  halo delay histograms, iterations
   plot_breakdown(records, per="rank")                                  stacked time split

@@ -1,4 +1,7 @@
-"""Figures from run records: convergence, delays, breakdown (docs/output.md names every key read)."""
+"""Figures from run records: convergence, delays, breakdown (docs/output.md names every key read).
+
+Every function taking records takes record dicts (desync --json, load_record) and objects with a
+`.record` (the Results of desync.solve and desync.run), mixed in one list (records.as_records)."""
 import math
 import textwrap
 
@@ -6,10 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 
 from ..errors import UserError
-from ..records import history
+from ..records import OUTPUT_OPTIONS, as_record, as_records, history
 
-# Options that say where output goes, not what ran: never used to tell runs apart.
-_OUTPUT_OPTIONS = {"json", "save", "monitor", "quiet", "monitor-every"}
 # Parts of a time split that are shares of another part (records written before the JSON carried
 # `time_split_shares`): CG's halo and reduction waits.
 _KNOWN_SHARES = ("halo_wait", "reduction_wait")
@@ -19,10 +20,11 @@ _NOT_PARTS = ("other", "total")
 def run_labels(records):
     """Labels telling the records apart: solver and method, then the options whose values differ
     between the records (`jacobi async, slow-factor=2`), then the ranks if they differ."""
+    records = as_records(records)
     options = [rec.get("options", {}) for rec in records]
     # Options every record has (solvers differ in their options) whose values differ, at most three.
     common = set.intersection(*(set(o) for o in options)) if options else set()
-    keys = sorted(common - _OUTPUT_OPTIONS - {"mode", "method"})
+    keys = sorted(common - OUTPUT_OPTIONS - {"mode", "method"})
     differing = [k for k in keys if len({str(o.get(k)) for o in options}) > 1][:3]
     ranks_differ = len({rec["ranks"] for rec in records}) > 1
     labels = []
@@ -51,6 +53,7 @@ def _rank_histories(rec):
 def plot_convergence(records, x="both", per_rank=False, labels=None, title=None):
     """Residual against time and/or iteration, one curve per record (and per rank with per_rank),
     log scale, the tolerance as a dotted line, each run's true final residual marked."""
+    records = as_records(records)
     if x not in ("both", "time", "iteration"):
         raise UserError(f"unknown x axis '{x}' (use time, iteration or both)")
     if labels is not None and len(labels) != len(records):
@@ -102,6 +105,7 @@ def plot_delays(record, title=None):
     """Left: per-rank histograms of the halo delays used (per_rank[].delay_histogram: bin a counts ages
     of a iterations, bin 0 ages <= 0, bin 63 ages >= 63), bins up to the last non-empty one; right:
     per-rank iteration counts."""
+    record = as_record(record)
     ranks = record.get("per_rank", [])
     hists = [pr.get("delay_histogram") for pr in ranks]
     if not ranks or any(h is None for h in hists) or sum(sum(h) for h in hists) == 0:
@@ -131,6 +135,7 @@ def plot_delays(record, title=None):
 
 def split_parts(record):
     """The parts of the record's time split that add up to the total, in the record's order."""
+    record = as_record(record)
     shares = set(record.get("time_split_shares", _KNOWN_SHARES))
     return [k for k in record.get("time_split", {}) if k not in _NOT_PARTS and k not in shares]
 
@@ -139,6 +144,7 @@ def plot_breakdown(records, per="rank", labels=None, title=None):
     """Stacked bars of the time split: one bar per rank of one record (per="rank") or one bar per
     record (per="run", means over ranks). Shares of another part (CG's halo_wait) are not stacked;
     `other` (the total minus the parts) is."""
+    records = as_records(records)
     if per not in ("rank", "run"):
         raise UserError(f"unknown --per '{per}' (use rank or run)")
     if per == "rank" and len(records) != 1:

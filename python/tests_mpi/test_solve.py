@@ -1,0 +1,271 @@
+"""desync.solve and desync.run under mpirun -n 1, 2 and 3 (run_mpi_tests.py): the command line's
+answers bitwise, the answers against SciPy's direct solve, the errors on every rank, sub-communicators
+and the released GIL."""
+import json
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+from mpi4py import MPI
+
+pytest.importorskip("scipy", reason="these tests build their matrices with SciPy")
+import scipy.io  # noqa: E402
+import scipy.sparse as sp  # noqa: E402
+import scipy.sparse.linalg as spla  # noqa: E402
+
+import desync  # noqa: E402
+from conftest import COMM, agree  # noqa: E402
+
+RANK, SIZE = COMM.Get_rank(), COMM.Get_size()
+
+
+def poisson2d(n):
+    T = sp.diags([-1.0, 2.0, -1.0], [-1, 0, 1], shape=(n, n))
+    return (sp.kron(sp.eye(n), T) + sp.kron(T, sp.eye(n))).tocsr()
+
+
+def convdiff(n, beta=0.3):
+    """A non-symmetric convection-diffusion matrix (upwind), n x n points."""
+    T = sp.diags([-1.0 - beta, 2.0 + beta, -1.0], [-1, 0, 1], shape=(n, n))
+    return (sp.kron(sp.eye(n), T) + sp.kron(T, sp.eye(n))).tocsr()
+
+
+def on_root(value):
+    return value if RANK == 0 else None
+
+
+def relative_error(A, b, result):
+    x = result.gather()
+    ok = True
+    err = 0.0
+    if RANK == 0:
+        ref = spla.spsolve(A.tocsc(), b)
+        err = float(np.abs(x - ref).max() / np.abs(ref).max())
+    return COMM.bcast(err)
+
+
+# ---- the command line's answers, bitwise ----------------------------------------------------------
+
+# name -> (matrix file, solve() arguments): the same methods and options as run_mpi_tests.REFERENCES.
+BITWISE = {
+    "jacobi": ("poisson2d.mtx", dict(solver="jacobi", mode="sync", tol=1e-6)),
+    "schwarz": ("poisson2d.mtx", dict(solver="schwarz", mode="sync", overlap=1, tol=1e-8)),
+    "cg": ("poisson2d.mtx", dict(solver="cg", method="cg", pc="jacobi", tol=1e-10)),
+    "gmres": ("convdiff20.mtx", dict(solver="krylov", method="gmres", pc="ras", tol=1e-10)),
+}
+
+
+@pytest.mark.parametrize("name", sorted(BITWISE))
+def test_solve_gives_the_command_lines_answer_bitwise(data, name):
+    matrix, kwargs = BITWISE[name]
+    A = on_root(scipy.io.mmread(os.path.join(data, matrix)).tocsr())
+    result = desync.solve(A, None, partition="metis", **kwargs)
+    x = result.gather()
+    same = True
+    if RANK == 0:
+        ref = np.load(os.path.join(data, name + ".npy"))
+        with open(os.path.join(data, name + ".json")) as f:
+            record = json.load(f)
+        same = (np.array_equal(x, ref) and result.record["iterations"] == record["iterations"]
+                and result.true_residual == record["true_residual"])
+    agree(same, f"desync.solve({name}) differs from `desync {name} --matrix {matrix}`")
+    agree(result.converged, "not converged")
+
+
+def test_run_gives_the_command_lines_record(data):
+    result = desync.run("jacobi", mode="sync", local=16)
+    with open(os.path.join(data, "jacobi-local16.json")) as f:
+        record = json.load(f)
+    agree(result.record["iterations"] == record["iterations"], "iterations differ")
+    agree(result.true_residual == record["true_residual"], "true residual differs")
+    agree(result.converged and result.x is None and result.record["schema"] == "desync.run", "record")
+
+
+# ---- the answers against SciPy ---------------------------------------------------------------------
+
+ANSWERS = [
+    ("jacobi-sync", poisson2d, dict(solver="jacobi", mode="sync", tol=1e-10, partition="rows")),
+    ("jacobi-racy", poisson2d, dict(solver="jacobi", mode="racy", tol=1e-10, polish=True)),
+    ("schwarz-metis-sync", poisson2d, dict(solver="schwarz", mode="sync", overlap=2, tol=1e-10, partition="metis")),
+    ("schwarz-metis-async-rma", poisson2d,
+     dict(solver="schwarz", mode="async", transport="rma", overlap=2, tol=1e-10, partition="metis")),
+    ("cg", poisson2d, dict(solver="cg", tol=1e-10)),
+    ("pipecg-asm", poisson2d, dict(solver="cg", method="pipecg", pc="asm", tol=1e-10, partition="metis")),
+    ("gmres", convdiff, dict(solver="krylov", method="gmres", tol=1e-10)),
+]
+
+
+@pytest.mark.parametrize("name,make,kwargs", ANSWERS, ids=[a[0] for a in ANSWERS])
+def test_answer_against_scipy(name, make, kwargs):
+    A = make(20)
+    b = np.sin(np.arange(A.shape[0]) + 1.0)
+    result = desync.solve(on_root(A), on_root(b), **kwargs)
+    agree(result.converged, f"{name}: not converged ({result.record.get('stop_reason')})")
+    agree(result.true_residual <= 1e-10 * 1.0001, f"{name}: true residual {result.true_residual}")
+    err = relative_error(A, b, result)
+    agree(err < 1e-7, f"{name}: error {err} against scipy.sparse.linalg.spsolve")
+    # x and rows: this rank's rows, indices into A, every row once over the ranks
+    rows = COMM.allgather(result.rows)
+    agree(len(result.x) == len(result.rows) and sorted(np.concatenate(rows).tolist()) == list(range(A.shape[0])),
+          "rows")
+
+
+def test_partition_array_and_given_blocks():
+    A = poisson2d(12)
+    n = A.shape[0]
+    parts = (np.arange(n) * SIZE) // n  # consecutive blocks, as "given" below
+    r1 = desync.solve(on_root(A), None, solver="cg", tol=1e-10, partition=on_root(parts))
+    lo, hi = (RANK * n) // SIZE, ((RANK + 1) * n) // SIZE
+    r2 = desync.solve(A[lo:hi], np.asarray(A[lo:hi] @ np.ones(n)), solver="cg", tol=1e-10, partition="given")
+    agree(np.array_equal(r2.rows, np.arange(lo, hi)), "given: this rank's rows")
+    agree(np.array_equal(r1.x, r2.x) and np.array_equal(r1.rows, r2.rows), "array and given differ")
+    agree(r1.record["details"]["partition"]["method"] == "array", "record's partition method")
+    agree(np.allclose(r2.x, 1.0, atol=1e-8), "x = 1")
+
+
+def test_booleans_tuples_and_aliases():
+    r = desync.run("schwarz", mode="sync", global_=(24, 24), tol=1e-6, quiet=True)
+    agree(r.record["options"]["global"] == "24x24" and r.converged, "global_=(24, 24)")
+    r = desync.solve(on_root(poisson2d(10)), None, solver="cg", rtol=1e-9)  # --rtol, --tol's other name
+    agree(r.record["tolerance"] == 1e-9 and r.converged, "rtol=1e-9")
+    r = desync.solve(on_root(poisson2d(10)), None, solver="jacobi", mode="async", polish=True, tol=1e-9)
+    agree(r.record["options"]["polish"] == "true" and r.converged, "polish=True")
+
+
+# ---- errors: on every rank, and the next solve works -----------------------------------------------
+
+def square_matrix():
+    return on_root(poisson2d(8))
+
+
+ERRORS = [
+    ("non-square", lambda: desync.solve(on_root(sp.random(10, 8, density=0.5, format="csr")), None),
+     "not square"),
+    ("wrong-length-b", lambda: desync.solve(square_matrix(), on_root(np.ones(7))), "b has 7 entries"),
+    ("unknown-option", lambda: desync.solve(square_matrix(), None, solver="cg", bogus_option=3), "bogus-option"),
+    ("negative-tolerance", lambda: desync.solve(square_matrix(), None, solver="jacobi", tol=-1.0), "tol"),
+    ("bad-value", lambda: desync.solve(square_matrix(), None, solver="schwarz", mode="fast"), "mode"),
+    ("unknown-solver", lambda: desync.solve(square_matrix(), None, solver="multigrid"), "unknown solver"),
+    ("partition-out-of-range", lambda: desync.solve(square_matrix(), None, partition=on_root(np.full(64, SIZE))),
+     "not a rank"),
+]
+
+
+@pytest.mark.parametrize("name,call,words", ERRORS, ids=[e[0] for e in ERRORS])
+def test_error_raises_on_every_rank_and_mpi_stays_usable(name, call, words):
+    with pytest.raises(ValueError, match=words):
+        call()
+    # The interpreter and MPI are still usable: a second solve in the same process succeeds.
+    r = desync.solve(square_matrix(), None, solver="cg", tol=1e-10)
+    agree(r.converged, f"after {name}: the next solve did not converge")
+
+
+@pytest.mark.skipif(SIZE < 2, reason="with one rank, rank 0 is every rank")
+def test_given_partition_with_the_matrix_on_rank_0_only():
+    with pytest.raises(ValueError, match="rank 1 passed no matrix"):
+        desync.solve(square_matrix(), None, partition="given")
+    r = desync.solve(square_matrix(), None, solver="schwarz", tol=1e-8)
+    agree(r.converged, "the next solve did not converge")
+
+
+def test_numerical_failure_raises_numerical_error():
+    # Jacobi on a matrix whose iteration diverges (spectral radius of D^-1 (L + U) is 2)
+    A = sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    with pytest.raises(desync.NumericalError) as e:
+        desync.solve(on_root(A), None, solver="jacobi", partition="rows") if SIZE <= 2 else \
+            desync.solve(on_root(sp.kron(sp.eye(SIZE), A).tocsr()), None, solver="jacobi")
+    agree(e.value.result.record["converged"] is False, "record of the failed run")
+
+
+def test_unconverged_run_returns_converged_false():
+    r = desync.solve(square_matrix(), None, solver="cg", tol=1e-12, max_iters=2)
+    agree(not r.converged and r.iterations == 2 and r.record["stop_reason"] == "max_iters", "max_iters")
+
+
+# ---- communicators and threads ---------------------------------------------------------------------
+
+@pytest.mark.skipif(SIZE != 3, reason="needs 3 ranks")
+def test_sub_communicator_of_two_ranks():
+    sub = COMM.Split(0 if RANK < 2 else MPI.UNDEFINED, RANK)
+    if sub != MPI.COMM_NULL:
+        A = poisson2d(16)
+        r = desync.solve(A if sub.Get_rank() == 0 else None, None, solver="schwarz", mode="async",
+                         transport="rma", tol=1e-9, partition="metis", comm=sub)
+        x = r.gather()
+        ok = r.record["ranks"] == 2 and r.converged
+        if sub.Get_rank() == 0:
+            ok = ok and np.abs(x - 1.0).max() < 1e-7
+        ok = all(sub.allgather(ok))
+        sub.Free()
+    else:
+        ok = True  # rank 2 takes no part
+    agree(ok, "the sub-communicator's solve")
+    # shmem's processing elements are the world's ranks: refused on a sub-communicator
+    sub = COMM.Split(0 if RANK < 2 else MPI.UNDEFINED, RANK)
+    if sub != MPI.COMM_NULL:
+        with pytest.raises(ValueError, match="shmem"):
+            desync.solve(poisson2d(8) if sub.Get_rank() == 0 else None, None, solver="jacobi", mode="async",
+                         transport="shmem", comm=sub)
+        sub.Free()
+    COMM.Barrier()
+
+
+def test_gil_is_released_during_a_solve():
+    counts = {"during": 0}
+    inside = threading.Event()
+    done = threading.Event()
+
+    def tick():  # about a thousand ticks a second, each needing the GIL
+        while not done.is_set():
+            if inside.is_set():
+                counts["during"] += 1
+            time.sleep(0.001)
+
+    t = threading.Thread(target=tick)
+    t.start()
+    A = on_root(poisson2d(40))
+    inside.set()
+    start = time.perf_counter()
+    solves = 0
+    while True:  # solves until 0.2 s have passed (every rank agrees when)
+        r = desync.solve(A, None, solver="jacobi", mode="sync", tol=1e-9)
+        solves += 1
+        seconds = COMM.allreduce(time.perf_counter() - start, op=MPI.MAX)
+        if seconds > 0.2:
+            break
+    inside.clear()
+    done.set()
+    t.join()
+    # A thread shut out by the GIL during the solves would tick only between them, once or twice each.
+    agree(r.converged, "not converged")
+    agree(counts["during"] > max(100 * seconds, 5 * solves),
+          f"the other thread ticked {counts['during']} times during {solves} solves in {seconds:.3f} s")
+
+
+# ---- docs/python.md's example ----------------------------------------------------------------------
+
+@pytest.mark.skipif(SIZE != 2, reason="run at 2 ranks, as docs/python.md shows it")
+def test_the_documented_example_runs(tmp_path):
+    import importlib.util
+    import sys
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    path = os.path.join(here, "..", "examples", "solve_sync_async.py")
+    spec = importlib.util.spec_from_file_location("solve_sync_async", path)
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    folder = COMM.bcast(str(tmp_path) if RANK == 0 else None)
+    figure = os.path.join(folder, "example.png")
+    argv = sys.argv
+    sys.argv = [path, figure, "--n", "32"]
+    try:
+        example.main()
+    finally:
+        sys.argv = argv
+    ok = True
+    if RANK == 0:
+        records = [json.load(open(os.path.join(folder, f"example_{m}.json"))) for m in ("sync", "async")]
+        ok = os.path.getsize(figure) > 0 and all(r["converged"] for r in records)
+    agree(ok, "the example's figure and records")
