@@ -78,7 +78,7 @@ PIP_EXT := pip install -q --disable-pip-version-check --no-build-isolation
 python: build
 	@test -x $(VENV)/bin/python || python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q --disable-pip-version-check scikit-build-core nanobind
-	$(VENV)/bin/$(PIP_EXT) --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(OMPI) --config-settings=build-dir=build/python-openmpi "./python[test]"
+	$(VENV)/bin/$(PIP_EXT) --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(OMPI) --config-settings=build-dir=$(CURDIR)/build/python-openmpi "./python[test]"
 
 python-mpich: build-mpich
 	@test -x $(VENV_MPICH)/bin/python || python3 -m venv $(VENV_MPICH)
@@ -86,7 +86,7 @@ python-mpich: build-mpich
 	    MPICC=mpicc.mpich CFLAGS=-O0 $(VENV_MPICH)/bin/pip install -q --disable-pip-version-check --force-reinstall \
 	        --no-binary=mpi4py mpi4py
 	$(VENV_MPICH)/bin/pip install -q --disable-pip-version-check scikit-build-core nanobind
-	$(VENV_MPICH)/bin/$(PIP_EXT) --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(MPICH) --config-settings=build-dir=build/python-mpich "./python[test]"
+	$(VENV_MPICH)/bin/$(PIP_EXT) --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(MPICH) --config-settings=build-dir=$(CURDIR)/build/python-mpich "./python[test]"
 
 # pytest on records made by the Open MPI build's desync in the test run and on simulated runs of the
 # SMPI build; then `import desync` under mpirun (python/tests_mpi/run_mpi_tests.py): at 1, 2 and 3
@@ -106,7 +106,7 @@ test-python: build build-sim python python-mpich
 	    test -x build/venv-petsc/bin/python || /usr/bin/python3 -m venv --system-site-packages build/venv-petsc; \
 	    build/venv-petsc/bin/pip install -q --disable-pip-version-check scikit-build-core nanobind pytest mpi4py && \
 	    build/venv-petsc/bin/$(PIP_EXT) --no-deps --config-settings=cmake.define.DESYNC_BUILD_DIR=$(CURDIR)/$(OMPI) \
-	        --config-settings=build-dir=build/python-petsc ./python && \
+	        --config-settings=build-dir=$(CURDIR)/build/python-petsc ./python && \
 	    timeout 300 build/venv-petsc/bin/python python/tests_mpi/run_mpi_tests.py --desync $(OMPI)/desync \
 	        --python build/venv-petsc/bin/python --mpirun mpirun.openmpi --ranks 1,2 --no-references -- -k petsc4py; \
 	else echo "test-python: Debian's python3-petsc4py is not installed: the petsc4py test was skipped"; fi

@@ -349,6 +349,10 @@ SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const Over
       firstkind = false;
     }
   if (o.robin != 0) description_ += fmt::format(", robin {}", o.robin);
+  if (o.coarse != CoarseKind::none) {
+    coarse_ = std::make_unique<CoarseSpace>(A, o.coarse);
+    description_ += ", " + coarse_->description();
+  }
 }
 
 SchwarzPreconditioner::~SchwarzPreconditioner() = default;
@@ -383,6 +387,7 @@ void SchwarzPreconditioner::apply(std::span<const double> r, std::span<double> z
     const auto& rows = sub_.prolongation_rows();
     for (std::size_t s = 0; s < rows.size(); ++s) z[static_cast<std::size_t>(rows[s])] += back_[s];
   }
+  if (coarse_) coarse_->add_correction(r, z);  // two-level additive: z += Phi A0^-1 Phi^T r
   ++level_;
   ++applications_;
   seconds_ += total.seconds();

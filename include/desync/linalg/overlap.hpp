@@ -33,6 +33,7 @@
 #include "desync/communication/halo_plan.hpp"
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/communication/transport_config.hpp"
+#include "desync/linalg/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
 
@@ -42,6 +43,8 @@ struct OverlapOptions {
   int overlap = 1;      ///< delta >= 0: layers of graph distance (0: block Jacobi)
   double robin = 0.0;   ///< beta in [0, 1): the dropped couplings moved onto the diagonal
   LocalSolverKind solver = LocalSolverKind::automatic;
+  /// SchwarzPreconditioner: the coarse level added to the one-level preconditioner (none: one level).
+  CoarseKind coarse = CoarseKind::none;
 };
 
 /// One rank's overlapping subdomain (see the header comment). Collective construction.
@@ -124,8 +127,12 @@ class OverlappingSubdomain {
 ///                     summed there; symmetric when A is (for CG).
 /// With robin > 0 the local matrices keep their modified diagonal: M is then the optimized
 /// (Robin) Schwarz preconditioner, still symmetric for ASM on a symmetric A.
+/// With a coarse space (OverlapOptions::coarse, coarse_space.hpp) the preconditioner is two-level
+/// additive: M^-1 r = (one-level) r + Phi A0^-1 Phi^T r (Toselli and Widlund, 2005, section 3.2;
+/// symmetric for ASM on a symmetric A); with coarse none it is the one-level method bitwise.
 /// apply() is collective: a synchronous exchange through comm::PlanExchange (the restriction, and
-/// for ASM the prolongation). Every rank must call it the same number of times.
+/// for ASM the prolongation; the coarse level's MPI_Allgather). Every rank must call it the same
+/// number of times.
 class SchwarzPreconditioner {
  public:
   /// Collective over A.comm (the subdomain's construction, the two exchanges opened).
@@ -141,6 +148,8 @@ class SchwarzPreconditioner {
   std::string description() const { return description_; }
   bool restricted() const { return restricted_; }
   const OverlappingSubdomain& subdomain() const { return sub_; }
+  /// The coarse level, or nullptr (one level).
+  const CoarseSpace* coarse() const { return coarse_.get(); }
 
   long applications() const { return applications_; }
   double seconds() const { return seconds_; }           ///< in apply(), exchanges included
@@ -154,6 +163,7 @@ class SchwarzPreconditioner {
   OverlappingSubdomain sub_;
   bool restricted_;
   std::unique_ptr<comm::PlanExchange> restrict_, prolong_;
+  std::unique_ptr<CoarseSpace> coarse_;
   std::vector<double> r_ext_, y_ext_, back_;
   std::int64_t level_ = 0;
   long applications_ = 0;

@@ -134,6 +134,7 @@ def solve(
     pc: str = ...,
     overlap: int = ...,
     local_solver: str = ...,
+    coarse: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -170,6 +171,7 @@ def solve(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -210,6 +212,7 @@ def solve(
     pc: str = ...,
     overlap: int = ...,
     local_solver: str = ...,
+    coarse: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -246,6 +249,7 @@ def solve(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -467,6 +471,7 @@ def run(
     pc: str = ...,
     overlap: int = ...,
     local_solver: str = ...,
+    coarse: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -507,6 +512,7 @@ def run(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -548,6 +554,7 @@ def run(
     pc: str = ...,
     overlap: int = ...,
     local_solver: str = ...,
+    coarse: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -588,6 +595,7 @@ def run(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]

@@ -92,6 +92,7 @@ class CgCommand final : public SolverCommand {
   detail::SystemCli system_cli;           // --matrix, --rhs, --partition, --partition-seed
   int overlap = 1;                        // --overlap (--pc asm, ras)
   std::string local_solver = "auto";      // --local-solver (--pc asm, ras)
+  std::string coarse = "none";            // --coarse (--pc asm, ras)
   std::string export_dir;                 // --export-system
   std::string local;                      // --local: points (nodes) per rank
   std::string global;                     // --global: total points (nodes)
@@ -126,6 +127,7 @@ class CgCommand final : public SolverCommand {
   CLI::Option* restart_opt_ = nullptr;
   CLI::Option* overlap_opt_ = nullptr;
   CLI::Option* local_solver_opt_ = nullptr;
+  CLI::Option* coarse_opt_ = nullptr;
 };
 
 void CgCommand::add_options(CLI::App& app) {
@@ -141,6 +143,10 @@ void CgCommand::add_options(CLI::App& app) {
                                      "--pc asm, ras: the subdomain factorisation, " +
                                          core::named_help(linalg::local_solver_names))
                           ->capture_default_str();
+  coarse_opt_ = app.add_option("--coarse", coarse,
+                               "--pc asm, ras: the coarse level of two-level Schwarz (additive), " +
+                                   core::named_help(linalg::coarse_names))
+                    ->capture_default_str();
   restart_opt_ = app.add_option("--restart", restart,
                                 "GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
                      ->capture_default_str();
@@ -228,9 +234,11 @@ void CgCommand::finalise(MPI_Comm comm) {
   if (overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", overlap));
   s.pc_overlap = overlap;
   s.pc_local_solver = linalg::parse_local_solver(local_solver);
+  s.pc_coarse = linalg::parse_coarse(coarse);
   if (!solvers::is_schwarz(s.pc) && ((overlap_opt_ && overlap_opt_->count() > 0) ||
-                                     (local_solver_opt_ && local_solver_opt_->count() > 0)))
-    throw InputError("--overlap and --local-solver go with --pc asm or ras");
+                                     (local_solver_opt_ && local_solver_opt_->count() > 0) ||
+                                     (coarse_opt_ && coarse_opt_->count() > 0)))
+    throw InputError("--overlap, --local-solver and --coarse go with --pc asm or ras");
   if (solvers::is_schwarz(s.pc) && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
     operator_kind = "csr";  // the Schwarz preconditioners need the assembled matrix
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
@@ -305,6 +313,7 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
   if (solvers::is_schwarz(solver.pc)) {
     out.push_back({"overlap", std::to_string(overlap)});
     out.push_back({"local-solver", local_solver});
+    out.push_back({"coarse", coarse});
   }
   return out;
 }
@@ -472,6 +481,7 @@ int CgCommand::run(MPI_Comm comm) {
     if (loaded) detail::describe_system(r, details, *loaded, system_cli);
     details["pc"] = pc_name;
     details["pc_description"] = result.pc_description;
+    if (solvers::is_schwarz(solver.pc)) details["coarse"] = coarse;
     details["reduction"] = red;
     details["engine"] = engine;
     details["transport"] = engine == "p2p" ? transport_cli.kind() : engine;

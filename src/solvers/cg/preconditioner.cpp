@@ -216,6 +216,7 @@ std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::O
     linalg::OverlapOptions o;
     o.overlap = schwarz.overlap;
     o.solver = schwarz.local_solver;
+    o.coarse = schwarz.coarse;
     return std::make_unique<SchwarzPc>(
         kind, std::make_unique<linalg::SchwarzPreconditioner>(*schwarz.matrix, o, kind == PcKind::restricted_schwarz));
   }

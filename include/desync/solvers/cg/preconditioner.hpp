@@ -15,6 +15,8 @@
 //                 graph distance, exact local solves (linalg::make_local_solver); symmetric, for CG.
 //   ras           restricted additive Schwarz: each rank keeps only its own rows of its local
 //                 solution (Cai and Sarkis, 1999); not symmetric (for GMRES).
+//                 With SchwarzPcSetup::coarse, either becomes two-level additive: the coarse
+//                 correction Phi A0^-1 Phi^T r added (linalg/coarse_space.hpp).
 //                 Both need the assembled matrix (SchwarzPcSetup::matrix) and communicate in apply()
 //                 (the restriction, and for asm the sums at the owners). They do not poll.
 #include <cstdint>
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "desync/core/names.hpp"
+#include "desync/linalg/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
 #include "desync/linalg/operator.hpp"
@@ -93,6 +96,7 @@ struct SchwarzPcSetup {
   const linalg::DistributedCsr* matrix = nullptr;  ///< the assembled A, distributed like the operator
   int overlap = 1;
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
+  linalg::CoarseKind coarse = linalg::CoarseKind::none;  ///< the coarse level (two-level Schwarz)
 };
 
 /// Builds the preconditioner of `kind` for `A` (local work only, but asm and ras: collective).

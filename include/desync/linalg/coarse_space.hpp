@@ -1,0 +1,122 @@
+#pragma once
+// The coarse level of two-level Schwarz: a coarse space Phi and its Galerkin matrix A0 = Phi^T A Phi,
+// so that the correction Phi A0^-1 Phi^T r carries information across every subdomain at once and
+// the iteration count stops growing with the number of subdomains (Toselli and Widlund, 2005,
+// chapter 3; Glusa, Boman, Chow, Rajamanickam and Szyld, 2020, section 2).
+//
+//   nicolaides  one basis vector per subdomain and near-kernel vector (Nicolaides, 1987): the
+//               partition of unity times the near-kernel. Rank p's subdomain owns its rows of the
+//               partitioned matrix (a non-overlapping partition of unity: the indicator of p's rows),
+//               and the near-kernel of a scalar problem is the constant, so phi_p is 1 on p's rows
+//               and 0 elsewhere, and sum_p phi_p = 1 reproduces the constant exactly.
+//   gdsw        the algebraic GDSW coarse space (Dohrmann, Klawonn and Widlund, 2008; the algebraic
+//               interface of Heinlein, Klawonn, Rajamanickam and Rheinbach's FROSch): a row is on the
+//               interface when it couples to another rank's row; the interface rows are grouped
+//               into components by the set of ranks among their own and their neighbours' owners
+//               (edges between two subdomains, vertices where more meet); each component's function
+//               is 1 on its rows, 0 on the rest of the interface, and extended into every
+//               subdomain's interior rows by the local discrete harmonic extension
+//               phi_I = -A_II^-1 A_IG phi_G (interior rows couple to their own rank's rows only, so
+//               the extension is a local solve).
+//
+// A0 is small (one row per rank): every rank assembles it whole (each rank's row from its own rows of
+// A, one MPI_Allgatherv), factors it once (dense LU with partial pivoting, Golub and Van Loan, 2013,
+// algorithm 3.4.1) and solves it redundantly: applying the correction costs one MPI_Allgather of one
+// number per rank and no other message.
+#include <mpi.h>
+
+#include <cstdint>
+#include <map>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "desync/core/names.hpp"
+#include "desync/linalg/csr.hpp"
+
+namespace desync::linalg {
+
+enum class CoarseKind { none, nicolaides, gdsw };
+inline constexpr core::Named<CoarseKind> coarse_names[] = {
+    {CoarseKind::none, "none", "one level: no coarse correction"},
+    {CoarseKind::nicolaides, "nicolaides",
+     "one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987)"},
+    {CoarseKind::gdsw, "gdsw",
+     "one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and "
+     "Widlund, 2008)"}};
+
+inline const char* to_string(CoarseKind kind) { return core::name_of(coarse_names, kind); }
+/// "none" | "nicolaides"; InputError otherwise (naming --coarse).
+inline CoarseKind parse_coarse(const std::string& name) {
+  return core::parse_named(coarse_names, name, "--coarse", "coarse space");
+}
+
+/// A dense LU factorisation with partial pivoting of a small square matrix (the coarse matrix).
+class DenseLu {
+ public:
+  DenseLu() = default;
+  /// Factors the n x n row-major matrix `a`; throws std::runtime_error naming the column if a pivot
+  /// is exactly zero or not finite (a singular matrix).
+  DenseLu(std::vector<double> a, int n);
+  /// x = A^-1 b in place (b of length n).
+  void solve(std::span<double> b) const;
+  int size() const { return n_; }
+
+ private:
+  int n_ = 0;
+  std::vector<double> lu_;
+  std::vector<int> pivot_;
+};
+
+/// Phi, A0 and A0's factors for the partitioned matrix A (contiguous row blocks; a rank's rows are
+/// its subdomain). Collective construction; apply_correction is collective as well.
+class CoarseSpace {
+ public:
+  /// Collective over A.comm. Throws InputError (every rank alike) for block size other than 1 or a
+  /// singular coarse matrix ("the coarse matrix A0 = Phi^T A Phi is singular ...").
+  CoarseSpace(const DistributedCsr& A, CoarseKind kind);
+
+  CoarseKind kind() const { return kind_; }
+  /// The coarse dimension: one function per rank (nicolaides) or per interface component (gdsw).
+  int size() const { return n_; }
+  /// A0, n x n row-major, the same on every rank.
+  const std::vector<double>& matrix() const { return a0_; }
+  /// Phi on this rank's rows as a dense local_rows x size() row-major matrix (for tests).
+  std::vector<double> local_basis() const;
+  /// c = Phi^T r: every rank's entry, on every rank (one MPI_Allgather). Collective.
+  std::vector<double> restrict_to_coarse(std::span<const double> r) const;
+  /// z += Phi c on this rank's rows.
+  void add_prolongation(std::span<const double> c, std::span<double> z) const;
+  /// z += Phi A0^-1 Phi^T r: the additive coarse correction. Collective.
+  void add_correction(std::span<const double> r, std::span<double> z);
+
+  double setup_seconds() const { return setup_seconds_; }   ///< assembling and factoring A0 (this rank)
+  double apply_seconds() const { return apply_seconds_; }   ///< in add_correction, the allgather included
+  long applications() const { return applications_; }
+  std::string description() const;
+
+ private:
+  void build_nicolaides();
+  void build_gdsw(const DistributedCsr& A);
+
+  MPI_Comm comm_;
+  CoarseKind kind_;
+  int n_ = 0, rank_ = 0, ranks_ = 1;
+  std::int64_t local_rows_ = 0;
+  /// Phi's rows on this rank, compressed: row i's coarse functions phi_col_[k] with value phi_val_[k]
+  /// for k in [phi_ptr_[i], phi_ptr_[i + 1]).
+  std::vector<std::int64_t> phi_ptr_;
+  std::vector<int> phi_col_;
+  std::vector<double> phi_val_;
+  /// The function that is 1 on another rank's row j (A Phi's ghost reads): Nicolaides, j's owner
+  /// (from offsets_); GDSW, j's interface component (ghost_component_).
+  int ghost_function(std::int64_t j) const;
+  std::vector<std::int64_t> offsets_;
+  std::map<std::int64_t, int> ghost_component_;
+  std::vector<double> a0_;
+  DenseLu lu_;
+  double setup_seconds_ = 0, apply_seconds_ = 0;
+  long applications_ = 0;
+};
+
+}  // namespace desync::linalg

@@ -1,0 +1,299 @@
+// The coarse level of two-level Schwarz (coarse_space.hpp).
+#include "desync/linalg/coarse_space.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <cmath>
+#include <stdexcept>
+
+#include "desync/core/comm.hpp"
+#include "desync/core/error.hpp"
+#include "desync/core/timer.hpp"
+#include "desync/linalg/ghost_requests.hpp"
+#include "desync/linalg/local_solver.hpp"
+
+namespace desync::linalg {
+
+DenseLu::DenseLu(std::vector<double> a, int n) : n_(n), lu_(std::move(a)), pivot_(static_cast<std::size_t>(n)) {
+  const auto N = static_cast<std::size_t>(n);
+  for (std::size_t k = 0; k < N; ++k) {
+    // Partial pivoting: the largest |a_ik| of column k at or below the diagonal.
+    std::size_t p = k;
+    for (std::size_t i = k + 1; i < N; ++i)
+      if (std::abs(lu_[i * N + k]) > std::abs(lu_[p * N + k])) p = i;
+    pivot_[k] = static_cast<int>(p);
+    if (lu_[p * N + k] == 0.0 || !std::isfinite(lu_[p * N + k]))
+      throw std::runtime_error(fmt::format("zero or non-finite pivot in column {} of {}", k, n));
+    if (p != k)
+      for (std::size_t j = 0; j < N; ++j) std::swap(lu_[k * N + j], lu_[p * N + j]);
+    const double inv = 1.0 / lu_[k * N + k];
+    for (std::size_t i = k + 1; i < N; ++i) {
+      const double l = lu_[i * N + k] *= inv;  // L below the diagonal
+      if (l != 0.0)
+        for (std::size_t j = k + 1; j < N; ++j) lu_[i * N + j] -= l * lu_[k * N + j];
+    }
+  }
+}
+
+void DenseLu::solve(std::span<double> b) const {
+  const auto N = static_cast<std::size_t>(n_);
+  for (std::size_t k = 0; k < N; ++k) std::swap(b[k], b[static_cast<std::size_t>(pivot_[k])]);  // P b
+  for (std::size_t i = 0; i < N; ++i)  // L y = P b (unit diagonal)
+    for (std::size_t j = 0; j < i; ++j) b[i] -= lu_[i * N + j] * b[j];
+  for (std::size_t i = N; i-- > 0;) {  // U x = y
+    for (std::size_t j = i + 1; j < N; ++j) b[i] -= lu_[i * N + j] * b[j];
+    b[i] /= lu_[i * N + i];
+  }
+}
+
+CoarseSpace::CoarseSpace(const DistributedCsr& A, CoarseKind kind) : comm_(A.comm), kind_(kind) {
+  const core::Stopwatch clock;
+  MPI_Comm_rank(comm_, &rank_);
+  MPI_Comm_size(comm_, &ranks_);
+  agree_or_throw(comm_, A.block_size == 1, "the coarse space needs a matrix of block size 1");
+  agree_or_throw(comm_, kind != CoarseKind::none, "CoarseSpace: kind none has no coarse space");
+  local_rows_ = A.local_rows();
+  offsets_ = A.row_offsets;
+  if (kind == CoarseKind::nicolaides)
+    build_nicolaides();
+  else
+    build_gdsw(A);
+  // A0 = Phi^T A Phi, summed over the ranks' rows: (A0)_cd = sum_i phi_ic (A Phi)_id. (A Phi)_i reads
+  // Phi's rows at i's columns: this rank's own rows, or, for another rank's row j, the one function
+  // that is 1 there (ghost_function: j's owner for Nicolaides, j's interface component for GDSW).
+  const auto N = static_cast<std::size_t>(n_);
+  std::vector<double> a0(N * N, 0.0), api(N, 0.0);
+  std::vector<char> seen(N, 0);
+  std::vector<int> touched;
+  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
+  for (std::int64_t i = 0; i < local_rows_; ++i) {
+    touched.clear();
+    auto add = [&](int d, double v) {
+      if (!seen[static_cast<std::size_t>(d)]) {
+        seen[static_cast<std::size_t>(d)] = 1;
+        touched.push_back(d);
+      }
+      api[static_cast<std::size_t>(d)] += v;
+    };
+    for (auto k = A.row_ptr[static_cast<std::size_t>(i)]; k < A.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
+      const std::int64_t j = A.col[static_cast<std::size_t>(k)];
+      const double a = A.val[static_cast<std::size_t>(k)];
+      if (j >= first && j < first + local_rows_) {
+        const auto lj = static_cast<std::size_t>(j - first);
+        for (auto m = phi_ptr_[lj]; m < phi_ptr_[lj + 1]; ++m)
+          add(phi_col_[static_cast<std::size_t>(m)], a * phi_val_[static_cast<std::size_t>(m)]);
+      } else {
+        add(ghost_function(j), a);
+      }
+    }
+    for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m) {
+      const auto c = static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)]);
+      for (const int d : touched)
+        a0[c * N + static_cast<std::size_t>(d)] += phi_val_[static_cast<std::size_t>(m)] * api[static_cast<std::size_t>(d)];
+    }
+    for (const int d : touched) {
+      api[static_cast<std::size_t>(d)] = 0.0;
+      seen[static_cast<std::size_t>(d)] = 0;
+    }
+  }
+  a0_.assign(N * N, 0.0);
+  MPI_Allreduce(a0.data(), a0_.data(), static_cast<int>(N * N), MPI_DOUBLE, MPI_SUM, comm_);
+  std::string failure;
+  try {
+    lu_ = DenseLu(a0_, n_);
+  } catch (const std::runtime_error& e) {
+    failure = fmt::format("the coarse matrix A0 = Phi^T A Phi ({} x {}) is singular: {} (a matrix whose rows sum "
+                          "to zero on every subdomain, e.g. a pure Neumann problem, has no Nicolaides coarse space)",
+                          n_, n_, e.what());
+  }
+  agree_or_throw(comm_, failure.empty(), failure);
+  setup_seconds_ = clock.seconds();
+}
+
+void CoarseSpace::build_nicolaides() {
+  n_ = ranks_;  // phi_p: 1 on rank p's rows
+  phi_ptr_.resize(static_cast<std::size_t>(local_rows_) + 1);
+  for (std::int64_t i = 0; i <= local_rows_; ++i) phi_ptr_[static_cast<std::size_t>(i)] = i;
+  phi_col_.assign(static_cast<std::size_t>(local_rows_), rank_);
+  phi_val_.assign(static_cast<std::size_t>(local_rows_), 1.0);
+}
+
+void CoarseSpace::build_gdsw(const DistributedCsr& A) {
+  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
+  const auto rows = static_cast<std::size_t>(local_rows_);
+  // 1. The interface rows and their keys: the ranks among the row's own and its neighbours' owners.
+  std::vector<std::vector<int>> key(rows);
+  std::vector<std::int64_t> ghosts;
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::set<int> owners{rank_};
+    for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
+      const std::int64_t j = A.col[static_cast<std::size_t>(k)];
+      if (j < first || j >= first + local_rows_) {
+        owners.insert(owner_of(offsets_, j));
+        ghosts.push_back(j);
+      }
+    }
+    if (owners.size() > 1) key[i].assign(owners.begin(), owners.end());
+  }
+  std::sort(ghosts.begin(), ghosts.end());
+  ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
+  const bool has_interface = std::any_of(key.begin(), key.end(), [](const auto& k) { return !k.empty(); });
+  agree_or_throw(comm_, has_interface || ranks_ == 1,
+                 fmt::format("--coarse gdsw: rank {}'s subdomain has no interface (no row coupled to another rank's): "
+                             "GDSW's coarse functions live on the interface",
+                             rank_));
+  agree_or_throw(comm_, ranks_ > 1, "--coarse gdsw: one subdomain has no interface (run on more than one rank)");
+  // 2. The components, numbered alike on every rank: every rank's distinct keys, gathered and sorted.
+  std::set<std::vector<int>> mine;
+  for (const auto& k : key)
+    if (!k.empty()) mine.insert(k);
+  std::vector<int> flat;  // [length, ranks...] per key
+  for (const auto& k : mine) {
+    flat.push_back(static_cast<int>(k.size()));
+    flat.insert(flat.end(), k.begin(), k.end());
+  }
+  int count = static_cast<int>(flat.size());
+  std::vector<int> counts(static_cast<std::size_t>(ranks_)), displs(static_cast<std::size_t>(ranks_), 0);
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
+  for (int q = 1; q < ranks_; ++q) displs[static_cast<std::size_t>(q)] = displs[static_cast<std::size_t>(q) - 1] + counts[static_cast<std::size_t>(q) - 1];
+  std::vector<int> all(static_cast<std::size_t>(displs.back() + counts.back()));
+  MPI_Allgatherv(flat.data(), count, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, comm_);
+  std::map<std::vector<int>, int> component;
+  for (std::size_t p = 0; p < all.size();) {
+    const auto len = static_cast<std::size_t>(all[p]);
+    component.emplace(std::vector<int>(all.begin() + static_cast<std::ptrdiff_t>(p + 1),
+                                       all.begin() + static_cast<std::ptrdiff_t>(p + 1 + len)), 0);
+    p += len + 1;
+  }
+  n_ = 0;
+  for (auto& [k, index] : component) index = n_++;
+  std::vector<int> comp(rows, -1);
+  for (std::size_t i = 0; i < rows; ++i)
+    if (!key[i].empty()) comp[i] = component.at(key[i]);
+  // 3. The components of the other ranks' rows this rank's rows couple to (each an interface row of
+  //    its owner), from their owners.
+  const GhostRequests req = request_entries(comm_, offsets_, ghosts);
+  std::vector<int> give(req.asked.size()), got(ghosts.size());
+  for (std::size_t a = 0; a < req.asked.size(); ++a) give[a] = comp[static_cast<std::size_t>(req.asked[a] - first)];
+  MPI_Alltoallv(give.data(), req.give.data(), req.give_displs.data(), MPI_INT, got.data(), req.need.data(),
+                req.need_displs.data(), MPI_INT, comm_);
+  for (std::size_t g = 0; g < ghosts.size(); ++g) ghost_component_[ghosts[g]] = got[g];
+  // 4. Phi on the interface rows: 1 for the row's component. On the interior rows: the discrete
+  //    harmonic extension phi_I = -A_II^-1 A_IG phi_G, one local solve per component that touches this
+  //    rank (interior rows couple to this rank's rows only).
+  std::vector<int> local_comps;
+  for (const int c : comp)
+    if (c >= 0) local_comps.push_back(c);
+  std::sort(local_comps.begin(), local_comps.end());
+  local_comps.erase(std::unique(local_comps.begin(), local_comps.end()), local_comps.end());
+  std::vector<std::int64_t> interior_index(rows, -1);
+  LocalCsr aii;
+  aii.row_ptr.push_back(0);
+  for (std::size_t i = 0; i < rows; ++i)
+    if (comp[i] < 0) interior_index[i] = aii.rows++;
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (comp[i] >= 0) continue;
+    for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
+      const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
+      if (interior_index[lj] >= 0) {
+        aii.col.push_back(static_cast<std::int32_t>(interior_index[lj]));
+        aii.val.push_back(A.val[static_cast<std::size_t>(k)]);
+      }
+    }
+    aii.row_ptr.push_back(static_cast<std::int64_t>(aii.col.size()));
+  }
+  std::vector<std::vector<double>> extension(local_comps.size());  // per local component, on the interior rows
+  if (aii.rows > 0) {
+    std::unique_ptr<LocalSolver> solver;
+    std::string failure;
+    try {
+      solver = make_local_solver(aii, LocalSolverKind::automatic);
+    } catch (const std::exception& e) {
+      failure = fmt::format("--coarse gdsw: rank {}: the interior block of its subdomain ({} rows) cannot be factored: {}",
+                            rank_, aii.rows, e.what());
+    }
+    agree_or_throw(comm_, failure.empty(), failure);
+    std::vector<double> rhs(static_cast<std::size_t>(aii.rows));
+    for (std::size_t lc = 0; lc < local_comps.size(); ++lc) {
+      std::fill(rhs.begin(), rhs.end(), 0.0);  // rhs = -A_IG phi_G for component local_comps[lc]
+      for (std::size_t i = 0; i < rows; ++i) {
+        if (comp[i] >= 0) continue;
+        for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
+          const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
+          if (comp[lj] == local_comps[lc]) rhs[static_cast<std::size_t>(interior_index[i])] -= A.val[static_cast<std::size_t>(k)];
+        }
+      }
+      extension[lc].resize(rhs.size());
+      solver->solve(rhs.data(), extension[lc].data());
+    }
+  } else {
+    agree_or_throw(comm_, true, "");
+  }
+  phi_ptr_.assign(1, 0);
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (comp[i] >= 0) {
+      phi_col_.push_back(comp[i]);
+      phi_val_.push_back(1.0);
+    } else {
+      for (std::size_t lc = 0; lc < local_comps.size(); ++lc) {
+        const double v = extension[lc][static_cast<std::size_t>(interior_index[i])];
+        if (v != 0.0) {
+          phi_col_.push_back(local_comps[lc]);
+          phi_val_.push_back(v);
+        }
+      }
+    }
+    phi_ptr_.push_back(static_cast<std::int64_t>(phi_col_.size()));
+  }
+}
+
+int CoarseSpace::ghost_function(std::int64_t j) const {
+  if (kind_ == CoarseKind::nicolaides) return owner_of(offsets_, j);
+  return ghost_component_.at(j);
+}
+
+std::vector<double> CoarseSpace::local_basis() const {
+  const auto N = static_cast<std::size_t>(n_);
+  std::vector<double> out(static_cast<std::size_t>(local_rows_) * N, 0.0);
+  for (std::int64_t i = 0; i < local_rows_; ++i)
+    for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m)
+      out[static_cast<std::size_t>(i) * N + static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)])] =
+          phi_val_[static_cast<std::size_t>(m)];
+  return out;
+}
+
+std::vector<double> CoarseSpace::restrict_to_coarse(std::span<const double> r) const {
+  std::vector<double> mine(static_cast<std::size_t>(n_), 0.0), c(static_cast<std::size_t>(n_));
+  for (std::int64_t i = 0; i < local_rows_; ++i)  // (Phi^T r)_c = sum_i phi_ic r_i over this rank's rows
+    for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m)
+      mine[static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)])] +=
+          phi_val_[static_cast<std::size_t>(m)] * r[static_cast<std::size_t>(i)];
+  MPI_Allreduce(mine.data(), c.data(), n_, MPI_DOUBLE, MPI_SUM, comm_);
+  return c;
+}
+
+void CoarseSpace::add_prolongation(std::span<const double> c, std::span<double> z) const {
+  for (std::int64_t i = 0; i < local_rows_; ++i)  // (Phi c)_i = sum_c phi_ic c_c
+    for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m)
+      z[static_cast<std::size_t>(i)] +=
+          phi_val_[static_cast<std::size_t>(m)] * c[static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)])];
+}
+
+void CoarseSpace::add_correction(std::span<const double> r, std::span<double> z) {
+  const core::Stopwatch clock;
+  std::vector<double> c = restrict_to_coarse(r);  // c = Phi^T r
+  lu_.solve(c);                                   // c = A0^-1 Phi^T r (redundantly on every rank)
+  add_prolongation(c, z);                         // z += Phi A0^-1 Phi^T r
+  ++applications_;
+  apply_seconds_ += clock.seconds();
+}
+
+std::string CoarseSpace::description() const {
+  return fmt::format("{} coarse space, {} functions, A0 dense LU on every rank", to_string(kind_), n_);
+}
+
+}  // namespace desync::linalg

@@ -1,0 +1,252 @@
+// The coarse level of two-level Schwarz (linalg/coarse_space.hpp) against dense references built
+// here from the whole (small) matrix:
+//   - DenseLu solves a non-symmetric system and refuses a singular one;
+//   - Nicolaides: Phi 1 = 1 bitwise, A0 = Phi^T A Phi, symmetric and positive definite;
+//   - GDSW: every interface row has one function; Phi reproduces the constant on every subdomain
+//     whose rows sum to zero (the harmonic extension of 1 is 1), A0 = Phi^T A Phi, SPD;
+//   - the two-level preconditioner: coarse none is the one-level preconditioner bitwise, and the
+//     correction is z_one-level + Phi A0^-1 Phi^T r;
+//   - CG with two-level asm (GDSW) converges to the solution;
+//   - bad input: GDSW on one subdomain.
+#include <gtest/gtest.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <vector>
+
+#include "desync/core/error.hpp"
+#include "desync/linalg/coarse_space.hpp"
+#include "desync/linalg/csr.hpp"
+#include "desync/linalg/csr_operator.hpp"
+#include "desync/linalg/overlap.hpp"
+#include "desync/solvers/cg/cg.hpp"
+
+using namespace desync;
+using linalg::CoarseKind;
+using linalg::CoarseSpace;
+using linalg::DistributedCsr;
+
+namespace {
+
+int world_rank() {
+  int r = 0;
+  MPI_Comm_rank(MPI_COMM_WORLD, &r);
+  return r;
+}
+int world_size() {
+  int n = 1;
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  return n;
+}
+
+using Dense = std::vector<std::vector<double>>;
+
+/// The n x n grid Laplacian (5-point, unscaled) on `ranks` horizontal strips of rows, in the dense
+/// form every rank holds and distributed in the strips' row blocks. With `dirichlet`, the usual
+/// Dirichlet matrix (diagonal 4); without, the periodic graph Laplacian (zero row sums) plus 1 on
+/// the diagonal of row 0 only, so that the matrix is SPD and only rank 0's rows do not sum to zero.
+struct Problem {
+  Dense a;
+  DistributedCsr A;
+};
+
+Problem grid_laplacian(int n, bool dirichlet) {
+  const int N = n * n, P = world_size(), r = world_rank();
+  Problem p;
+  p.a.assign(static_cast<std::size_t>(N), std::vector<double>(static_cast<std::size_t>(N), 0.0));
+  for (int y = 0; y < n; ++y)
+    for (int x = 0; x < n; ++x) {
+      const int i = y * n + x;
+      auto& row = p.a[static_cast<std::size_t>(i)];
+      const int nb[4][2] = {{x - 1, y}, {x + 1, y}, {x, y - 1}, {x, y + 1}};
+      row[static_cast<std::size_t>(i)] = 4.0;
+      for (const auto& q : nb) {
+        int qx = q[0], qy = q[1];
+        if (!dirichlet) {
+          qx = (qx + n) % n;
+          qy = (qy + n) % n;
+        } else if (qx < 0 || qx >= n || qy < 0 || qy >= n) {
+          continue;
+        }
+        row[static_cast<std::size_t>(qy * n + qx)] -= 1.0;
+      }
+    }
+  if (!dirichlet) p.a[0][0] += 1.0;
+  p.A.comm = MPI_COMM_WORLD;
+  p.A.row_offsets.assign(static_cast<std::size_t>(P) + 1, 0);
+  for (int q = 0; q < P; ++q) p.A.row_offsets[static_cast<std::size_t>(q) + 1] = static_cast<std::int64_t>(N) * (q + 1) / P;
+  p.A.row_ptr.assign(1, 0);
+  for (auto i = p.A.row_offsets[static_cast<std::size_t>(r)]; i < p.A.row_offsets[static_cast<std::size_t>(r) + 1]; ++i) {
+    for (int j = 0; j < N; ++j)
+      if (p.a[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)] != 0.0) {
+        p.A.col.push_back(j);
+        p.A.val.push_back(p.a[static_cast<std::size_t>(i)][static_cast<std::size_t>(j)]);
+      }
+    p.A.row_ptr.push_back(static_cast<std::int64_t>(p.A.col.size()));
+  }
+  return p;
+}
+
+/// Phi, whole, on every rank (local_basis gathered).
+Dense gather_phi(const CoarseSpace& c, const DistributedCsr& A) {
+  const std::vector<double> mine = c.local_basis();
+  const int P = world_size();
+  std::vector<int> counts(static_cast<std::size_t>(P)), displs(static_cast<std::size_t>(P), 0);
+  for (int q = 0; q < P; ++q)
+    counts[static_cast<std::size_t>(q)] = static_cast<int>((A.row_offsets[static_cast<std::size_t>(q) + 1] - A.row_offsets[static_cast<std::size_t>(q)]) * c.size());
+  for (int q = 1; q < P; ++q) displs[static_cast<std::size_t>(q)] = displs[static_cast<std::size_t>(q) - 1] + counts[static_cast<std::size_t>(q) - 1];
+  std::vector<double> all(static_cast<std::size_t>(displs.back() + counts.back()));
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+                 MPI_DOUBLE, MPI_COMM_WORLD);
+  const auto N = static_cast<std::size_t>(A.global_rows()), m = static_cast<std::size_t>(c.size());
+  Dense phi(N, std::vector<double>(m));
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t k = 0; k < m; ++k) phi[i][k] = all[i * m + k];
+  return phi;
+}
+
+/// max |A0 - Phi^T a Phi| / max |A0|, and A0's symmetry and definiteness (a dense Cholesky).
+void check_galerkin(const CoarseSpace& c, const Dense& a, const Dense& phi) {
+  const auto N = a.size(), m = static_cast<std::size_t>(c.size());
+  Dense ap(N, std::vector<double>(m, 0.0));
+  for (std::size_t i = 0; i < N; ++i)
+    for (std::size_t j = 0; j < N; ++j)
+      if (a[i][j] != 0.0)
+        for (std::size_t k = 0; k < m; ++k) ap[i][k] += a[i][j] * phi[j][k];
+  double diff = 0, scale = 0, asym = 0;
+  const auto& a0 = c.matrix();
+  for (std::size_t k = 0; k < m; ++k)
+    for (std::size_t l = 0; l < m; ++l) {
+      double ref = 0;
+      for (std::size_t i = 0; i < N; ++i) ref += phi[i][k] * ap[i][l];
+      diff = std::max(diff, std::abs(a0[k * m + l] - ref));
+      scale = std::max(scale, std::abs(ref));
+      asym = std::max(asym, std::abs(a0[k * m + l] - a0[l * m + k]));
+    }
+  EXPECT_LE(diff, 1e-12 * scale);
+  EXPECT_LE(asym, 1e-12 * scale);
+  // Cholesky: every pivot positive.
+  std::vector<double> l(a0);
+  for (std::size_t k = 0; k < m; ++k) {
+    for (std::size_t j = 0; j < k; ++j) l[k * m + k] -= l[k * m + j] * l[k * m + j];
+    ASSERT_GT(l[k * m + k], 0.0) << "A0 is not positive definite (pivot " << k << ")";
+    l[k * m + k] = std::sqrt(l[k * m + k]);
+    for (std::size_t i = k + 1; i < m; ++i) {
+      for (std::size_t j = 0; j < k; ++j) l[i * m + k] -= l[i * m + j] * l[k * m + j];
+      l[i * m + k] /= l[k * m + k];
+    }
+  }
+}
+
+}  // namespace
+
+TEST(DenseLu, SolvesAndRefusesSingular) {
+  const std::vector<double> a = {0.0, 2.0, 1.0, 3.0, 1.0, -1.0, 1.0, 4.0, 2.0};  // needs pivoting
+  linalg::DenseLu lu(a, 3);
+  const std::vector<double> x = {1.0, -2.0, 0.5};
+  std::vector<double> b(3, 0.0);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 3; ++j) b[static_cast<std::size_t>(i)] += a[static_cast<std::size_t>(i * 3 + j)] * x[static_cast<std::size_t>(j)];
+  lu.solve(b);
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(b[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i)], 1e-14);
+  EXPECT_THROW(linalg::DenseLu({1.0, 2.0, 2.0, 4.0}, 2), std::runtime_error);
+}
+
+TEST(CoarseSpace, NicolaidesReproducesTheConstantAndIsGalerkin) {
+  const Problem p = grid_laplacian(8, true);
+  const CoarseSpace c(p.A, CoarseKind::nicolaides);
+  ASSERT_EQ(c.size(), world_size());
+  const Dense phi = gather_phi(c, p.A);
+  for (const auto& row : phi) {
+    double s = 0;
+    for (const double v : row) s += v;
+    EXPECT_EQ(s, 1.0);  // one function per row, value 1: the constant exactly
+  }
+  check_galerkin(c, p.a, phi);
+}
+
+TEST(CoarseSpace, GdswReproducesTheConstantWhereRowsSumToZero) {
+  if (world_size() < 2) GTEST_SKIP() << "GDSW needs an interface";
+  const Problem p = grid_laplacian(8, false);  // only rank 0's rows fail to sum to zero
+  const CoarseSpace c(p.A, CoarseKind::gdsw);
+  const Dense phi = gather_phi(c, p.A);
+  const auto& off = p.A.row_offsets;
+  for (std::size_t i = 0; i < phi.size(); ++i) {
+    double s = 0;
+    for (const double v : phi[i]) s += v;
+    if (static_cast<std::int64_t>(i) >= off[1]) {
+      EXPECT_NEAR(s, 1.0, 1e-12) << "row " << i;
+    }
+  }
+  check_galerkin(c, p.a, phi);
+  // Dirichlet: every interface row carries exactly one function with value 1, A0 SPD.
+  const Problem q = grid_laplacian(8, true);
+  const CoarseSpace d(q.A, CoarseKind::gdsw);
+  const Dense phq = gather_phi(d, q.A);
+  check_galerkin(d, q.a, phq);
+}
+
+TEST(CoarseSpace, GdswRefusesOneSubdomain) {
+  if (world_size() != 1) GTEST_SKIP() << "one rank only";
+  const Problem p = grid_laplacian(4, true);
+  EXPECT_THROW(CoarseSpace(p.A, CoarseKind::gdsw), InputError);
+}
+
+TEST(TwoLevelSchwarz, CorrectionIsAddedToTheOneLevelPreconditioner) {
+  const Problem p = grid_laplacian(10, true);
+  const std::int64_t n = p.A.local_rows();
+  std::vector<double> r(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = std::sin(1.0 + static_cast<double>(p.A.first_block_row() + i));
+  linalg::OverlapOptions o;
+  o.overlap = 1;
+  std::vector<double> z1(r.size()), z0(r.size()), z2(r.size());
+  linalg::SchwarzPreconditioner one(p.A, o, false);
+  one.apply(r, z1);
+  o.coarse = CoarseKind::none;
+  linalg::SchwarzPreconditioner none(p.A, o, false);
+  none.apply(r, z0);
+  EXPECT_EQ(z0, z1);  // coarse none: the one-level preconditioner bitwise
+  for (const CoarseKind kind : {CoarseKind::nicolaides, CoarseKind::gdsw}) {
+    if (kind == CoarseKind::gdsw && world_size() < 2) continue;
+    o.coarse = kind;
+    linalg::SchwarzPreconditioner two(p.A, o, false);
+    two.apply(r, z2);
+    CoarseSpace c(p.A, kind);
+    std::vector<double> expect = z1;
+    c.add_correction(r, expect);  // z1 + Phi A0^-1 Phi^T r
+    for (std::size_t i = 0; i < r.size(); ++i) EXPECT_DOUBLE_EQ(z2[i], expect[i]);
+  }
+}
+
+TEST(TwoLevelSchwarz, CgConvergesToTheSolution) {
+  if (world_size() < 2) GTEST_SKIP() << "GDSW needs an interface";
+  const Problem p = grid_laplacian(16, true);
+  const auto op = linalg::make_csr_operator(p.A, linalg::SpmvConfig{});
+  std::vector<double> b(static_cast<std::size_t>(p.A.local_rows()), 1.0);
+  long its[2] = {0, 0};
+  for (int two = 0; two < 2; ++two) {
+    solvers::CgOptions o;
+    o.method = "cg";
+    o.pc = solvers::PcKind::additive_schwarz;
+    o.pc_matrix = &p.A;
+    o.pc_overlap = 1;
+    o.pc_coarse = two ? CoarseKind::gdsw : CoarseKind::none;
+    o.iteration.tol = 1e-10;
+    std::vector<double> x(b.size(), 0.0);
+    const auto result = solvers::solve_cg(*op, b, x, o);
+    EXPECT_TRUE(result.converged) << result.message;
+    its[two] = static_cast<long>(result.iterations);
+    // against the dense direct solve
+    const auto N = p.a.size();
+    std::vector<double> ax(b.size(), 0.0);
+    op->apply(x, ax);
+    double res = 0;
+    for (std::size_t i = 0; i < b.size(); ++i) res = std::max(res, std::abs(ax[i] - b[i]));
+    EXPECT_LT(res, 1e-7) << N;
+  }
+  // Strips all touch the boundary: the coarse level need not save iterations here (the counts at 4,
+  // 9 and 16 subdomains are tests/coarse_counts.py's); it must not cost many.
+  EXPECT_LE(its[1], its[0] + 3);
+}
