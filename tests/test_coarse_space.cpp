@@ -22,24 +22,16 @@
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/overlap.hpp"
 #include "desync/solvers/cg/cg.hpp"
+#include "test_util.hpp"
 
 using namespace desync;
 using linalg::CoarseKind;
 using linalg::CoarseSpace;
 using linalg::DistributedCsr;
+using desync_test::world_rank;
+using desync_test::world_size;
 
 namespace {
-
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
 
 using Dense = std::vector<std::vector<double>>;
 
