@@ -38,7 +38,6 @@ def on_root(value):
 
 def relative_error(A, b, result):
     x = result.gather()
-    ok = True
     err = 0.0
     if RANK == 0:
         ref = spla.spsolve(A.tocsc(), b)

@@ -12,7 +12,6 @@
 
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
-#include "desync/core/timer.hpp"
 #include "desync/linalg/ghost_requests.hpp"
 #include "desync/linalg/local_solver.hpp"
 
@@ -51,7 +50,6 @@ void DenseLu::solve(std::span<double> b) const {
 }
 
 CoarseSpace::CoarseSpace(const DistributedCsr& A, CoarseKind kind) : comm_(A.comm), kind_(kind) {
-  const core::Stopwatch clock;
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &ranks_);
   agree_or_throw(comm_, A.block_size == 1, "the coarse space needs a matrix of block size 1");
@@ -106,12 +104,11 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, CoarseKind kind) : comm_(A.com
   try {
     lu_ = DenseLu(a0_, n_);
   } catch (const std::runtime_error& e) {
-    failure = fmt::format("the coarse matrix A0 = Phi^T A Phi ({} x {}) is singular: {} (a matrix whose rows sum "
-                          "to zero on every subdomain, e.g. a pure Neumann problem, has no Nicolaides coarse space)",
-                          n_, n_, e.what());
+    failure = fmt::format("--coarse {}: the coarse matrix A0 = Phi^T A Phi ({} x {}) is singular: {} (A is "
+                          "singular on the coarse space, e.g. a pure Neumann problem)",
+                          to_string(kind_), n_, n_, e.what());
   }
   agree_or_throw(comm_, failure.empty(), failure);
-  setup_seconds_ = clock.seconds();
 }
 
 void CoarseSpace::build_nicolaides() {
@@ -231,7 +228,7 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A) {
       solver->solve(rhs.data(), extension[lc].data());
     }
   } else {
-    agree_or_throw(comm_, true, "");
+    agree_or_throw(comm_, true, "");  // the factorisation's agreement above, for a rank without interior rows
   }
   phi_ptr_.assign(1, 0);
   for (std::size_t i = 0; i < rows; ++i) {
@@ -283,13 +280,10 @@ void CoarseSpace::add_prolongation(std::span<const double> c, std::span<double> 
           phi_val_[static_cast<std::size_t>(m)] * c[static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)])];
 }
 
-void CoarseSpace::add_correction(std::span<const double> r, std::span<double> z) {
-  const core::Stopwatch clock;
+void CoarseSpace::add_correction(std::span<const double> r, std::span<double> z) const {
   std::vector<double> c = restrict_to_coarse(r);  // c = Phi^T r
   lu_.solve(c);                                   // c = A0^-1 Phi^T r (redundantly on every rank)
   add_prolongation(c, z);                         // z += Phi A0^-1 Phi^T r
-  ++applications_;
-  apply_seconds_ += clock.seconds();
 }
 
 std::string CoarseSpace::description() const {

@@ -19,10 +19,11 @@
 //               phi_I = -A_II^-1 A_IG phi_G (interior rows couple to their own rank's rows only, so
 //               the extension is a local solve).
 //
-// A0 is small (one row per rank): every rank assembles it whole (each rank's row from its own rows of
-// A, one MPI_Allgatherv), factors it once (dense LU with partial pivoting, Golub and Van Loan, 2013,
-// algorithm 3.4.1) and solves it redundantly: applying the correction costs one MPI_Allgather of one
-// number per rank and no other message.
+// A0 is small (one row and column per coarse function): every rank sums its rows' part of Phi^T A Phi
+// into a dense matrix, one MPI_Allreduce makes the whole A0 on every rank, which factors it once
+// (dense LU with partial pivoting, Golub and Van Loan, 2013, algorithm 3.4.1) and solves it
+// redundantly: applying the correction costs one MPI_Allreduce of the coarse dimension and no other
+// message.
 #include <mpi.h>
 
 #include <cstdint>
@@ -83,16 +84,13 @@ class CoarseSpace {
   const std::vector<double>& matrix() const { return a0_; }
   /// Phi on this rank's rows as a dense local_rows x size() row-major matrix (for tests).
   std::vector<double> local_basis() const;
-  /// c = Phi^T r: every rank's entry, on every rank (one MPI_Allgather). Collective.
+  /// c = Phi^T r, on every rank (one MPI_Allreduce). Collective.
   std::vector<double> restrict_to_coarse(std::span<const double> r) const;
   /// z += Phi c on this rank's rows.
   void add_prolongation(std::span<const double> c, std::span<double> z) const;
   /// z += Phi A0^-1 Phi^T r: the additive coarse correction. Collective.
-  void add_correction(std::span<const double> r, std::span<double> z);
+  void add_correction(std::span<const double> r, std::span<double> z) const;
 
-  double setup_seconds() const { return setup_seconds_; }   ///< assembling and factoring A0 (this rank)
-  double apply_seconds() const { return apply_seconds_; }   ///< in add_correction, the allgather included
-  long applications() const { return applications_; }
   std::string description() const;
 
  private:
@@ -115,8 +113,6 @@ class CoarseSpace {
   std::map<std::int64_t, int> ghost_component_;
   std::vector<double> a0_;
   DenseLu lu_;
-  double setup_seconds_ = 0, apply_seconds_ = 0;
-  long applications_ = 0;
 };
 
 }  // namespace desync::linalg

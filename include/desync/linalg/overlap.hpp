@@ -131,7 +131,7 @@ class OverlappingSubdomain {
 /// additive: M^-1 r = (one-level) r + Phi A0^-1 Phi^T r (Toselli and Widlund, 2005, section 3.2;
 /// symmetric for ASM on a symmetric A); with coarse none it is the one-level method bitwise.
 /// apply() is collective: a synchronous exchange through comm::PlanExchange (the restriction, and
-/// for ASM the prolongation; the coarse level's MPI_Allgather). Every rank must call it the same
+/// for ASM the prolongation; the coarse level's MPI_Allreduce). Every rank must call it the same
 /// number of times.
 class SchwarzPreconditioner {
  public:

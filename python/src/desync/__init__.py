@@ -222,7 +222,7 @@ def _is_petsc(obj, kind: str) -> bool:
     return type(obj).__module__.startswith("petsc4py") and type(obj).__name__ == kind
 
 
-def _csr_of(A, want_rows: bool):
+def _csr_of(A):
     """(indptr, indices, data, rows, cols) of a SciPy sparse matrix, a dense array or a petsc4py
     AIJ Mat (this rank's rows, global columns)."""
     if _is_petsc(A, "Mat"):
@@ -283,7 +283,6 @@ def solve(A, b=None, *, solver: str = "cg", partition: Any = None, comm=None, qu
     that is not square, a b of the wrong length) raises ValueError on every rank; NaN or Inf
     raises NumericalError; a run that stops unconverged returns converged=False.
     """
-    comm = None if comm is None else comm
     petsc = _is_petsc(A, "Mat")
     if comm is None:
         comm = A.getComm().tompi4py() if petsc else MPI.COMM_WORLD
@@ -312,7 +311,7 @@ def solve(A, b=None, *, solver: str = "cg", partition: Any = None, comm=None, qu
                   partition=kind, parts=np.empty(0, dtype=np.int32), description="a matrix in memory")
     if holds and problem is None and A is not None:
         try:
-            indptr, indices, data, rows, cols = _csr_of(A, True)
+            indptr, indices, data, rows, cols = _csr_of(A)
             system.update(has_matrix=True, rows=int(rows), cols=int(cols),
                           indptr=np.ascontiguousarray(indptr, dtype=np.int64),
                           indices=np.ascontiguousarray(indices, dtype=np.int64),
