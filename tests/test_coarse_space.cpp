@@ -196,13 +196,13 @@ TEST(TwoLevelSchwarz, CorrectionIsAddedToTheOneLevelPreconditioner) {
   std::vector<double> z1(r.size()), z0(r.size()), z2(r.size());
   linalg::SchwarzPreconditioner one(p.A, o, false);
   one.apply(r, z1);
-  o.coarse = CoarseKind::none;
+  o.coarse.kind = CoarseKind::none;
   linalg::SchwarzPreconditioner none(p.A, o, false);
   none.apply(r, z0);
   EXPECT_EQ(z0, z1);  // coarse none: the one-level preconditioner bitwise
   for (const CoarseKind kind : {CoarseKind::nicolaides, CoarseKind::gdsw}) {
     if (kind == CoarseKind::gdsw && world_size() < 2) continue;
-    o.coarse = kind;
+    o.coarse.kind = kind;
     linalg::SchwarzPreconditioner two(p.A, o, false);
     two.apply(r, z2);
     CoarseSpace c(p.A, kind);
@@ -224,7 +224,7 @@ TEST(TwoLevelSchwarz, CgConvergesToTheSolution) {
     o.pc = solvers::PcKind::additive_schwarz;
     o.pc_matrix = &p.A;
     o.pc_overlap = 1;
-    o.pc_coarse = two ? CoarseKind::gdsw : CoarseKind::none;
+    o.pc_coarse.kind = two ? CoarseKind::gdsw : CoarseKind::none;
     o.iteration.tol = 1e-10;
     std::vector<double> x(b.size(), 0.0);
     const auto result = solvers::solve_cg(*op, b, x, o);

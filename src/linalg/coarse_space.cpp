@@ -12,6 +12,7 @@
 
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
+#include "desync/core/timer.hpp"
 #include "desync/linalg/ghost_requests.hpp"
 #include "desync/linalg/local_solver.hpp"
 
@@ -49,7 +50,9 @@ void DenseLu::solve(std::span<double> b) const {
   }
 }
 
-CoarseSpace::CoarseSpace(const DistributedCsr& A, CoarseKind kind) : comm_(A.comm), kind_(kind) {
+CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) : comm_(A.comm), kind_(options.kind) {
+  core::Stopwatch setup;
+  const CoarseKind kind = options.kind;
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &ranks_);
   agree_or_throw(comm_, A.block_size == 1, "the coarse space needs a matrix of block size 1");
@@ -109,6 +112,11 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, CoarseKind kind) : comm_(A.com
                           to_string(kind_), n_, n_, e.what());
   }
   agree_or_throw(comm_, failure.empty(), failure);
+  a0_nonzeros_ = std::count_if(a0_.begin(), a0_.end(), [](double v) { return v != 0.0; });
+  for (const int c : phi_col_) local_functions_.push_back(c);
+  std::sort(local_functions_.begin(), local_functions_.end());
+  local_functions_.erase(std::unique(local_functions_.begin(), local_functions_.end()), local_functions_.end());
+  setup_seconds_ = setup.seconds();
 }
 
 void CoarseSpace::build_nicolaides() {
@@ -281,9 +289,96 @@ void CoarseSpace::add_prolongation(std::span<const double> c, std::span<double> 
 }
 
 void CoarseSpace::add_correction(std::span<const double> r, std::span<double> z) const {
+  core::Stopwatch t;
   std::vector<double> c = restrict_to_coarse(r);  // c = Phi^T r
-  lu_.solve(c);                                   // c = A0^-1 Phi^T r (redundantly on every rank)
+  solve(c);                                       // c = A0^-1 Phi^T r (redundantly on every rank)
   add_prolongation(c, z);                         // z += Phi A0^-1 Phi^T r
+  apply_seconds_ += t.seconds();
+  ++applications_;
+}
+
+void CoarseSpace::solve(std::span<double> c) const { lu_.solve(c); }
+
+std::vector<double> CoarseSpace::local_restriction(std::span<const double> r) const {
+  std::vector<double> out(local_functions_.size(), 0.0);
+  for (std::int64_t i = 0; i < local_rows_; ++i)
+    for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m) {
+      const int c = phi_col_[static_cast<std::size_t>(m)];
+      const auto k = static_cast<std::size_t>(
+          std::lower_bound(local_functions_.begin(), local_functions_.end(), c) - local_functions_.begin());
+      out[k] += phi_val_[static_cast<std::size_t>(m)] * r[static_cast<std::size_t>(i)];
+    }
+  return out;
+}
+
+CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& global_rows) const {
+  // Each owner sends, per asked row, its count of functions, then the (function, value) pairs:
+  // two rounds of MPI_Alltoallv (the counts, then the pairs).
+  const std::int64_t first = offsets_[static_cast<std::size_t>(rank_)];
+  const auto own = [&](std::int64_t g) { return g >= first && g < first + local_rows_; };
+  std::vector<std::int64_t> sorted;  // the other ranks' rows asked for, ascending
+  for (const std::int64_t g : global_rows)
+    if (!own(g)) sorted.push_back(g);
+  std::sort(sorted.begin(), sorted.end());
+  sorted.erase(std::unique(sorted.begin(), sorted.end()), sorted.end());
+  const GhostRequests req = request_entries(comm_, offsets_, sorted);
+  const auto P = static_cast<std::size_t>(ranks_);
+  std::vector<int> give_count(req.asked.size()), got_count(sorted.size());
+  for (std::size_t a = 0; a < req.asked.size(); ++a) {
+    const auto i = static_cast<std::size_t>(req.asked[a] - first);
+    give_count[a] = static_cast<int>(phi_ptr_[i + 1] - phi_ptr_[i]);
+  }
+  MPI_Alltoallv(give_count.data(), req.give.data(), req.give_displs.data(), MPI_INT, got_count.data(), req.need.data(),
+                req.need_displs.data(), MPI_INT, comm_);
+  // The pairs: per peer, the sums of its rows' counts.
+  std::vector<int> send_n(P, 0), send_d(P, 0), recv_n(P, 0), recv_d(P, 0);
+  for (std::size_t q = 0; q < P; ++q) {
+    for (int a = req.give_displs[q]; a < req.give_displs[q] + req.give[q]; ++a) send_n[q] += give_count[static_cast<std::size_t>(a)];
+    for (int g = req.need_displs[q]; g < req.need_displs[q] + req.need[q]; ++g) recv_n[q] += got_count[static_cast<std::size_t>(g)];
+    if (q > 0) {
+      send_d[q] = send_d[q - 1] + send_n[q - 1];
+      recv_d[q] = recv_d[q - 1] + recv_n[q - 1];
+    }
+  }
+  std::vector<int> send_col;
+  std::vector<double> send_val;
+  for (std::size_t a = 0; a < req.asked.size(); ++a) {
+    const auto i = static_cast<std::size_t>(req.asked[a] - first);
+    for (auto m = phi_ptr_[i]; m < phi_ptr_[i + 1]; ++m) {
+      send_col.push_back(phi_col_[static_cast<std::size_t>(m)]);
+      send_val.push_back(phi_val_[static_cast<std::size_t>(m)]);
+    }
+  }
+  const auto total = static_cast<std::size_t>(recv_d[P - 1] + recv_n[P - 1]);
+  std::vector<int> recv_col(total);
+  std::vector<double> recv_val(total);
+  MPI_Alltoallv(send_col.data(), send_n.data(), send_d.data(), MPI_INT, recv_col.data(), recv_n.data(), recv_d.data(),
+                MPI_INT, comm_);
+  MPI_Alltoallv(send_val.data(), send_n.data(), send_d.data(), MPI_DOUBLE, recv_val.data(), recv_n.data(),
+                recv_d.data(), MPI_DOUBLE, comm_);
+  // request_entries orders the needed rows by owner, ascending within each: sorted's order.
+  std::vector<std::int64_t> start(sorted.size() + 1, 0);
+  for (std::size_t g = 0; g < sorted.size(); ++g) start[g + 1] = start[g] + got_count[g];
+  Rows out;
+  out.ptr.push_back(0);
+  for (const std::int64_t row : global_rows) {
+    if (own(row)) {
+      const auto i = static_cast<std::size_t>(row - first);
+      for (auto m = phi_ptr_[i]; m < phi_ptr_[i + 1]; ++m) {
+        out.cols.push_back(phi_col_[static_cast<std::size_t>(m)]);
+        out.vals.push_back(phi_val_[static_cast<std::size_t>(m)]);
+      }
+      out.ptr.push_back(static_cast<std::int64_t>(out.cols.size()));
+      continue;
+    }
+    const auto g = static_cast<std::size_t>(std::lower_bound(sorted.begin(), sorted.end(), row) - sorted.begin());
+    for (auto k = start[g]; k < start[g + 1]; ++k) {
+      out.cols.push_back(recv_col[static_cast<std::size_t>(k)]);
+      out.vals.push_back(recv_val[static_cast<std::size_t>(k)]);
+    }
+    out.ptr.push_back(static_cast<std::int64_t>(out.cols.size()));
+  }
+  return out;
 }
 
 std::string CoarseSpace::description() const {

@@ -349,7 +349,7 @@ SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const Over
       firstkind = false;
     }
   if (o.robin != 0) description_ += fmt::format(", robin {}", o.robin);
-  if (o.coarse != CoarseKind::none) {
+  if (o.coarse.kind != CoarseKind::none) {
     coarse_ = std::make_unique<CoarseSpace>(A, o.coarse);
     description_ += ", " + coarse_->description();
   }

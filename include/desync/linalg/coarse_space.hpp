@@ -52,6 +52,18 @@ inline CoarseKind parse_coarse(const std::string& name) {
   return core::parse_named(coarse_names, name, "--coarse", "coarse space");
 }
 
+/// What the coarse level is built from.
+struct CoarseOptions {
+  CoarseKind kind = CoarseKind::none;
+  /// The near-kernel: this rank's rows of each near-kernel vector (each local_rows long). Empty:
+  /// the constant (a scalar problem). Nicolaides takes one function per subdomain and vector,
+  /// GDSW one per interface component and vector.
+  std::vector<std::vector<double>> near_kernel;
+  /// The ranks that factor and solve A0: 0, every rank redundantly (dense LU); k >= 1, the first k
+  /// ranks together with a distributed sparse direct solver.
+  int coarse_ranks = 0;
+};
+
 /// A dense LU factorisation with partial pivoting of a small square matrix (the coarse matrix).
 class DenseLu {
  public:
@@ -75,7 +87,8 @@ class CoarseSpace {
  public:
   /// Collective over A.comm. Throws InputError (every rank alike) for block size other than 1 or a
   /// singular coarse matrix ("the coarse matrix A0 = Phi^T A Phi is singular ...").
-  CoarseSpace(const DistributedCsr& A, CoarseKind kind);
+  CoarseSpace(const DistributedCsr& A, const CoarseOptions& options);
+  CoarseSpace(const DistributedCsr& A, CoarseKind kind) : CoarseSpace(A, CoarseOptions{kind, {}, 0}) {}
 
   CoarseKind kind() const { return kind_; }
   /// The coarse dimension: one function per rank (nicolaides) or per interface component (gdsw).
@@ -90,6 +103,32 @@ class CoarseSpace {
   void add_prolongation(std::span<const double> c, std::span<double> z) const;
   /// z += Phi A0^-1 Phi^T r: the additive coarse correction. Collective.
   void add_correction(std::span<const double> r, std::span<double> z) const;
+  /// c = A0^-1 c in place (c of length size()), on a rank that holds A0's factors (every rank
+  /// unless coarse_ranks >= 1).
+  void solve(std::span<double> c) const;
+  /// This rank's part of Phi^T r without the sum over ranks: entry k is (Phi^T r) at function
+  /// local_functions()[k], summed over this rank's rows only.
+  std::vector<double> local_restriction(std::span<const double> r) const;
+  /// The coarse functions nonzero on this rank's rows, ascending.
+  const std::vector<int>& local_functions() const { return local_functions_; }
+  /// Phi's rows at the given global rows of other ranks (or this rank's), compressed like
+  /// Phi's own rows: row k's functions cols[ptr[k]..ptr[k+1]) with values vals. Collective (every
+  /// rank calls it, each with its own list).
+  struct Rows {
+    std::vector<std::int64_t> ptr;
+    std::vector<int> cols;
+    std::vector<double> vals;
+  };
+  Rows basis_rows(const std::vector<std::int64_t>& global_rows) const;
+  /// Phi's rows on this rank's rows.
+  Rows own_rows() const { return {phi_ptr_, phi_col_, phi_val_}; }
+
+  /// Set-up seconds on this rank (Phi, A0, its factorisation), A0's nonzeros (of size()^2),
+  /// the seconds add_correction has taken so far and how many times it ran.
+  double setup_seconds() const { return setup_seconds_; }
+  std::int64_t matrix_nonzeros() const { return a0_nonzeros_; }
+  double apply_seconds() const { return apply_seconds_; }
+  long applications() const { return applications_; }
 
   std::string description() const;
 
@@ -113,6 +152,11 @@ class CoarseSpace {
   std::map<std::int64_t, int> ghost_component_;
   std::vector<double> a0_;
   DenseLu lu_;
+  std::vector<int> local_functions_;
+  double setup_seconds_ = 0;
+  std::int64_t a0_nonzeros_ = 0;
+  mutable double apply_seconds_ = 0;
+  mutable long applications_ = 0;
 };
 
 }  // namespace desync::linalg

@@ -44,7 +44,7 @@ struct OverlapOptions {
   double robin = 0.0;   ///< beta in [0, 1): the dropped couplings moved onto the diagonal
   LocalSolverKind solver = LocalSolverKind::automatic;
   /// SchwarzPreconditioner: the coarse level added to the one-level preconditioner (none: one level).
-  CoarseKind coarse = CoarseKind::none;
+  CoarseOptions coarse;
 };
 
 /// One rank's overlapping subdomain (see the header comment). Collective construction.

@@ -234,7 +234,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   if (overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", overlap));
   s.pc_overlap = overlap;
   s.pc_local_solver = linalg::parse_local_solver(local_solver);
-  s.pc_coarse = linalg::parse_coarse(coarse);
+  s.pc_coarse.kind = linalg::parse_coarse(coarse);
   if (!solvers::is_schwarz(s.pc) && ((overlap_opt_ && overlap_opt_->count() > 0) ||
                                      (local_solver_opt_ && local_solver_opt_->count() > 0) ||
                                      (coarse_opt_ && coarse_opt_->count() > 0)))

@@ -90,7 +90,7 @@ struct CgOptions {
   int pc_overlap = 1;
   linalg::LocalSolverKind pc_local_solver = linalg::LocalSolverKind::automatic;
   /// asm and ras: the coarse level (none: one-level; linalg/coarse_space.hpp).
-  linalg::CoarseKind pc_coarse = linalg::CoarseKind::none;
+  linalg::CoarseOptions pc_coarse;
   /// tol on ||r|| / ||b||; max_iters; time_limit (agreed on through the reductions);
   /// divergence_factor: stop when ||r|| > this times max(||b||, ||r_0||). CG tests every
   /// iteration and has no polish phase or injected noise: check_every, polish and noise do not

@@ -96,7 +96,7 @@ struct SchwarzPcSetup {
   const linalg::DistributedCsr* matrix = nullptr;  ///< the assembled A, distributed like the operator
   int overlap = 1;
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
-  linalg::CoarseKind coarse = linalg::CoarseKind::none;  ///< the coarse level (two-level Schwarz)
+  linalg::CoarseOptions coarse;  ///< the coarse level (two-level Schwarz)
 };
 
 /// Builds the preconditioner of `kind` for `A` (local work only, but asm and ras: collective).

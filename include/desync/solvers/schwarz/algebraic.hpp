@@ -58,8 +58,15 @@ struct AlgebraicSchwarzOptions {
   bool wait_all = false;  ///< sync: MPI_Waitall-style wait for every neighbour together
   /// async: a pass with no new value (skip: no solve, it would repeat its result).
   core::IdlePolicy idle = core::IdlePolicy::skip;
+  /// The coarse level (two-level Schwarz; kind none: one level). Sync: the hybrid iteration, the
+  /// coarse correction multiplicative before each round of local solves; async: the coarse
+  /// problem solved on rank 0 from the ranks' newest residual contributions (see the top).
+  linalg::CoarseOptions coarse;
+  /// async with a coarse level: a rank runs at most this many local solves on one coarse solution
+  /// before it waits for the next (0: never waits).
+  int coarse_reuse = 0;
   bool asynchronous() const { return mode != comm::HaloMode::sync; }
-  linalg::OverlapOptions overlap_options() const { return {overlap, robin, local_solver}; }
+  linalg::OverlapOptions overlap_options() const { return {overlap, robin, local_solver, {}}; }
 };
 
 struct AlgebraicSchwarzResult {
