@@ -22,6 +22,7 @@
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/linalg/csr.hpp"
+#include "desync/linalg/coarse_space.hpp"
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/local_solver.hpp"
 #include "desync/linalg/overlap.hpp"
@@ -586,4 +587,127 @@ TEST(AlgebraicSchwarz, SingularLocalMatrixIsReported) {
     EXPECT_EQ(std::string(e.what()).rfind(want, 0), 0U) << e.what();
   }
   (void)me;
+}
+
+namespace {
+
+/// Phi, every rank's rows (n x size, row-major), from CoarseSpace::local_basis on every rank.
+std::vector<double> gather_basis(const linalg::CoarseSpace& c, const std::vector<std::int64_t>& offsets) {
+  const std::vector<double> mine = c.local_basis();
+  const int p = world_size();
+  std::vector<int> counts(static_cast<std::size_t>(p)), displs(static_cast<std::size_t>(p));
+  for (int q = 0; q < p; ++q) {
+    counts[static_cast<std::size_t>(q)] = static_cast<int>((offsets[static_cast<std::size_t>(q) + 1] - offsets[static_cast<std::size_t>(q)]) * c.size());
+    displs[static_cast<std::size_t>(q)] = static_cast<int>(offsets[static_cast<std::size_t>(q)] * c.size());
+  }
+  std::vector<double> all(static_cast<std::size_t>(offsets.back() * c.size()));
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_DOUBLE, all.data(), counts.data(), displs.data(),
+                 MPI_DOUBLE, MPI_COMM_WORLD);
+  return all;
+}
+
+}  // namespace
+
+// Two-level, synchronous: the hybrid iteration x <- x + Phi A0^-1 Phi^T (b - A x), then the RAS step,
+// iterate by iterate against the serial transcription (Phi and A0 from the distributed coarse space,
+// everything else serial), Nicolaides and GDSW, on the non-symmetric convection-diffusion matrix.
+TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
+  const int p = world_size(), me = world_rank();
+  const Global g = convection_diffusion(12);
+  const auto offsets = balanced(g.n(), p);
+  const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
+  std::vector<double> b(static_cast<std::size_t>(g.n()));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.1 * static_cast<double>(i));
+  const int iterations = 4;
+  for (const auto kind : {linalg::CoarseKind::nicolaides, linalg::CoarseKind::gdsw}) {
+    if (kind == linalg::CoarseKind::gdsw && p == 1) continue;  // GDSW needs an interface
+    SCOPED_TRACE(linalg::to_string(kind));
+    const linalg::CoarseSpace space(A, kind);
+    const std::vector<double> phi = gather_basis(space, offsets);
+    const auto N = static_cast<std::size_t>(space.size());
+    const linalg::DenseLu a0(space.matrix(), space.size());
+    std::vector<double> ref(b.size(), 0.25);
+    // The coarse step comes after each exchange, the last (the stopping test's) included: the run
+    // returns the corrected iterate its test judged.
+    for (int k = 0; k <= iterations; ++k) {
+      const std::vector<double> ax = g.times(ref);
+      std::vector<double> c(N, 0.0);
+      for (std::size_t i = 0; i < b.size(); ++i)
+        for (std::size_t f = 0; f < N; ++f) c[f] += phi[i * N + f] * (b[i] - ax[i]);  // Phi^T (b - A x)
+      a0.solve(c);
+      for (std::size_t i = 0; i < b.size(); ++i)
+        for (std::size_t f = 0; f < N; ++f) ref[i] += phi[i * N + f] * c[f];  // x += Phi c
+      if (k < iterations) ref = ras_step_ref(g, offsets, 1, 0.0, b, ref);
+    }
+    AlgebraicSchwarzOptions o = fixed_iterations(iterations, 1);
+    o.coarse.kind = kind;
+    std::vector<double> x(part(b, offsets, me).size(), 0.25);
+    const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
+    EXPECT_EQ(r.run.stats.iterations, iterations);
+    EXPECT_EQ(r.coarse.corrections, iterations + 1);  // one per exchange, the stopping one's included
+    EXPECT_EQ(r.coarse_size, space.size());
+    EXPECT_LT(world_max(max_abs_diff(x, part(ref, offsets, me))), 1e-11 * max_abs(ref));
+  }
+}
+
+// Two-level with one subdomain: the coarse correction and the local solve of the whole matrix: the
+// direct solve in one iteration.
+TEST(AlgebraicSchwarz, TwoLevelOneRankIsTheDirectSolve) {
+  std::vector<double> b;
+  const Global g = poisson2d(12, b);
+  const DistributedCsr A = distribute(g, MPI_COMM_SELF, {0, g.n()});
+  std::vector<double> x(b.size(), 0.0);
+  AlgebraicSchwarzOptions o;
+  o.iteration.tol = 1e-10;
+  o.coarse.kind = linalg::CoarseKind::nicolaides;
+  const auto r = solvers::solve_algebraic_schwarz(A, b, x, o);
+  EXPECT_TRUE(r.run.converged);
+  EXPECT_EQ(r.run.stats.iterations, 1);
+  EXPECT_LT(r.run.true_residual, 1e-13);
+}
+
+// Two-level, asynchronous: converges over every transport built, with rank 0 (the coarse root)
+// or the last rank slowed (each local solve taking 3 times as long), with and without
+// --coarse-reuse, and ends with nothing pending; the corrections' delays are recorded.
+TEST(AlgebraicSchwarz, TwoLevelAsyncConvergesOverEveryTransport) {
+  const int p = world_size(), me = world_rank();
+  std::vector<double> bg;
+  const Global g = poisson2d(24, bg);
+  const auto offsets = balanced(g.n(), p);
+  const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
+  for (auto t : {comm::Transport::p2p, comm::Transport::rma, comm::Transport::shmem}) {
+    if ((t == comm::Transport::shmem) != (desync_test::test_transport() == comm::Transport::shmem)) continue;
+#ifdef MPICH_VERSION
+    if (t == comm::Transport::rma && p > 2) continue;  // as AsyncConvergesOverEveryTransport
+#endif
+    for (const auto kind : {linalg::CoarseKind::nicolaides, linalg::CoarseKind::gdsw}) {
+      if (kind == linalg::CoarseKind::gdsw && p == 1) continue;
+      for (const int reuse : {0, 2}) {
+        SCOPED_TRACE(std::string(comm::to_string(t)) + ", " + linalg::to_string(kind) + ", reuse " + std::to_string(reuse));
+        AlgebraicSchwarzOptions o;
+        o.mode = comm::HaloMode::async;
+        o.transport.kind = t;
+        o.overlap = 1;
+        o.coarse.kind = kind;
+        o.coarse_reuse = reuse;
+        o.iteration.tol = 1e-8;
+        o.iteration.max_iters = 20000;
+        o.iteration.noise.slow_rank = reuse == 0 ? 0 : p - 1;
+        o.iteration.noise.slow_factor = 3.0;
+        std::vector<double> x(part(bg, offsets, me).size(), 0.0);
+        const auto r = solvers::solve_algebraic_schwarz(A, part(bg, offsets, me), x, o);
+        EXPECT_EQ(r.run.stop, solvers::StopReason::converged) << r.run.message;
+        EXPECT_LT(r.run.true_residual, 1e-6);
+        long corrections = r.coarse.corrections, solves = r.coarse.solves;
+        MPI_Allreduce(MPI_IN_PLACE, &corrections, 1, MPI_LONG, MPI_MIN, MPI_COMM_WORLD);
+        MPI_Allreduce(MPI_IN_PLACE, &solves, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+        if (p > 1) EXPECT_GE(corrections, 1) << "a rank applied no coarse correction";  // one rank: solved at once
+        EXPECT_GE(solves, corrections);
+        EXPECT_EQ(r.coarse.delay.count, r.coarse.corrections);
+        long outstanding = comm::RequestLedger::outstanding();
+        MPI_Allreduce(MPI_IN_PLACE, &outstanding, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
+        ASSERT_EQ(outstanding, 0) << "a request is pending on some rank";
+      }
+    }
+  }
 }

@@ -290,11 +290,16 @@ void CoarseSpace::add_prolongation(std::span<const double> c, std::span<double> 
 
 void CoarseSpace::add_correction(std::span<const double> r, std::span<double> z) const {
   core::Stopwatch t;
-  std::vector<double> c = restrict_to_coarse(r);  // c = Phi^T r
-  solve(c);                                       // c = A0^-1 Phi^T r (redundantly on every rank)
-  add_prolongation(c, z);                         // z += Phi A0^-1 Phi^T r
+  const std::vector<double> c = coarse_solution(r);  // c = A0^-1 Phi^T r
+  add_prolongation(c, z);                            // z += Phi A0^-1 Phi^T r
   apply_seconds_ += t.seconds();
   ++applications_;
+}
+
+std::vector<double> CoarseSpace::coarse_solution(std::span<const double> r) const {
+  std::vector<double> c = restrict_to_coarse(r);  // c = Phi^T r
+  solve(c);                                       // c = A0^-1 Phi^T r (redundantly on every rank)
+  return c;
 }
 
 void CoarseSpace::solve(std::span<double> c) const { lu_.solve(c); }
@@ -308,6 +313,62 @@ std::vector<double> CoarseSpace::local_restriction(std::span<const double> r) co
           std::lower_bound(local_functions_.begin(), local_functions_.end(), c) - local_functions_.begin());
       out[k] += phi_val_[static_cast<std::size_t>(m)] * r[static_cast<std::size_t>(i)];
     }
+  return out;
+}
+
+CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const {
+  // Each a_ij phi_ic of this rank's rows i goes to j's owner as (j, c, a_ij phi_ic); one
+  // MPI_Alltoall of the counts and three MPI_Alltoallv of the triplets.
+  const std::int64_t first = offsets_[static_cast<std::size_t>(rank_)];
+  const auto P = static_cast<std::size_t>(ranks_);
+  std::vector<std::vector<std::int64_t>> js(P);
+  std::vector<std::vector<int>> cs(P);
+  std::vector<std::vector<double>> vs(P);
+  for (std::int64_t i = 0; i < local_rows_; ++i) {
+    const auto li = static_cast<std::size_t>(i);
+    for (auto k = A.row_ptr[li]; k < A.row_ptr[li + 1]; ++k) {
+      const std::int64_t j = A.col[static_cast<std::size_t>(k)];
+      const double a = A.val[static_cast<std::size_t>(k)];
+      const auto q = static_cast<std::size_t>(j >= first && j < first + local_rows_ ? rank_ : owner_of(offsets_, j));
+      for (auto m = phi_ptr_[li]; m < phi_ptr_[li + 1]; ++m) {
+        js[q].push_back(j);
+        cs[q].push_back(phi_col_[static_cast<std::size_t>(m)]);
+        vs[q].push_back(a * phi_val_[static_cast<std::size_t>(m)]);
+      }
+    }
+  }
+  std::vector<int> send_n(P), send_d(P, 0), recv_n(P), recv_d(P, 0);
+  for (std::size_t q = 0; q < P; ++q) send_n[q] = static_cast<int>(js[q].size());
+  MPI_Alltoall(send_n.data(), 1, MPI_INT, recv_n.data(), 1, MPI_INT, comm_);
+  for (std::size_t q = 1; q < P; ++q) {
+    send_d[q] = send_d[q - 1] + send_n[q - 1];
+    recv_d[q] = recv_d[q - 1] + recv_n[q - 1];
+  }
+  std::vector<std::int64_t> sj, rj(static_cast<std::size_t>(recv_d[P - 1] + recv_n[P - 1]));
+  std::vector<int> sc, rc(rj.size());
+  std::vector<double> sv, rv(rj.size());
+  for (std::size_t q = 0; q < P; ++q) {
+    sj.insert(sj.end(), js[q].begin(), js[q].end());
+    sc.insert(sc.end(), cs[q].begin(), cs[q].end());
+    sv.insert(sv.end(), vs[q].begin(), vs[q].end());
+  }
+  MPI_Alltoallv(sj.data(), send_n.data(), send_d.data(), MPI_INT64_T, rj.data(), recv_n.data(), recv_d.data(),
+                MPI_INT64_T, comm_);
+  MPI_Alltoallv(sc.data(), send_n.data(), send_d.data(), MPI_INT, rc.data(), recv_n.data(), recv_d.data(), MPI_INT, comm_);
+  MPI_Alltoallv(sv.data(), send_n.data(), send_d.data(), MPI_DOUBLE, rv.data(), recv_n.data(), recv_d.data(),
+                MPI_DOUBLE, comm_);
+  // Summed per (row, function), in the order the triplets arrived (the same on every run).
+  std::vector<std::map<int, double>> rows(static_cast<std::size_t>(local_rows_));
+  for (std::size_t t = 0; t < rj.size(); ++t) rows[static_cast<std::size_t>(rj[t] - first)][rc[t]] += rv[t];
+  Rows out;
+  out.ptr.push_back(0);
+  for (const auto& r : rows) {
+    for (const auto& [c, v] : r) {
+      out.cols.push_back(c);
+      out.vals.push_back(v);
+    }
+    out.ptr.push_back(static_cast<std::int64_t>(out.cols.size()));
+  }
   return out;
 }
 

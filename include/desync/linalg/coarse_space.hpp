@@ -103,6 +103,8 @@ class CoarseSpace {
   void add_prolongation(std::span<const double> c, std::span<double> z) const;
   /// z += Phi A0^-1 Phi^T r: the additive coarse correction. Collective.
   void add_correction(std::span<const double> r, std::span<double> z) const;
+  /// c = A0^-1 Phi^T r, the whole coarse vector, on every rank. Collective.
+  std::vector<double> coarse_solution(std::span<const double> r) const;
   /// c = A0^-1 c in place (c of length size()), on a rank that holds A0's factors (every rank
   /// unless coarse_ranks >= 1).
   void solve(std::span<double> c) const;
@@ -120,6 +122,10 @@ class CoarseSpace {
     std::vector<double> vals;
   };
   Rows basis_rows(const std::vector<std::int64_t>& global_rows) const;
+  /// (A^T Phi) at this rank's rows j: sum over every row i (any rank's) of a_ij phi_i, compressed
+  /// like Phi's rows. Then Phi^T A x = sum over ranks of sum over their rows j of (A^T Phi)_j x_j:
+  /// each rank's part of the coarse residual Phi^T (b - A x) reads its own x_j alone. Collective.
+  Rows transposed_product(const DistributedCsr& A) const;
   /// Phi's rows on this rank's rows.
   Rows own_rows() const { return {phi_ptr_, phi_col_, phi_val_}; }
 

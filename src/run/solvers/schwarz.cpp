@@ -24,6 +24,9 @@
 #include "../system_input.hpp"
 #include "driven_run.hpp"
 #include "desync/core/error.hpp"
+#include "desync/core/timer.hpp"
+#include "desync/linalg/coarse_space.hpp"
+#include "desync/linalg/partition.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
 #include "desync/linalg/sparse_cholesky.hpp"
@@ -67,7 +70,8 @@ class SchwarzCommand final : public SolverCommand {
 
  private:
   std::vector<std::pair<std::string, std::string>> effective() const;
-  int run_matrix(MPI_Comm comm);
+  int run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin);
+  detail::LoadedSystem builtin_system(MPI_Comm comm) const;
   int export_grid_system(MPI_Comm comm);
 
   std::string problem = "poisson2d";
@@ -88,6 +92,10 @@ class SchwarzCommand final : public SolverCommand {
   double robin = 0;                 // --robin (with --matrix)
   std::string local_solver = "auto";  // --local-solver (with --matrix)
   std::string export_dir;           // --export-system
+  std::string coarse = "none";      // --coarse
+  int coarse_reuse = 0;             // --coarse-reuse (async)
+  CLI::Option* coarse_opt_ = nullptr;
+  CLI::Option* alpha_opt_ = nullptr;
   std::vector<CLI::Option*> grid_options_, matrix_options_;
 };
 
@@ -104,7 +112,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of "
                  "graph distance in A + A^T (>= 0; 0 is block Jacobi)")
       ->capture_default_str();
-  grid_options_.push_back(app.add_option("--alpha", alpha,
+  grid_options_.push_back(alpha_opt_ = app.add_option("--alpha", alpha,
                  "Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical "
                  "Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006)")
       ->capture_default_str());
@@ -118,6 +126,18 @@ void SchwarzCommand::add_options(CLI::App& app) {
       app.add_option("--local-solver", local_solver,
                      "With --matrix: the subdomain factorisation, " + core::named_help(linalg::local_solver_names))
           ->capture_default_str());
+  coarse_opt_ = app.add_option("--coarse", coarse,
+                               "Two-level Schwarz: the coarse level, " + core::named_help(linalg::coarse_names) +
+                                   ". sync: the hybrid iteration (coarse correction before each round of local solves); "
+                                   "async: rank 0 solves the coarse problem from the ranks' newest residuals and sends "
+                                   "the corrections (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the "
+                                   "built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance "
+                                   "overlap, robin 1/(1 + alpha h))")
+                    ->capture_default_str();
+  app.add_option("--coarse-reuse", coarse_reuse,
+                 "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
+                 "for the next (0: never waits)")
+      ->capture_default_str();
   grid_options_.push_back(app.add_option(
       "--export-system", export_dir,
       "Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the "
@@ -156,7 +176,20 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   iteration_cli.apply(s.iteration, nranks);
   if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
+  const linalg::CoarseKind coarse_kind = linalg::parse_coarse(coarse);
+  if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
+  if (coarse_reuse > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
+    throw InputError("--coarse-reuse goes with --mode async and --coarse nicolaides|gdsw");
   system_cli.check();
+  if (coarse_kind != linalg::CoarseKind::none && !system_cli.given()) {
+    if (problem != "poisson2d")
+      throw InputError("--coarse with a built-in problem runs poisson2d (laplace3d: write its system with desync jacobi "
+                       "--export-system and run it with --matrix)");
+    if (!export_dir.empty()) throw InputError("--coarse goes with a solve, not with --export-system");
+    if (!output.save_path.empty())
+      throw InputError("--save with --coarse on the built-in problem: write the system with --export-system and run "
+                       "it with --matrix to save the solution");
+  }
   if (system_cli.given()) {
     for (const CLI::Option* o : grid_options_)
       if (o->count() > 0) throw InputError(o->get_name() + " applies to the built-in problems, not to --matrix");
@@ -246,6 +279,8 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"idle", idle},
       {"robin", system_cli.given() ? fmt::format("{}", robin) : ""},
       {"local-solver", system_cli.given() ? local_solver : ""},
+      {"coarse", coarse},
+      {"coarse-reuse", std::to_string(coarse_reuse)},
   };
   if (system_cli.given())
     for (auto& [k, v] : out)
@@ -283,7 +318,8 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
 }
 
 int SchwarzCommand::run(MPI_Comm comm) {
-  if (system_cli.given()) return run_matrix(comm);
+  if (system_cli.given()) return run_matrix(comm, detail::load_system(comm, system_cli), false);
+  if (coarse != "none") return run_matrix(comm, builtin_system(comm), true);
   if (!export_dir.empty()) return export_grid_system(comm);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -393,14 +429,49 @@ std::vector<std::string> gather_strings(MPI_Comm comm, const std::string& mine) 
   return out;
 }
 
-int SchwarzCommand::run_matrix(MPI_Comm comm) {
+// The built-in poisson2d problem as an assembled system (problems::poisson2d_matrix_system),
+// partitioned as the grid solver's blocks, for the two-level method. Collective.
+detail::LoadedSystem SchwarzCommand::builtin_system(MPI_Comm comm) const {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const detail::LoadedSystem sys = detail::load_system(comm, system_cli);
+  core::Stopwatch t;
+  const auto p = problems::poisson2d_matrix_system(comm, global_points, process_grid);
+  linalg::PartitionOptions po;
+  po.method = linalg::PartitionMethod::file;
+  po.file = "the grid's blocks";
+  po.parts_given = true;
+  const int mine = static_cast<int>(p.part.size());
+  std::vector<int> counts(static_cast<std::size_t>(size)), displs(static_cast<std::size_t>(size), 0);
+  MPI_Gather(&mine, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm);
+  if (rank == 0) {
+    for (int q = 1; q < size; ++q)
+      displs[static_cast<std::size_t>(q)] = displs[static_cast<std::size_t>(q) - 1] + counts[static_cast<std::size_t>(q) - 1];
+    po.parts.resize(static_cast<std::size_t>(displs.back() + counts.back()));
+  }
+  MPI_Gatherv(p.part.data(), mine, MPI_INT, po.parts.data(), counts.data(), displs.data(), MPI_INT, 0, comm);
+  detail::LoadedSystem sys;
+  sys.system = linalg::partition_system(p.A, po);
+  sys.b = sys.system.to_partitioned(comm, p.b);
+  sys.rows = static_cast<std::int64_t>(global_points[0]) * global_points[1];
+  std::int64_t nnz = static_cast<std::int64_t>(p.A.col.size());
+  MPI_Allreduce(MPI_IN_PLACE, &nnz, 1, MPI_INT64_T, MPI_SUM, comm);
+  sys.nonzeros = nnz;
+  sys.read_seconds = t.seconds();
+  return sys;
+}
+
+int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
   solvers::AlgebraicSchwarzOptions o;
   o.overlap = solver.overlap;
-  o.robin = robin;
+  // The grid's Robin condition on the 5-point matrix: beta = 1/(1 + alpha h) (algebraic.hpp).
+  const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
+  o.robin = !builtin ? robin : std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
+  o.coarse.kind = linalg::parse_coarse(coarse);
+  o.coarse_reuse = coarse_reuse;
   o.local_solver = linalg::parse_local_solver(local_solver);
   o.mode = solver.mode;
   o.iteration = solver.iteration;
@@ -431,6 +502,21 @@ int SchwarzCommand::run_matrix(MPI_Comm comm) {
   as_grid.solve_seconds = result.solve_seconds;
   RankFields fields = rank_fields(as_grid);
   fields.integer("extended_rows", result.extended_rows).number("setup_seconds", result.setup_seconds);
+  const bool two_level = o.coarse.kind != linalg::CoarseKind::none;
+  if (two_level) {
+    // The coarse level's work on this rank: corrections applied, coarse solves made here (async:
+    // rank 0), residual contributions sent, passes held back by --coarse-reuse, its seconds, and
+    // the delays (this rank's iterations between a contribution and the correction built from it).
+    const auto& c = result.coarse;
+    fields.integer("coarse_corrections", c.corrections)
+        .integer("coarse_solves", c.solves)
+        .integer("coarse_contributions", c.contributions)
+        .integer("coarse_held", c.held)
+        .number("coarse_seconds", c.seconds)
+        .number("coarse_setup_seconds", result.coarse_setup_seconds)
+        .number("coarse_delay_mean", c.delay.mean())
+        .integer("coarse_delay_max", c.delay.max);
+  }
   r.per_rank = gather_rank_fields(comm, fields);
   detail::gather_rank_histories(r, comm, result.run, solver.asynchronous());
   const auto names = gather_strings(comm, result.local_solver_name);
@@ -449,11 +535,57 @@ int SchwarzCommand::run_matrix(MPI_Comm comm) {
       ext_max = std::max(ext_max, e);
     }
     const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
-    r.headline = fmt::format("restricted additive Schwarz, mode {}, transport {}, termination {}", mode, transport_text,
+    r.headline = fmt::format("{}restricted additive Schwarz, mode {}, transport {}, termination {}",
+                             two_level ? fmt::format("two-level ({}) ", coarse) : std::string(), mode, transport_text,
                              termination);
     if (termination == "none") r.residual_note = " (none tested: --termination none)";
     nlohmann::json details;
-    detail::describe_system(r, details, sys, system_cli);
+    if (builtin) {
+      const std::string alpha_text = std::isinf(solver.alpha) ? "inf (classical)" : fmt::format("{:.6g}", solver.alpha);
+      r.setup_lines.push_back({"problem", fmt::format("2D Poisson, {}x{} points, assembled (5-point), the grid's {}x{} "
+                                                      "blocks; alpha {} (robin {:.6g})",
+                                                      global_points[0], global_points[1], process_grid[0],
+                                                      process_grid[1], alpha_text, o.robin)});
+      details["problem"] = problem;
+      details["alpha"] = std::isinf(solver.alpha) ? nlohmann::json("inf") : nlohmann::json(solver.alpha);
+    } else {
+      detail::describe_system(r, details, sys, system_cli);
+    }
+    if (two_level) {
+      double coarse_setup = 0, coarse_s = 0, delay_sum = 0;
+      long corrections = 0, solves = 0, held = 0, delay_max = 0;
+      for (const auto& p : r.per_rank) {
+        coarse_setup = std::max(coarse_setup, p.value("coarse_setup_seconds"));
+        coarse_s = std::max(coarse_s, p.value("coarse_seconds"));
+        const auto n = static_cast<long>(p.value("coarse_corrections"));
+        corrections += n;
+        delay_sum += p.value("coarse_delay_mean") * static_cast<double>(n);
+        delay_max = std::max(delay_max, static_cast<long>(p.value("coarse_delay_max")));
+        solves = std::max(solves, static_cast<long>(p.value("coarse_solves")));
+        held += static_cast<long>(p.value("coarse_held"));
+      }
+      const double delay_mean = corrections > 0 ? delay_sum / static_cast<double>(corrections) : 0.0;
+      r.setup_lines.push_back({"coarse level", fmt::format("{}; A0 {} nonzeros; set-up {:.4f} s (slowest rank)",
+                                                           result.coarse_description, result.coarse_nonzeros, coarse_setup)});
+      r.performance_lines.push_back(
+          {"coarse", solver.asynchronous()
+                         ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
+                                       "max {} iterations, {} passes held (--coarse-reuse {}), {:.4f} s (slowest rank)",
+                                       solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_s)
+                         : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, coarse_s)});
+      details["coarse"] = coarse;
+      details["coarse_functions"] = result.coarse_size;
+      details["coarse_nonzeros"] = result.coarse_nonzeros;
+      details["coarse_setup_seconds"] = coarse_setup;
+      details["coarse_seconds"] = coarse_s;
+      details["coarse_solves"] = solves;
+      details["coarse_corrections"] = corrections;
+      details["coarse_delay"] = {{"mean", delay_mean}, {"max", delay_max}};
+      details["coarse_held"] = held;
+      details["coarse_reuse"] = coarse_reuse;
+    } else {
+      details["coarse"] = "none";
+    }
     r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each", solver.overlap,
                                                        robin, ext_min, ext_max)});
     // The local solvers, counted by kind: "cholmod-simplicial (3 ranks), umfpack (1 rank)".
@@ -481,7 +613,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm) {
     details["iterations_local"] = {{"min", it.min}, {"max", it.max}};
     r.details = details.dump();
   }
-  const std::string io_error = detail::deliver_solution(comm, sys, x, output.save_path);
+  const std::string io_error = detail::deliver_solution(comm, sys, x, builtin ? std::string() : output.save_path);
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 

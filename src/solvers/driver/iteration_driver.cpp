@@ -266,7 +266,8 @@ void IterationDriver::run_async(LocalIteration& local) {
       // At rest: an update would reproduce the iterate. It is skipped unless an open test needs the
       // residual of the current iterate and none has been computed: then one update computes it.
       const bool at_rest = may_skip && idle && !perturbing;
-      skipping = at_rest && (residual_known || !test_open);
+      const bool held = !local.may_update();  // the solver holds this update back
+      skipping = held || (at_rest && (residual_known || !test_open));
       if (idle) {
         ++st.idle_passes;
         // Nothing new: give the core up once, so that a rank sharing it (more ranks than cores)
@@ -277,7 +278,7 @@ void IterationDriver::run_async(LocalIteration& local) {
         // The known residual of the unchanged iterate serves any test that is open. A rank that
         // rests max_iters passes in a row (its tolerance below what its data allows, say) stops as
         // at max_iters: --max-iters bounds a run whose ranks all rest.
-        fresh_residual = residual_known && test_open;
+        fresh_residual = !held && residual_known && test_open;
         ++rest_passes;
         if (at_iteration_limit() || over_time()) local_done = true;
       } else {

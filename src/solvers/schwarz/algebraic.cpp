@@ -13,6 +13,7 @@
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
+#include "coarse_level.hpp"
 #include "subdomain_iteration.hpp"
 
 namespace desync::solvers {
@@ -42,6 +43,13 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
     }
     std::copy(x0.begin(), x0.end(), x_.begin() + static_cast<std::ptrdiff_t>(own_));
     ghost_ = current_ghosts();
+    if (o.coarse.kind != linalg::CoarseKind::none) {
+      coarse_ = std::make_unique<detail::CoarseLevel>(A, sub_, o.coarse, o.coarse_reuse);
+      // async: the halo values carry their sender's coarse version (x_[n_]) and are lifted to
+      // this rank's (coarse_level.hpp); raw_ keeps them as received.
+      carry_async_ = true;
+      raw_ = ghost_;
+    }
     auto& st = driver_.stats();
     st.rank = sub_.rank();
     st.local = {static_cast<int>(owned_), 1, 1};
@@ -63,6 +71,15 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
     r.spmv_seconds = spmv_s_;
     r.update_seconds = update_s_;
     r.solve_seconds = solve_s_;
+    if (coarse_) {
+      const auto& c = coarse_->space();
+      r.coarse_size = c.size();
+      r.coarse_nonzeros = c.matrix_nonzeros();
+      r.coarse_setup_seconds = c.setup_seconds();
+      r.coarse_description = c.description();
+      const auto& st = coarse_->stats();
+      r.coarse = {st.corrections, st.solves, st.contributions, st.held, st.seconds, st.delay};
+    }
     return r;
   }
 
@@ -109,13 +126,52 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
     sub_.solver().solve(rhs_.data(), next_.data());  // y_p = A_p^-1 rhs
     core::charge("schwarz.solve", static_cast<double>(n_));
     solve_s_ += t_solve.seconds();
+    if (async_coarse_) coarse_->after_solve();
     return r2;
   }
+  // Two-level, synchronous: the coarse correction after the exchange, before the local solves
+  // (coarse_level.hpp): u <- u + Phi A0^-1 Phi^T (b - A u), its ghosts corrected alike.
+  void exchange(std::int64_t it) override {
+    SubdomainIteration::exchange(it);
+    if (coarse_) coarse_->correct_sync(b_ext_.data(), x_.data(), ghost_.data());
+  }
+  std::int64_t exchange_carrying(std::int64_t it, std::int64_t level) override {
+    level = SubdomainIteration::exchange_carrying(it, level);
+    if (coarse_) coarse_->correct_sync(b_ext_.data(), x_.data(), ghost_.data());
+    return level;
+  }
+  // Two-level, asynchronous: the halo values as received go to raw_, the coarse level takes its
+  // newest correction, and the ghosts are the received values lifted to this rank's version.
+  void open_exchange(IterationPhase phase, bool synchronous) override {
+    SubdomainIteration::open_exchange(phase, synchronous);
+    async_coarse_ = coarse_ && !synchronous;
+    if (async_coarse_) coarse_->open_async(transport());
+  }
+  void push(std::int64_t it) override {
+    if (async_coarse_) x_[n_] = static_cast<double>(coarse_->version());
+    SubdomainIteration::push(it);
+  }
+  void pull(std::int64_t it) override {
+    if (!async_coarse_) return SubdomainIteration::pull(it);
+    open_plan_exchange().finish(raw_.data(), it);
+    coarse_->pull(it, x_.data());
+    coarse_->lift(plan_, ghosts_, raw_.data(), ghost_.data());
+    coarse_->contribute_and_solve(it, b_ext_.data(), x_.data());
+  }
+  void close_exchange() override {
+    SubdomainIteration::close_exchange();
+    if (async_coarse_) coarse_->close_async();
+    async_coarse_ = false;
+  }
+  bool may_update() override { return !async_coarse_ || coarse_->may_update(); }
   // advance(): u_i <- y_p,i on the own rows (the rest of y_p is read by nobody: restricted Schwarz).
   void perturb(double value) override { x_[own_] = value; }
   // The candidate is A_p^-1 rhs, rhs from b and the ghosts alone, except where the Robin data reads
   // an owned u_i (overlap 0 with robin > 0).
-  bool update_repeats_without_new_data() const override { return opt_.robin == 0 || opt_.overlap > 0; }
+  // Not with a coarse level: a coarse correction changes the iterate without a halo message.
+  bool update_repeats_without_new_data() const override {
+    return !coarse_ && (opt_.robin == 0 || opt_.overlap > 0);
+  }
 
   const AlgebraicSchwarzOptions& opt_;
   core::Stopwatch setup_;
@@ -124,6 +180,9 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
   std::size_t own_, owned_;  // where the owned rows start in Omega_p, how many
   std::vector<double> rhs_, b_ext_;
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
+  std::unique_ptr<detail::CoarseLevel> coarse_;
+  bool async_coarse_ = false;  // the asynchronous phase is open with a coarse level
+  std::vector<double> raw_;    // async two-level: the ghosts as received, the senders' versions after them
   IterationDriver driver_;
 };
 

@@ -84,7 +84,7 @@ class SubdomainIteration : public LocalIteration {
 
   void open_exchange(IterationPhase phase, bool synchronous) override {
     exchange_.reset();
-    const bool carrying = carry_ && synchronous && phase == IterationPhase::main;
+    const bool carrying = (carry_ && synchronous && phase == IterationPhase::main) || (carry_async_ && !synchronous);
     exchange_.emplace(comm_, carrying ? carrying_plan() : plan_,
                       exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async));
   }
@@ -112,6 +112,12 @@ class SubdomainIteration : public LocalIteration {
   void close_exchange() override { exchange_->close(); }
   void advance() override { std::swap(x_, next_); }
 
+  const comm::TransportConfig& transport() const { return transport_; }
+  /// The open exchange (for a solver that installs the received values itself).
+  comm::PlanExchange& open_plan_exchange() { return *exchange_; }
+
+  /// The asynchronous phase carries x_[n_] to every neighbour too (into ghost_[ghosts_ + j]).
+  bool carry_async_ = false;
   MPI_Comm comm_ = MPI_COMM_NULL;
   comm::HaloPlan plan_;
   std::vector<double> x_, next_, ghost_;

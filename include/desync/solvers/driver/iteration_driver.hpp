@@ -153,6 +153,10 @@ class LocalIteration : public LocalProblem {
   /// (a subdomain solve; not a Jacobi sweep, which keeps converging its interior). IdlePolicy::skip
   /// needs it.
   virtual bool update_repeats_without_new_data() const { return false; }
+  /// async: false holds this pass's update back (the pass counts as idle, not as an iteration),
+  /// e.g. while a two-level Schwarz rank waits for a newer coarse solution (--coarse-reuse).
+  /// Asked after pull() on every pass that would update.
+  virtual bool may_update() { return true; }
 };
 
 /// Runs a solver's iterations (see the top of this file). Collective over `comm`: every rank

@@ -78,6 +78,18 @@ struct AlgebraicSchwarzResult {
   std::int64_t extended_rows = 0;     ///< |Omega_p|
   double setup_seconds = 0;           ///< subdomain construction, factorisation included
   double spmv_seconds = 0, update_seconds = 0, solve_seconds = 0;
+  /// With a coarse level: its dimension, A0's nonzeros, its set-up seconds on this rank, its
+  /// description, and this rank's counts (corrections applied, solves, contributions, held
+  /// passes, seconds, the delays of the applied corrections).
+  int coarse_size = 0;
+  std::int64_t coarse_nonzeros = 0;
+  double coarse_setup_seconds = 0;
+  std::string coarse_description;
+  struct CoarseCounts {
+    long corrections = 0, solves = 0, contributions = 0, held = 0;
+    double seconds = 0;
+    comm::DelayStats delay;
+  } coarse;
 };
 
 /// Solves A x = b (collective over A.comm). x: this rank's rows, the initial guess on entry, the
