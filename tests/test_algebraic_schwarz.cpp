@@ -7,7 +7,10 @@
 //   - RAS converges to the direct solve; async converges over every transport built, nothing pending;
 //   - the preconditioners: ras and asm applied to a vector against local solves computed here, CG
 //     with asm against CG with bjacobi-ic0;
-//   - a singular local matrix is reported with the rank and the subdomain size.
+//   - a singular local matrix is reported with the rank and the subdomain size;
+//   - two-level: the synchronous hybrid iteration against its serial transcription (Phi and A0 from
+//     the coarse space), one subdomain is the direct solve, async converges over every transport
+//     with a rank slowed, with and without --coarse-reuse, nothing pending.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
