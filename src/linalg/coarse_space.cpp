@@ -9,6 +9,7 @@
 #include <set>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
@@ -17,6 +18,18 @@
 #include "desync/linalg/local_solver.hpp"
 
 namespace desync::linalg {
+
+namespace {
+
+/// The entries of a map from c * n + d to (A0)_cd, in the map's order.
+std::vector<CoarseSolver::Entry> sparse_entries(const std::unordered_map<std::int64_t, double>& map, int n) {
+  std::vector<CoarseSolver::Entry> out;
+  out.reserve(map.size());
+  for (const auto& [place, value] : map) out.push_back({static_cast<int>(place / n), static_cast<int>(place % n), value});
+  return out;
+}
+
+}  // namespace
 
 CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) : comm_(A.comm), kind_(options.kind) {
   core::Stopwatch setup;
@@ -36,10 +49,10 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
   // A0 = Phi^T A Phi, summed over the ranks' rows: (A0)_cd = sum_i phi_ic (A Phi)_id. (A Phi)_i reads
   // Phi's rows at i's columns: this rank's own rows, or, for another rank's row j, the one function
   // that is 1 there (ghost_function: j's owner for Nicolaides, j's interface component for GDSW).
-  // Sparse: the same products as entries (c, d, value) instead of sums into the dense array.
+  // Sparse: the same sums kept at their nonzero places only (a hash map) instead of the dense array.
   const auto N = static_cast<std::size_t>(n_);
   std::vector<double> a0(sparse ? 0 : N * N, 0.0), api(N, 0.0);
-  std::vector<CoarseSolver::Entry> entries;
+  std::unordered_map<std::int64_t, double> entries;  // sparse: (A0)_cd at c * n + d, this rank's rows' sum
   std::vector<char> seen(N, 0);
   std::vector<int> touched;
   const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
@@ -67,7 +80,7 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
       const auto c = static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)]);
       if (sparse) {
         for (const int d : touched)
-          entries.push_back({static_cast<int>(c), d, phi_val_[static_cast<std::size_t>(m)] * api[static_cast<std::size_t>(d)]});
+          entries[static_cast<std::int64_t>(c) * n_ + d] += phi_val_[static_cast<std::size_t>(m)] * api[static_cast<std::size_t>(d)];
         continue;
       }
       for (const int d : touched)
@@ -85,7 +98,7 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
   std::string failure;
   try {
     if (sparse)
-      solver_.factor_distributed(comm_, n_, options.coarse_ranks, std::move(entries));
+      solver_.factor_distributed(comm_, n_, options.coarse_ranks, sparse_entries(entries, n_));
     else
       solver_.factor_dense(a0_, n_);
   } catch (const std::runtime_error& e) {
