@@ -7,6 +7,7 @@ set -euo pipefail
 packages=(build-essential cmake libopenmpi-dev openmpi-bin libmpich-dev mpich
           libcli11-dev nlohmann-json3-dev libfmt-dev libgtest-dev libsuitesparse-dev python3 python3-venv
           libmetis-dev libptscotch-dev  # graph partitioners for --partition metis|ptscotch
+          libmumps-dev  # the coarse matrix of two-level Schwarz on --coarse-ranks k ranks (Open MPI builds)
           libsimgrid-dev)  # SimGrid's SMPI: the simulated-cluster build (make build-sim, docs/simulation.md)
 # Optional extras: `--petsc` (make bench-petsc): PETSc and pkg-config for the side-by-side benchmark;
 # `tsan` (make tsan): clang, LLVM's OpenMP runtime with its ThreadSanitizer support (libarcher, in

@@ -7,13 +7,16 @@
 //   - the two-level preconditioner: coarse none is the one-level preconditioner bitwise, and the
 //     correction is z_one-level + Phi A0^-1 Phi^T r;
 //   - CG with two-level asm (GDSW) converges to the solution;
-//   - bad input: GDSW on one subdomain.
+//   - the coarse matrix on 1 or 2 coarse ranks (MUMPS): the same correction and coarse solve as
+//     dense LU on every rank, within 1e-12 relative;
+//   - bad input: GDSW on one subdomain, more coarse ranks than ranks (and more than one without MUMPS).
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "desync/core/error.hpp"
@@ -241,4 +244,64 @@ TEST(TwoLevelSchwarz, CgConvergesToTheSolution) {
   // Strips all touch the boundary: the coarse level need not save iterations here (the counts at 4,
   // 9 and 16 subdomains are tests/coarse_counts.py's); it must not cost many.
   EXPECT_LE(its[1], its[0] + 3);
+}
+
+// With MUMPS on 1 and 2 coarse ranks; without MUMPS (MPICH), coarse ranks 1 is dense LU on rank 0.
+TEST(CoarseSpace, MumpsOnCoarseRanksMatchesDenseLu) {
+  const Problem p = grid_laplacian(10, true);
+  const std::int64_t n = p.A.local_rows();
+  std::vector<double> r(static_cast<std::size_t>(n));
+  for (std::int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = std::cos(0.5 + static_cast<double>(p.A.first_block_row() + i));
+  const auto max_abs = [](const std::vector<double>& v) {
+    double m = 0;
+    for (const double x : v) m = std::max(m, std::abs(x));
+    return m;
+  };
+  for (const CoarseKind kind : {CoarseKind::nicolaides, CoarseKind::gdsw}) {
+    if (kind == CoarseKind::gdsw && world_size() < 2) continue;
+    const CoarseSpace dense(p.A, kind);
+    std::vector<double> z0(r.size(), 0.0);
+    dense.add_correction(r, z0);
+    double scale = max_abs(z0);
+    MPI_Allreduce(MPI_IN_PLACE, &scale, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+    const std::vector<double> c = dense.restrict_to_coarse(r);
+    for (int k = 1; k <= std::min(linalg::have_mumps() ? 2 : 1, world_size()); ++k) {
+      const CoarseSpace sparse(p.A, linalg::CoarseOptions{kind, {}, k});
+      EXPECT_EQ(sparse.coarse_ranks(), k);
+      EXPECT_STREQ(sparse.solver_name(), linalg::have_mumps() ? "mumps" : "dense-lu-rank0");
+      ASSERT_EQ(sparse.size(), dense.size());
+      EXPECT_EQ(sparse.matrix_nonzeros(), dense.matrix_nonzeros());
+      const auto& a = dense.matrix();
+      const auto& b = sparse.matrix();  // gathered: size() is small
+      ASSERT_EQ(a.size(), b.size());
+      for (std::size_t e = 0; e < a.size(); ++e) EXPECT_NEAR(a[e], b[e], 1e-12 * max_abs(a)) << "entry " << e;
+      std::vector<double> z(r.size(), 0.0);
+      sparse.add_correction(r, z);
+      double diff = 0;
+      for (std::size_t i = 0; i < z.size(); ++i) diff = std::max(diff, std::abs(z[i] - z0[i]));
+      MPI_Allreduce(MPI_IN_PLACE, &diff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+      EXPECT_LE(diff, 1e-12 * scale) << linalg::to_string(kind) << " on " << k << " coarse ranks";
+      // solve: k = 1 on rank 0 alone; k = 2 on ranks 0 and 1 together, the solution on both.
+      if (world_rank() < k) {
+        std::vector<double> x0 = c, x = c;
+        dense.solve(x0);
+        sparse.solve(x);
+        for (std::size_t i = 0; i < x.size(); ++i) EXPECT_NEAR(x[i], x0[i], 1e-12 * max_abs(x0)) << "entry " << i;
+      }
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
+  }
+}
+
+TEST(CoarseSpace, CoarseRanksAboveTheRunOrWithoutMumpsAreRefused) {
+  const Problem p = grid_laplacian(4, true);
+  try {
+    const CoarseSpace c(p.A, linalg::CoarseOptions{CoarseKind::nicolaides, {}, world_size() + 1});
+    ADD_FAILURE() << "more coarse ranks than ranks accepted";
+  } catch (const InputError& e) {
+    EXPECT_NE(std::string(e.what()).find("above the"), std::string::npos) << e.what();
+  }
+  if (!linalg::have_mumps() && world_size() >= 2) {  // more than one coarse rank needs MUMPS
+    EXPECT_THROW(CoarseSpace(p.A, linalg::CoarseOptions{CoarseKind::nicolaides, {}, 2}), InputError);
+  }
 }

@@ -9,6 +9,7 @@
 #include <set>
 #include <cmath>
 #include <stdexcept>
+#include <unordered_map>
 
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
@@ -18,43 +19,25 @@
 
 namespace desync::linalg {
 
-DenseLu::DenseLu(std::vector<double> a, int n) : n_(n), lu_(std::move(a)), pivot_(static_cast<std::size_t>(n)) {
-  const auto N = static_cast<std::size_t>(n);
-  for (std::size_t k = 0; k < N; ++k) {
-    // Partial pivoting: the largest |a_ik| of column k at or below the diagonal.
-    std::size_t p = k;
-    for (std::size_t i = k + 1; i < N; ++i)
-      if (std::abs(lu_[i * N + k]) > std::abs(lu_[p * N + k])) p = i;
-    pivot_[k] = static_cast<int>(p);
-    if (lu_[p * N + k] == 0.0 || !std::isfinite(lu_[p * N + k]))
-      throw std::runtime_error(fmt::format("zero or non-finite pivot in column {} of {}", k, n));
-    if (p != k)
-      for (std::size_t j = 0; j < N; ++j) std::swap(lu_[k * N + j], lu_[p * N + j]);
-    const double inv = 1.0 / lu_[k * N + k];
-    for (std::size_t i = k + 1; i < N; ++i) {
-      const double l = lu_[i * N + k] *= inv;  // L below the diagonal
-      if (l != 0.0)
-        for (std::size_t j = k + 1; j < N; ++j) lu_[i * N + j] -= l * lu_[k * N + j];
-    }
-  }
+namespace {
+
+/// The entries of a map from c * n + d to (A0)_cd, in the map's order.
+std::vector<CoarseSolver::Entry> sparse_entries(const std::unordered_map<std::int64_t, double>& map, int n) {
+  std::vector<CoarseSolver::Entry> out;
+  out.reserve(map.size());
+  for (const auto& [place, value] : map) out.push_back({static_cast<int>(place / n), static_cast<int>(place % n), value});
+  return out;
 }
 
-void DenseLu::solve(std::span<double> b) const {
-  const auto N = static_cast<std::size_t>(n_);
-  for (std::size_t k = 0; k < N; ++k) std::swap(b[k], b[static_cast<std::size_t>(pivot_[k])]);  // P b
-  for (std::size_t i = 0; i < N; ++i)  // L y = P b (unit diagonal)
-    for (std::size_t j = 0; j < i; ++j) b[i] -= lu_[i * N + j] * b[j];
-  for (std::size_t i = N; i-- > 0;) {  // U x = y
-    for (std::size_t j = i + 1; j < N; ++j) b[i] -= lu_[i * N + j] * b[j];
-    b[i] /= lu_[i * N + i];
-  }
-}
+}  // namespace
 
 CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) : comm_(A.comm), kind_(options.kind) {
   core::Stopwatch setup;
   const CoarseKind kind = options.kind;
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &ranks_);
+  CoarseSolver::check_ranks(options.coarse_ranks, ranks_);
+  const bool sparse = options.coarse_ranks >= 1;  // A0's entries to MUMPS on the first coarse_ranks ranks
   agree_or_throw(comm_, A.block_size == 1, "the coarse space needs a matrix of block size 1");
   agree_or_throw(comm_, kind != CoarseKind::none, "CoarseSpace: kind none has no coarse space");
   local_rows_ = A.local_rows();
@@ -66,8 +49,10 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
   // A0 = Phi^T A Phi, summed over the ranks' rows: (A0)_cd = sum_i phi_ic (A Phi)_id. (A Phi)_i reads
   // Phi's rows at i's columns: this rank's own rows, or, for another rank's row j, the one function
   // that is 1 there (ghost_function: j's owner for Nicolaides, j's interface component for GDSW).
+  // Sparse: the same sums kept at their nonzero places only (a hash map) instead of the dense array.
   const auto N = static_cast<std::size_t>(n_);
-  std::vector<double> a0(N * N, 0.0), api(N, 0.0);
+  std::vector<double> a0(sparse ? 0 : N * N, 0.0), api(N, 0.0);
+  std::unordered_map<std::int64_t, double> entries;  // sparse: (A0)_cd at c * n + d, this rank's rows' sum
   std::vector<char> seen(N, 0);
   std::vector<int> touched;
   const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
@@ -93,6 +78,11 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
     }
     for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m) {
       const auto c = static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)]);
+      if (sparse) {
+        for (const int d : touched)
+          entries[static_cast<std::int64_t>(c) * n_ + d] += phi_val_[static_cast<std::size_t>(m)] * api[static_cast<std::size_t>(d)];
+        continue;
+      }
       for (const int d : touched)
         a0[c * N + static_cast<std::size_t>(d)] += phi_val_[static_cast<std::size_t>(m)] * api[static_cast<std::size_t>(d)];
     }
@@ -101,18 +91,28 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
       seen[static_cast<std::size_t>(d)] = 0;
     }
   }
-  a0_.assign(N * N, 0.0);
-  MPI_Allreduce(a0.data(), a0_.data(), static_cast<int>(N * N), MPI_DOUBLE, MPI_SUM, comm_);
+  if (!sparse) {
+    a0_.assign(N * N, 0.0);
+    MPI_Allreduce(a0.data(), a0_.data(), static_cast<int>(N * N), MPI_DOUBLE, MPI_SUM, comm_);
+  }
   std::string failure;
   try {
-    lu_ = DenseLu(a0_, n_);
+    if (sparse)
+      solver_.factor_distributed(comm_, n_, options.coarse_ranks, sparse_entries(entries, n_));
+    else
+      solver_.factor_dense(a0_, n_);
   } catch (const std::runtime_error& e) {
     failure = fmt::format("--coarse {}: the coarse matrix A0 = Phi^T A Phi ({} x {}) is singular: {} (A is "
                           "singular on the coarse space, e.g. a pure Neumann problem)",
                           to_string(kind_), n_, n_, e.what());
   }
   agree_or_throw(comm_, failure.empty(), failure);
-  a0_nonzeros_ = std::count_if(a0_.begin(), a0_.end(), [](double v) { return v != 0.0; });
+  if (sparse) {
+    a0_nonzeros_ = solver_.nonzeros();
+    if (n_ <= dense_copy_limit) a0_ = solver_.gather_dense(comm_);
+  } else {
+    a0_nonzeros_ = std::count_if(a0_.begin(), a0_.end(), [](double v) { return v != 0.0; });
+  }
   for (const int c : phi_col_) local_functions_.push_back(c);
   std::sort(local_functions_.begin(), local_functions_.end());
   local_functions_.erase(std::unique(local_functions_.begin(), local_functions_.end()), local_functions_.end());
@@ -271,12 +271,18 @@ std::vector<double> CoarseSpace::local_basis() const {
   return out;
 }
 
-std::vector<double> CoarseSpace::restrict_to_coarse(std::span<const double> r) const {
-  std::vector<double> mine(static_cast<std::size_t>(n_), 0.0), c(static_cast<std::size_t>(n_));
+std::vector<double> CoarseSpace::local_sums(std::span<const double> r) const {
+  std::vector<double> mine(static_cast<std::size_t>(n_), 0.0);
   for (std::int64_t i = 0; i < local_rows_; ++i)  // (Phi^T r)_c = sum_i phi_ic r_i over this rank's rows
     for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m)
       mine[static_cast<std::size_t>(phi_col_[static_cast<std::size_t>(m)])] +=
           phi_val_[static_cast<std::size_t>(m)] * r[static_cast<std::size_t>(i)];
+  return mine;
+}
+
+std::vector<double> CoarseSpace::restrict_to_coarse(std::span<const double> r) const {
+  const std::vector<double> mine = local_sums(r);
+  std::vector<double> c(static_cast<std::size_t>(n_));
   MPI_Allreduce(mine.data(), c.data(), n_, MPI_DOUBLE, MPI_SUM, comm_);
   return c;
 }
@@ -290,19 +296,19 @@ void CoarseSpace::add_prolongation(std::span<const double> c, std::span<double> 
 
 void CoarseSpace::add_correction(std::span<const double> r, std::span<double> z) const {
   core::Stopwatch t;
-  const std::vector<double> c = coarse_solution(r);  // c = A0^-1 Phi^T r
+  const std::vector<double> c = coarse_solution(r);  // c = A0^-1 Phi^T r on every rank
   add_prolongation(c, z);                            // z += Phi A0^-1 Phi^T r
   apply_seconds_ += t.seconds();
   ++applications_;
 }
 
 std::vector<double> CoarseSpace::coarse_solution(std::span<const double> r) const {
-  std::vector<double> c = restrict_to_coarse(r);  // c = Phi^T r
-  solve(c);                                       // c = A0^-1 Phi^T r (redundantly on every rank)
+  std::vector<double> c = local_sums(r);  // this rank's part of Phi^T r
+  solver_.solve_sum(comm_, c);            // c = A0^-1 Phi^T r on every rank (coarse_solver.hpp)
   return c;
 }
 
-void CoarseSpace::solve(std::span<double> c) const { lu_.solve(c); }
+void CoarseSpace::solve(std::span<double> c) const { solver_.solve(c); }
 
 std::vector<double> CoarseSpace::local_restriction(std::span<const double> r) const {
   std::vector<double> out(local_functions_.size(), 0.0);
@@ -443,7 +449,14 @@ CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& globa
 }
 
 std::string CoarseSpace::description() const {
-  return fmt::format("{} coarse space, {} functions, A0 dense LU on every rank", to_string(kind_), n_);
+  if (solver_.distributed() && !have_mumps())
+    return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) dense LU on rank 0", to_string(kind_), n_,
+                       a0_nonzeros_);
+  if (solver_.distributed())
+    return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) MUMPS on {} rank{}", to_string(kind_), n_,
+                       a0_nonzeros_, solver_.coarse_ranks(), solver_.coarse_ranks() == 1 ? "" : "s");
+  return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) dense LU on every rank", to_string(kind_), n_,
+                     a0_nonzeros_);
 }
 
 }  // namespace desync::linalg

@@ -19,11 +19,13 @@
 //               phi_I = -A_II^-1 A_IG phi_G (interior rows couple to their own rank's rows only, so
 //               the extension is a local solve).
 //
-// A0 is small (one row and column per coarse function): every rank sums its rows' part of Phi^T A Phi
-// into a dense matrix, one MPI_Allreduce makes the whole A0 on every rank, which factors it once
-// (dense LU with partial pivoting, Golub and Van Loan, 2013, algorithm 3.4.1) and solves it
+// A0 is small (one row and column per coarse function). By default every rank sums its rows' part of
+// Phi^T A Phi into a dense matrix, one MPI_Allreduce makes the whole A0 on every rank, which factors it
+// once (dense LU with partial pivoting, Golub and Van Loan, 2013, algorithm 3.4.1) and solves it
 // redundantly: applying the correction costs one MPI_Allreduce of the coarse dimension and no other
-// message.
+// message. With CoarseOptions::coarse_ranks = k >= 1, every rank's part stays sparse (its entries),
+// the first k ranks factor A0 with MUMPS, and a correction is an MPI_Reduce of Phi^T r to rank 0, the
+// solve on the k ranks and an MPI_Bcast of the solution (coarse_solver.hpp).
 #include <mpi.h>
 
 #include <cstdint>
@@ -33,6 +35,7 @@
 #include <vector>
 
 #include "desync/core/names.hpp"
+#include "desync/linalg/coarse_solver.hpp"
 #include "desync/linalg/csr.hpp"
 
 namespace desync::linalg {
@@ -64,37 +67,23 @@ struct CoarseOptions {
   int coarse_ranks = 0;
 };
 
-/// A dense LU factorisation with partial pivoting of a small square matrix (the coarse matrix).
-class DenseLu {
- public:
-  DenseLu() = default;
-  /// Factors the n x n row-major matrix `a`; throws std::runtime_error naming the column if a pivot
-  /// is exactly zero or not finite (a singular matrix).
-  DenseLu(std::vector<double> a, int n);
-  /// x = A^-1 b in place (b of length n).
-  void solve(std::span<double> b) const;
-  int size() const { return n_; }
-
- private:
-  int n_ = 0;
-  std::vector<double> lu_;
-  std::vector<int> pivot_;
-};
-
 /// Phi, A0 and A0's factors for the partitioned matrix A (contiguous row blocks; a rank's rows are
 /// its subdomain). Collective construction; apply_correction is collective as well.
 class CoarseSpace {
  public:
-  /// Collective over A.comm. Throws InputError (every rank alike) for block size other than 1 or a
-  /// singular coarse matrix ("the coarse matrix A0 = Phi^T A Phi is singular ...").
+  /// Collective over A.comm. Throws InputError (every rank alike) for block size other than 1, a
+  /// singular coarse matrix ("the coarse matrix A0 = Phi^T A Phi is singular ...") or coarse ranks
+  /// that CoarseSolver::check_ranks refuses (above the ranks of A.comm; this build without MUMPS).
   CoarseSpace(const DistributedCsr& A, const CoarseOptions& options);
   CoarseSpace(const DistributedCsr& A, CoarseKind kind) : CoarseSpace(A, CoarseOptions{kind, {}, 0}) {}
 
   CoarseKind kind() const { return kind_; }
   /// The coarse dimension: one function per rank (nicolaides) or per interface component (gdsw).
   int size() const { return n_; }
-  /// A0, n x n row-major, the same on every rank.
+  /// A0, n x n row-major, the same on every rank. With coarse ranks k >= 1 (A0 sparse, MUMPS) it is
+  /// gathered at set-up only when size() <= dense_copy_limit, and empty otherwise.
   const std::vector<double>& matrix() const { return a0_; }
+  static constexpr int dense_copy_limit = 1000;
   /// Phi on this rank's rows as a dense local_rows x size() row-major matrix (for tests).
   std::vector<double> local_basis() const;
   /// c = Phi^T r, on every rank (one MPI_Allreduce). Collective.
@@ -105,8 +94,9 @@ class CoarseSpace {
   void add_correction(std::span<const double> r, std::span<double> z) const;
   /// c = A0^-1 Phi^T r, the whole coarse vector, on every rank. Collective.
   std::vector<double> coarse_solution(std::span<const double> r) const;
-  /// c = A0^-1 c in place (c of length size()), on a rank that holds A0's factors (every rank
-  /// unless coarse_ranks >= 1).
+  /// c = A0^-1 c in place (c of length size()). Coarse ranks 0: on this rank alone (every rank holds
+  /// A0's factors). Coarse ranks k >= 1: collective over ranks 0..k-1 (with k = 1, rank 0 alone), c
+  /// read on rank 0 and the solution on each of them; std::logic_error on any other rank.
   void solve(std::span<double> c) const;
   /// This rank's part of Phi^T r without the sum over ranks: entry k is (Phi^T r) at function
   /// local_functions()[k], summed over this rank's rows only.
@@ -135,6 +125,9 @@ class CoarseSpace {
   std::int64_t matrix_nonzeros() const { return a0_nonzeros_; }
   double apply_seconds() const { return apply_seconds_; }
   long applications() const { return applications_; }
+  /// The ranks that factor A0 (0: every rank, dense LU) and how: "dense-lu" | "mumps".
+  int coarse_ranks() const { return solver_.coarse_ranks(); }
+  const char* solver_name() const { return solver_.name(); }
 
   std::string description() const;
 
@@ -156,8 +149,10 @@ class CoarseSpace {
   int ghost_function(std::int64_t j) const;
   std::vector<std::int64_t> offsets_;
   std::map<std::int64_t, int> ghost_component_;
+  /// (Phi^T r)_c over this rank's rows only, all size() entries.
+  std::vector<double> local_sums(std::span<const double> r) const;
   std::vector<double> a0_;
-  DenseLu lu_;
+  CoarseSolver solver_;
   std::vector<int> local_functions_;
   double setup_seconds_ = 0;
   std::int64_t a0_nonzeros_ = 0;

@@ -93,6 +93,7 @@ class CgCommand final : public SolverCommand {
   int overlap = 1;                        // --overlap (--pc asm, ras)
   std::string local_solver = "auto";      // --local-solver (--pc asm, ras)
   std::string coarse = "none";            // --coarse (--pc asm, ras)
+  int coarse_ranks = 0;                   // --coarse-ranks (--coarse nicolaides, gdsw)
   std::string export_dir;                 // --export-system
   std::string local;                      // --local: points (nodes) per rank
   std::string global;                     // --global: total points (nodes)
@@ -128,6 +129,7 @@ class CgCommand final : public SolverCommand {
   CLI::Option* overlap_opt_ = nullptr;
   CLI::Option* local_solver_opt_ = nullptr;
   CLI::Option* coarse_opt_ = nullptr;
+  CLI::Option* coarse_ranks_opt_ = nullptr;
 };
 
 void CgCommand::add_options(CLI::App& app) {
@@ -147,6 +149,11 @@ void CgCommand::add_options(CLI::App& app) {
                                "--pc asm, ras: the coarse level of two-level Schwarz (additive), " +
                                    core::named_help(linalg::coarse_names))
                     ->capture_default_str();
+  coarse_ranks_opt_ =
+      app.add_option("--coarse-ranks", coarse_ranks,
+                     "--coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank "
+                     "(dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds)")
+          ->capture_default_str();
   restart_opt_ = app.add_option("--restart", restart,
                                 "GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
                      ->capture_default_str();
@@ -239,6 +246,10 @@ void CgCommand::finalise(MPI_Comm comm) {
                                      (local_solver_opt_ && local_solver_opt_->count() > 0) ||
                                      (coarse_opt_ && coarse_opt_->count() > 0)))
     throw InputError("--overlap, --local-solver and --coarse go with --pc asm or ras");
+  if (coarse_ranks_opt_ && coarse_ranks_opt_->count() > 0 && s.pc_coarse.kind == linalg::CoarseKind::none)
+    throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
+  if (coarse_ranks < 0) throw InputError(fmt::format("--coarse-ranks {}: must be >= 0 (0: every rank, dense LU)", coarse_ranks));
+  s.pc_coarse.coarse_ranks = coarse_ranks;
   if (solvers::is_schwarz(s.pc) && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
     operator_kind = "csr";  // the Schwarz preconditioners need the assembled matrix
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
@@ -314,6 +325,7 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
     out.push_back({"overlap", std::to_string(overlap)});
     out.push_back({"local-solver", local_solver});
     out.push_back({"coarse", coarse});
+    out.push_back({"coarse-ranks", std::to_string(coarse_ranks)});
   }
   return out;
 }
@@ -441,6 +453,9 @@ int CgCommand::run(MPI_Comm comm) {
   A.reset();  // closes the exchange's channels (collective): no request may stay pending
   r.outstanding_requests = pending_requests(comm);
   r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
+  const auto& coarse_level = result.coarse;  // functions 0: one level
+  const double coarse_setup = max_over_ranks(comm, coarse_level.setup_seconds);
+  const double coarse_apply = max_over_ranks(comm, coarse_level.apply_seconds);
 
   if (rank == 0) {
     const bool overlapping = solvers::find_cg_method(solver.method).overlaps_reduction;
@@ -471,6 +486,14 @@ int CgCommand::run(MPI_Comm comm) {
     }
     if (!result.pc_description.empty() && solvers::is_schwarz(solver.pc))
       r.setup_lines.push_back({"preconditioner", result.pc_description});
+    if (coarse_level.functions > 0)
+      r.setup_lines.push_back(
+          {"coarse", fmt::format("{}, {} functions, A0 {} nonzeros, {}, set-up {:.3f} s", coarse, coarse_level.functions,
+                                 coarse_level.nonzeros,
+                                 coarse_level.ranks > 0
+                                     ? fmt::format("MUMPS on {} rank{}", coarse_level.ranks, coarse_level.ranks == 1 ? "" : "s")
+                                     : std::string("dense LU on every rank"),
+                                 coarse_setup)});
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
     r.performance_lines.push_back({"per iteration", fmt::format("{:.3f} ms (wall time / iterations)", 1e3 * per_it)});
     r.performance_lines.push_back(
@@ -482,6 +505,14 @@ int CgCommand::run(MPI_Comm comm) {
     details["pc"] = pc_name;
     details["pc_description"] = result.pc_description;
     if (solvers::is_schwarz(solver.pc)) details["coarse"] = coarse;
+    if (coarse_level.functions > 0) {
+      details["coarse_functions"] = coarse_level.functions;
+      details["coarse_nonzeros"] = coarse_level.nonzeros;
+      details["coarse_solver"] = coarse_level.solver;
+      details["coarse_ranks"] = coarse_level.ranks;
+      details["coarse_setup_seconds"] = coarse_setup;
+      details["coarse_apply_seconds"] = coarse_apply;
+    }
     details["reduction"] = red;
     details["engine"] = engine;
     details["transport"] = engine == "p2p" ? transport_cli.kind() : engine;

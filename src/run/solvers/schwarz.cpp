@@ -25,6 +25,7 @@
 #include "driven_run.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/linalg/coarse_solver.hpp"
 #include "desync/linalg/coarse_space.hpp"
 #include "desync/linalg/partition.hpp"
 #include "desync/decomposition/cart_grid.hpp"
@@ -94,6 +95,7 @@ class SchwarzCommand final : public SolverCommand {
   std::string export_dir;           // --export-system
   std::string coarse = "none";      // --coarse
   int coarse_reuse = 0;             // --coarse-reuse (async)
+  int coarse_ranks = 0;             // --coarse-ranks
   CLI::Option* coarse_opt_ = nullptr;
   CLI::Option* alpha_opt_ = nullptr;
   std::vector<CLI::Option*> grid_options_, matrix_options_;
@@ -134,6 +136,11 @@ void SchwarzCommand::add_options(CLI::App& app) {
                                    "built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance "
                                    "overlap, robin 1/(1 + alpha h))")
                     ->capture_default_str();
+  app.add_option("--coarse-ranks", coarse_ranks,
+                 "With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks "
+                 "0..K-1 (MUMPS where built with it; without, K = 1: dense LU on rank 0). async solves on rank 0 "
+                 "alone: 0 and 1 both factor A0 there only")
+      ->capture_default_str();
   app.add_option("--coarse-reuse", coarse_reuse,
                  "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
                  "for the next (0: never waits)")
@@ -180,6 +187,13 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
   if (coarse_reuse > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse nicolaides|gdsw");
+  if (coarse_ranks != 0 && coarse_kind == linalg::CoarseKind::none)
+    throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
+  if (async && coarse_ranks > 1)
+    throw InputError(fmt::format("--coarse-ranks {} with --mode async: the asynchronous coarse solve runs on rank 0 "
+                                 "alone (--coarse-ranks 0 or 1)",
+                                 coarse_ranks));
+  if (coarse_kind != linalg::CoarseKind::none) linalg::CoarseSolver::check_ranks(coarse_ranks, nranks);
   system_cli.check();
   if (coarse_kind != linalg::CoarseKind::none && !system_cli.given()) {
     if (problem != "poisson2d")
@@ -281,6 +295,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"local-solver", system_cli.given() ? local_solver : ""},
       {"coarse", coarse},
       {"coarse-reuse", std::to_string(coarse_reuse)},
+      {"coarse-ranks", std::to_string(coarse_ranks)},
   };
   if (system_cli.given())
     for (auto& [k, v] : out)
@@ -471,6 +486,8 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
   o.robin = !builtin ? robin : std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
   o.coarse.kind = linalg::parse_coarse(coarse);
+  // async: rank 0 alone solves the coarse problem, so A0 is factored there only.
+  o.coarse.coarse_ranks = solver.asynchronous() ? 1 : coarse_ranks;
   o.coarse_reuse = coarse_reuse;
   o.local_solver = linalg::parse_local_solver(local_solver);
   o.mode = solver.mode;
@@ -565,8 +582,8 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
         held += static_cast<long>(p.value("coarse_held"));
       }
       const double delay_mean = corrections > 0 ? delay_sum / static_cast<double>(corrections) : 0.0;
-      r.setup_lines.push_back({"coarse level", fmt::format("{}; A0 {} nonzeros; set-up {:.4f} s (slowest rank)",
-                                                           result.coarse_description, result.coarse_nonzeros, coarse_setup)});
+      r.setup_lines.push_back({"coarse level", fmt::format("{}; set-up {:.4f} s (slowest rank)",
+                                                           result.coarse_description, coarse_setup)});
       r.performance_lines.push_back(
           {"coarse", solver.asynchronous()
                          ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
@@ -583,6 +600,8 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
       details["coarse_delay"] = {{"mean", delay_mean}, {"max", delay_max}};
       details["coarse_held"] = held;
       details["coarse_reuse"] = coarse_reuse;
+      details["coarse_ranks"] = o.coarse.coarse_ranks;
+      details["coarse_solver"] = result.coarse_solver;
     } else {
       details["coarse"] = "none";
     }

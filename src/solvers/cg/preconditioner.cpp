@@ -195,6 +195,7 @@ class SchwarzPc final : public Preconditioner {
   SchwarzPc(PcKind kind, std::unique_ptr<linalg::SchwarzPreconditioner> pc) : kind_(kind), pc_(std::move(pc)) {}
   PcKind kind() const override { return kind_; }
   std::string description() const override { return pc_->description(); }
+  const linalg::CoarseSpace* coarse() const override { return pc_->coarse(); }
   void apply(std::span<const double> r, std::span<double> u) const override { pc_->apply(r, u); }
   double apply_dot(std::span<const double> r, std::span<double> u) const override {
     pc_->apply(r, u);

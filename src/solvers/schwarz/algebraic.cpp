@@ -77,6 +77,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
       r.coarse_nonzeros = c.matrix_nonzeros();
       r.coarse_setup_seconds = c.setup_seconds();
       r.coarse_description = c.description();
+      r.coarse_solver = c.solver_name();
       const auto& st = coarse_->stats();
       r.coarse = {st.corrections, st.solves, st.contributions, st.held, st.seconds, st.delay};
     }

@@ -146,6 +146,16 @@ struct CgResult {
   std::vector<core::HistoryPoint> history;  ///< iteration, time, recursive ||r|| / ||b|| (every rank)
   CgRankStats stats;
   std::string pc_description;        ///< Preconditioner::description() (asm/ras: overlap, local solvers)
+  /// asm/ras with a coarse level (functions > 0): its size, A0's nonzeros, how A0 is solved
+  /// ("dense-lu" | "mumps") on how many ranks (0: every rank), and this rank's seconds in its set-up
+  /// and in its corrections (linalg::CoarseSpace).
+  struct Coarse {
+    int functions = 0;
+    std::int64_t nonzeros = 0;
+    std::string solver;
+    int ranks = 0;
+    double setup_seconds = 0, apply_seconds = 0;
+  } coarse;
 };
 
 /// Solves A x = b; `x` holds the initial guess on entry. Collective over A.comm(). Numerical failures

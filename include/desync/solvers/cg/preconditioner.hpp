@@ -84,6 +84,8 @@ class Preconditioner {
   virtual std::string description() const { return to_string(kind()); }
   /// jacobi only: 1 / diag(A); empty otherwise.
   virtual std::span<const double> inverse_diagonal() const { return {}; }
+  /// asm and ras with a coarse level: the coarse space; nullptr otherwise.
+  virtual const linalg::CoarseSpace* coarse() const { return nullptr; }
   /// Polls during every later application (none does not poll: it is a copy).
   void set_polls(PcPolls polls) { polls_ = std::move(polls); }
 

@@ -85,6 +85,7 @@ struct AlgebraicSchwarzResult {
   std::int64_t coarse_nonzeros = 0;
   double coarse_setup_seconds = 0;
   std::string coarse_description;
+  std::string coarse_solver;  ///< "dense-lu", "mumps" or "dense-lu-rank0" (linalg::CoarseSolver::name)
   struct CoarseCounts {
     long corrections = 0, solves = 0, contributions = 0, held = 0;
     double seconds = 0;

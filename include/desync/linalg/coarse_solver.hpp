@@ -1,0 +1,109 @@
+#pragma once
+// The coarse matrix A0 = Phi^T A Phi of two-level Schwarz (coarse_space.hpp), factored and solved in
+// one of two ways:
+//
+//   dense LU    (coarse ranks 0) every rank holds the whole A0 as a dense matrix, factors it (LU with
+//               partial pivoting, Golub and Van Loan, 2013, algorithm 3.4.1) and solves redundantly:
+//               a solve needs no message beyond the MPI_Allreduce that sums Phi^T r.
+//   MUMPS       (coarse ranks k >= 1) A0 stays sparse: every rank's entries go to the coarse rank
+//               row % k, and the first k ranks factor A0 with MUMPS, the multifrontal distributed
+//               sparse direct solver (Amestoy, Duff, L'Excellent and Koster, 2001), on their own
+//               communicator, from distributed assembled input (ICNTL(18) = 3), unsymmetric (SYM = 0).
+//               A solve sums Phi^T r on rank 0 (MPI_Reduce), solves on the k ranks with the
+//               right-hand side centralised on rank 0, and broadcasts the solution (MPI_Bcast).
+//
+// MUMPS is used where the build found Debian's libmumps (built with Open MPI) and this build's MPI is
+// Open MPI (DESYNC_HAVE_MUMPS). Elsewhere (MPICH, SimGrid's SMPI) coarse ranks 1 gathers A0's entries
+// on rank 0, which factors the dense A0 alone (the same messages in every solve, A0's memory on one
+// rank only), and coarse ranks k >= 2 are refused with InputError.
+#include <mpi.h>
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace desync::linalg {
+
+/// A dense LU factorisation with partial pivoting of a small square matrix (the coarse matrix).
+class DenseLu {
+ public:
+  DenseLu() = default;
+  /// Factors the n x n row-major matrix `a`; throws std::runtime_error naming the column if a pivot
+  /// is exactly zero or not finite (a singular matrix).
+  DenseLu(std::vector<double> a, int n);
+  /// x = A^-1 b in place (b of length n).
+  void solve(std::span<double> b) const;
+  int size() const { return n_; }
+
+ private:
+  int n_ = 0;
+  std::vector<double> lu_;
+  std::vector<int> pivot_;
+};
+
+/// Whether this build can factor the coarse matrix on k >= 1 ranks (MUMPS, see above).
+bool have_mumps();
+
+/// A0's factors: dense LU on every rank, or MUMPS on the first k ranks of a communicator.
+class CoarseSolver {
+ public:
+  /// One entry of A0 (0-based row and column); entries at the same place are summed.
+  struct Entry {
+    int row = 0, col = 0;
+    double value = 0;
+  };
+
+  CoarseSolver();
+  ~CoarseSolver();
+  CoarseSolver(CoarseSolver&&) noexcept;
+  CoarseSolver& operator=(CoarseSolver&&) noexcept;
+  CoarseSolver(const CoarseSolver&) = delete;
+  CoarseSolver& operator=(const CoarseSolver&) = delete;
+
+  /// InputError (the same on every rank) unless 0 <= k <= ranks and, for k >= 1, this build has
+  /// MUMPS: "--coarse-ranks K: above the N ranks of the run", "--coarse-ranks: this desync was built
+  /// without MUMPS ...".
+  static void check_ranks(int k, int ranks);
+
+  /// Dense LU on this rank of the n x n row-major `a0` (the same on every rank). Throws
+  /// std::runtime_error if A0 is singular (DenseLu).
+  void factor_dense(std::vector<double> a0, int n);
+  /// MUMPS on ranks 0..k-1 of `comm` (k >= 1, check_ranks passed). `entries`: this rank's
+  /// contributions to A0 (n x n). Collective over comm; throws std::runtime_error on every rank
+  /// alike if MUMPS fails (e.g. a singular A0), naming INFOG(1) and INFOG(2).
+  void factor_distributed(MPI_Comm comm, int n, int k, std::vector<Entry> entries);
+
+  /// c = A0^-1 c in place. Dense LU: on this rank alone. MUMPS: collective over the k coarse ranks
+  /// (with k = 1, rank 0 alone); c is read on rank 0 and the solution lands on every coarse rank.
+  /// std::logic_error on a rank that is not a coarse rank.
+  void solve(std::span<double> c) const;
+  /// c = A0^-1 (sum over the ranks of c), on every rank: the sum of each rank's contributions
+  /// (Phi^T r over its rows), solved. Collective over the communicator (dense: `comm`; MUMPS: the
+  /// one given to factor_distributed, which `comm` must be). Dense LU: one MPI_Allreduce and the
+  /// solve on every rank; MUMPS: MPI_Reduce to rank 0, the solve on the coarse ranks, MPI_Bcast.
+  void solve_sum(MPI_Comm comm, std::span<double> c) const;
+
+  /// Whether A0 is factored by MUMPS (else dense LU or nothing yet).
+  bool distributed() const { return coarse_ranks_ > 0; }
+  /// 0 (dense LU on every rank) or k.
+  int coarse_ranks() const { return coarse_ranks_; }
+  /// MUMPS: A0's nonzero entries (after summing), the same on every rank; dense: 0 (not counted here).
+  std::int64_t nonzeros() const { return nonzeros_; }
+  /// MUMPS: the whole A0, n x n row-major, on every rank (gathered from the coarse ranks; for tests
+  /// and small n). Collective over the communicator given to factor_distributed.
+  std::vector<double> gather_dense(MPI_Comm comm) const;
+  /// "dense-lu" (every rank) | "mumps" | "dense-lu-rank0" (coarse ranks 1 without MUMPS).
+  const char* name() const { return !distributed() ? "dense-lu" : have_mumps() ? "mumps" : "dense-lu-rank0"; }
+
+ private:
+  struct Mumps;  // the MUMPS instance, its communicator and its share of A0's entries
+  int n_ = 0;
+  int coarse_ranks_ = 0;
+  std::int64_t nonzeros_ = 0;
+  DenseLu lu_;
+  std::unique_ptr<Mumps> mumps_;
+};
+
+}  // namespace desync::linalg

@@ -1,0 +1,319 @@
+// The coarse matrix's factors: dense LU on every rank, or MUMPS on the first k ranks (coarse_solver.hpp).
+#include "desync/linalg/coarse_solver.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <stdexcept>
+#include <utility>
+
+#include "desync/core/error.hpp"
+
+#ifdef DESYNC_HAVE_MUMPS
+#include <dmumps_c.h>
+#endif
+
+namespace desync::linalg {
+
+DenseLu::DenseLu(std::vector<double> a, int n) : n_(n), lu_(std::move(a)), pivot_(static_cast<std::size_t>(n)) {
+  const auto N = static_cast<std::size_t>(n);
+  for (std::size_t k = 0; k < N; ++k) {
+    // Partial pivoting: the largest |a_ik| of column k at or below the diagonal.
+    std::size_t p = k;
+    for (std::size_t i = k + 1; i < N; ++i)
+      if (std::abs(lu_[i * N + k]) > std::abs(lu_[p * N + k])) p = i;
+    pivot_[k] = static_cast<int>(p);
+    if (lu_[p * N + k] == 0.0 || !std::isfinite(lu_[p * N + k]))
+      throw std::runtime_error(fmt::format("zero or non-finite pivot in column {} of {}", k, n));
+    if (p != k)
+      for (std::size_t j = 0; j < N; ++j) std::swap(lu_[k * N + j], lu_[p * N + j]);
+    const double inv = 1.0 / lu_[k * N + k];
+    for (std::size_t i = k + 1; i < N; ++i) {
+      const double l = lu_[i * N + k] *= inv;  // L below the diagonal
+      if (l != 0.0)
+        for (std::size_t j = k + 1; j < N; ++j) lu_[i * N + j] -= l * lu_[k * N + j];
+    }
+  }
+}
+
+void DenseLu::solve(std::span<double> b) const {
+  const auto N = static_cast<std::size_t>(n_);
+  for (std::size_t k = 0; k < N; ++k) std::swap(b[k], b[static_cast<std::size_t>(pivot_[k])]);  // P b
+  for (std::size_t i = 0; i < N; ++i)  // L y = P b (unit diagonal)
+    for (std::size_t j = 0; j < i; ++j) b[i] -= lu_[i * N + j] * b[j];
+  for (std::size_t i = N; i-- > 0;) {  // U x = y
+    for (std::size_t j = i + 1; j < N; ++j) b[i] -= lu_[i * N + j] * b[j];
+    b[i] /= lu_[i * N + i];
+  }
+}
+
+bool have_mumps() {
+#ifdef DESYNC_HAVE_MUMPS
+  return true;
+#else
+  return false;
+#endif
+}
+
+/// The MUMPS instance on the coarse ranks' communicator (MPI_COMM_NULL elsewhere) and this coarse
+/// rank's entries of A0: summed, at distinct places (the rows r with r % k == this rank).
+struct CoarseSolver::Mumps {
+  MPI_Comm sub = MPI_COMM_NULL;
+  int rank = 0;  // in the whole communicator
+  std::vector<CoarseSolver::Entry> entries;
+#ifdef DESYNC_HAVE_MUMPS
+  DMUMPS_STRUC_C id{};
+  bool started = false;  // JOB = -1 ran: JOB = -2 frees it
+  std::vector<MUMPS_INT> irn, jcn;
+  std::vector<double> a;
+  /// Runs `job` on the coarse ranks; returns INFOG(1) (the same on every coarse rank).
+  int call(int job) {
+    id.job = job;
+    dmumps_c(&id);
+    return id.infog[0];
+  }
+#endif
+  Mumps() = default;
+  Mumps(const Mumps&) = delete;
+  Mumps& operator=(const Mumps&) = delete;
+  ~Mumps() {
+    int finalized = 0;
+    MPI_Finalized(&finalized);
+    if (finalized) return;
+#ifdef DESYNC_HAVE_MUMPS
+    if (started) call(-2);
+#endif
+    if (sub != MPI_COMM_NULL) MPI_Comm_free(&sub);
+  }
+};
+
+CoarseSolver::CoarseSolver() = default;
+CoarseSolver::~CoarseSolver() = default;
+CoarseSolver::CoarseSolver(CoarseSolver&&) noexcept = default;
+CoarseSolver& CoarseSolver::operator=(CoarseSolver&&) noexcept = default;
+
+void CoarseSolver::check_ranks(int k, int ranks) {
+  if (k < 0) throw InputError(fmt::format("--coarse-ranks {}: must be >= 0 (0: every rank, dense LU)", k));
+  if (k > ranks) throw InputError(fmt::format("--coarse-ranks {}: above the {} ranks of the run", k, ranks));
+  if (k >= 2 && !have_mumps())
+    throw InputError(fmt::format("--coarse-ranks {}: this desync was built without MUMPS (Debian: libmumps-dev, with "
+                                 "Open MPI); --coarse-ranks 1 factors A0 on rank 0 with dense LU",
+                                 k));
+}
+
+void CoarseSolver::factor_dense(std::vector<double> a0, int n) {
+  n_ = n;
+  coarse_ranks_ = 0;
+  mumps_.reset();
+  lu_ = DenseLu(std::move(a0), n);
+}
+
+void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<Entry> entries) {
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
+  check_ranks(k, ranks);
+  if (k < 1) throw std::logic_error("CoarseSolver::factor_distributed: k must be >= 1");
+  n_ = n;
+  coarse_ranks_ = k;
+  mumps_ = std::make_unique<Mumps>();
+  Mumps& m = *mumps_;
+  MPI_Comm_rank(comm, &m.rank);
+  // This rank's entries, summed at equal places, to the coarse rank row % k (one MPI_Alltoallv of
+  // (row, col) pairs and one of values); each coarse rank sums what it received again.
+  const auto by_place = [](const Entry& x, const Entry& y) { return x.row != y.row ? x.row < y.row : x.col < y.col; };
+  const auto sum_equal = [&](std::vector<Entry>& e) {
+    std::sort(e.begin(), e.end(), by_place);
+    std::size_t out = 0;
+    for (std::size_t i = 0; i < e.size(); ++i) {
+      if (out > 0 && e[out - 1].row == e[i].row && e[out - 1].col == e[i].col)
+        e[out - 1].value += e[i].value;
+      else
+        e[out++] = e[i];
+    }
+    e.resize(out);
+  };
+  sum_equal(entries);
+  std::stable_sort(entries.begin(), entries.end(), [k](const Entry& x, const Entry& y) { return x.row % k < y.row % k; });
+  const auto P = static_cast<std::size_t>(ranks);
+  std::vector<int> send_n(P, 0), send_d(P, 0), recv_n(P, 0), recv_d(P, 0);
+  for (const Entry& e : entries) ++send_n[static_cast<std::size_t>(e.row % k)];
+  MPI_Alltoall(send_n.data(), 1, MPI_INT, recv_n.data(), 1, MPI_INT, comm);
+  for (std::size_t q = 1; q < P; ++q) {
+    send_d[q] = send_d[q - 1] + send_n[q - 1];
+    recv_d[q] = recv_d[q - 1] + recv_n[q - 1];
+  }
+  const auto total = static_cast<std::size_t>(recv_d[P - 1] + recv_n[P - 1]);
+  std::vector<int> send_rc, recv_rc(2 * total);
+  std::vector<double> send_v, recv_v(total);
+  for (const Entry& e : entries) {
+    send_rc.push_back(e.row);
+    send_rc.push_back(e.col);
+    send_v.push_back(e.value);
+  }
+  entries.clear();
+  entries.shrink_to_fit();
+  std::vector<int> send_n2(P), send_d2(P), recv_n2(P), recv_d2(P);
+  for (std::size_t q = 0; q < P; ++q) {
+    send_n2[q] = 2 * send_n[q];
+    send_d2[q] = 2 * send_d[q];
+    recv_n2[q] = 2 * recv_n[q];
+    recv_d2[q] = 2 * recv_d[q];
+  }
+  MPI_Alltoallv(send_rc.data(), send_n2.data(), send_d2.data(), MPI_INT, recv_rc.data(), recv_n2.data(),
+                recv_d2.data(), MPI_INT, comm);
+  MPI_Alltoallv(send_v.data(), send_n.data(), send_d.data(), MPI_DOUBLE, recv_v.data(), recv_n.data(), recv_d.data(),
+                MPI_DOUBLE, comm);
+  m.entries.resize(total);
+  for (std::size_t t = 0; t < total; ++t) m.entries[t] = {recv_rc[2 * t], recv_rc[2 * t + 1], recv_v[t]};
+  sum_equal(m.entries);
+  // The coarse ranks own distinct places: A0's nonzeros are the sum of their counts.
+  std::int64_t mine = std::count_if(m.entries.begin(), m.entries.end(), [](const Entry& e) { return e.value != 0.0; });
+  MPI_Allreduce(&mine, &nonzeros_, 1, MPI_INT64_T, MPI_SUM, comm);
+
+  MPI_Comm_split(comm, m.rank < k ? 0 : MPI_UNDEFINED, m.rank, &m.sub);
+  int status[2] = {0, 0};  // INFOG(1), INFOG(2) on rank 0, then on every rank
+#ifdef DESYNC_HAVE_MUMPS
+  if (m.sub != MPI_COMM_NULL) {
+    m.id.comm_fortran = static_cast<MUMPS_INT>(MPI_Comm_c2f(m.sub));
+    m.id.par = 1;  // the host (rank 0) works too
+    m.id.sym = 0;  // general: A need not be symmetric
+    status[0] = m.call(-1);
+    m.started = true;
+    status[1] = m.id.infog[1];
+    if (status[0] >= 0) {
+      m.id.icntl[0] = -1;  // ICNTL(1..4): no error, diagnostic or global output, print level 0
+      m.id.icntl[1] = -1;
+      m.id.icntl[2] = -1;
+      m.id.icntl[3] = 0;
+      m.id.icntl[4] = 0;   // ICNTL(5): assembled input
+      m.id.icntl[17] = 3;  // ICNTL(18): distributed assembled input, irn_loc/jcn_loc/a_loc on every rank
+      m.id.n = static_cast<MUMPS_INT>(n);
+      for (const Entry& e : m.entries) {  // 1-based
+        m.irn.push_back(static_cast<MUMPS_INT>(e.row + 1));
+        m.jcn.push_back(static_cast<MUMPS_INT>(e.col + 1));
+        m.a.push_back(e.value);
+      }
+      m.id.nnz_loc = static_cast<MUMPS_INT8>(m.a.size());
+      m.id.irn_loc = m.irn.data();
+      m.id.jcn_loc = m.jcn.data();
+      m.id.a_loc = m.a.data();
+      status[0] = m.call(4);  // analysis and factorisation
+      // -8, -9: the workspace estimated in the analysis was too small; factor again with more.
+      for (int again = 0; again < 3 && (status[0] == -8 || status[0] == -9); ++again) {
+        m.id.icntl[13] = std::max<MUMPS_INT>(m.id.icntl[13], 20) * 2;  // ICNTL(14): workspace increase, percent
+        status[0] = m.call(2);
+      }
+      status[1] = m.id.infog[1];
+    }
+  }
+#endif
+#ifndef DESYNC_HAVE_MUMPS
+  // Without MUMPS (k = 1): rank 0 holds every entry; it assembles the dense A0 and factors it.
+  if (m.sub != MPI_COMM_NULL) {
+    std::vector<double> dense(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0.0);
+    for (const Entry& e : m.entries) dense[static_cast<std::size_t>(e.row) * static_cast<std::size_t>(n) + static_cast<std::size_t>(e.col)] += e.value;
+    try {
+      lu_ = DenseLu(std::move(dense), n);
+    } catch (const std::runtime_error&) {
+      status[0] = -10;
+    }
+  }
+#endif
+  MPI_Bcast(status, 2, MPI_INT, 0, comm);
+  if (status[0] < 0) {
+    const char* what = status[0] == -10 ? " (numerically singular)" : status[0] == -6 ? " (structurally singular)" : "";
+    if (!have_mumps()) throw std::runtime_error("the dense LU of A0 on rank 0 met a zero pivot");
+    throw std::runtime_error(fmt::format("MUMPS on {} rank{} stopped with INFOG(1) = {}, INFOG(2) = {}{}", k,
+                                         k == 1 ? "" : "s", status[0], status[1], what));
+  }
+}
+
+void CoarseSolver::solve(std::span<double> c) const {
+  if (!distributed()) {
+    lu_.solve(c);
+    return;
+  }
+  const Mumps& m = *mumps_;
+  if (m.sub == MPI_COMM_NULL)
+    throw std::logic_error(fmt::format("CoarseSolver::solve: rank {} is not one of the {} coarse ranks", m.rank,
+                                       coarse_ranks_));
+#ifndef DESYNC_HAVE_MUMPS
+  lu_.solve(c);  // k = 1 without MUMPS: dense LU on rank 0
+#else
+  // The right-hand side and the solution centralised on rank 0, INFOG(1) after them.
+  std::vector<double> buf(static_cast<std::size_t>(n_) + 1, 0.0);
+  std::copy(c.begin(), c.begin() + n_, buf.begin());
+  Mumps& mm = *mumps_;
+  mm.id.icntl[19] = 0;  // ICNTL(20): dense right-hand side
+  mm.id.icntl[20] = 0;  // ICNTL(21): centralised solution
+  mm.id.nrhs = 1;
+  mm.id.lrhs = static_cast<MUMPS_INT>(n_);
+  mm.id.rhs = buf.data();
+  const int info = mm.call(3);
+  buf[static_cast<std::size_t>(n_)] = static_cast<double>(info);
+  if (coarse_ranks_ > 1) MPI_Bcast(buf.data(), n_ + 1, MPI_DOUBLE, 0, m.sub);
+  if (buf[static_cast<std::size_t>(n_)] < 0)
+    throw std::runtime_error(fmt::format("MUMPS's coarse solve stopped with INFOG(1) = {}", buf[static_cast<std::size_t>(n_)]));
+  std::copy(buf.begin(), buf.begin() + n_, c.begin());
+#endif
+}
+
+void CoarseSolver::solve_sum(MPI_Comm comm, std::span<double> c) const {
+  const auto N = static_cast<std::size_t>(n_);
+  if (!distributed()) {
+    std::vector<double> sum(N);
+    MPI_Allreduce(c.data(), sum.data(), n_, MPI_DOUBLE, MPI_SUM, comm);
+    lu_.solve(sum);
+    std::copy(sum.begin(), sum.end(), c.begin());
+    return;
+  }
+  const Mumps& m = *mumps_;
+  // The sum on rank 0, solved on the coarse ranks, the solution and INFOG(1) broadcast.
+  std::vector<double> buf(N + 1, 0.0);
+  MPI_Reduce(c.data(), buf.data(), n_, MPI_DOUBLE, MPI_SUM, 0, comm);
+#ifdef DESYNC_HAVE_MUMPS
+  if (m.sub != MPI_COMM_NULL) {
+    Mumps& mm = *mumps_;
+    mm.id.icntl[19] = 0;  // ICNTL(20): dense right-hand side
+    mm.id.icntl[20] = 0;  // ICNTL(21): centralised solution
+    mm.id.nrhs = 1;
+    mm.id.lrhs = static_cast<MUMPS_INT>(n_);
+    mm.id.rhs = buf.data();
+    buf[N] = static_cast<double>(mm.call(3));
+  }
+#else
+  if (m.sub != MPI_COMM_NULL) lu_.solve(std::span<double>(buf.data(), N));  // k = 1: dense LU on rank 0
+#endif
+  (void)m;
+  MPI_Bcast(buf.data(), n_ + 1, MPI_DOUBLE, 0, comm);
+  if (buf[N] < 0) throw std::runtime_error(fmt::format("MUMPS's coarse solve stopped with INFOG(1) = {}", buf[N]));
+  std::copy(buf.begin(), buf.begin() + n_, c.begin());
+}
+
+std::vector<double> CoarseSolver::gather_dense(MPI_Comm comm) const {
+  const auto N = static_cast<std::size_t>(n_);
+  std::vector<double> out(N * N, 0.0);
+  if (!mumps_) return out;
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
+  const auto& e = mumps_->entries;
+  int count = static_cast<int>(e.size());
+  std::vector<int> counts(static_cast<std::size_t>(ranks)), displs(static_cast<std::size_t>(ranks), 0);
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm);
+  for (std::size_t q = 1; q < counts.size(); ++q) displs[q] = displs[q - 1] + counts[q - 1];
+  const auto total = static_cast<std::size_t>(displs.back() + counts.back());
+  std::vector<std::int64_t> place(e.size()), all_place(total);
+  std::vector<double> value(e.size()), all_value(total);
+  for (std::size_t t = 0; t < e.size(); ++t) {
+    place[t] = static_cast<std::int64_t>(e[t].row) * n_ + e[t].col;
+    value[t] = e[t].value;
+  }
+  MPI_Allgatherv(place.data(), count, MPI_INT64_T, all_place.data(), counts.data(), displs.data(), MPI_INT64_T,
+                 comm);
+  MPI_Allgatherv(value.data(), count, MPI_DOUBLE, all_value.data(), counts.data(), displs.data(), MPI_DOUBLE, comm);
+  for (std::size_t t = 0; t < total; ++t) out[static_cast<std::size_t>(all_place[t])] = all_value[t];
+  return out;
+}
+
+}  // namespace desync::linalg
