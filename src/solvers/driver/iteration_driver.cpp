@@ -229,7 +229,7 @@ void IterationDriver::run_async(LocalIteration& local) {
   const bool may_skip = opt_.idle == IdlePolicy::skip && local.update_repeats_without_new_data();
   std::int64_t it = 0;
   bool local_done = false;  // reached max_iters or time_limit: wait for the global decision
-  core::PollBackoff waiting;
+  core::PollBackoff waiting, held_wait;
   bool non_finite = false;
   bool fresh_residual = false;  // this iteration's update computed the local residual
   double last_local_sq = 0;
@@ -279,10 +279,17 @@ void IterationDriver::run_async(LocalIteration& local) {
         // rests max_iters passes in a row (its tolerance below what its data allows, say) stops as
         // at max_iters: --max-iters bounds a run whose ranks all rest.
         fresh_residual = !held && residual_known && test_open;
-        ++rest_passes;
+        if (!held) ++rest_passes;  // a held pass waits for the solver, not for news: it does not count
+        if (held) {
+          // Only polls until the solver lets it update: give the core up (a rank sharing it may be
+          // the one awaited) and, on a simulated cluster, let the clock move on (core::PollBackoff).
+          if (!idle && opt_.idle != IdlePolicy::spin) std::this_thread::yield();
+          held_wait.idle();
+        }
         if (at_iteration_limit() || over_time()) local_done = true;
       } else {
         rest_passes = 0;
+        held_wait = core::PollBackoff();  // the next hold starts its backoff afresh
         received_at_update = received;
         perturb(local, it);
         fresh_residual = !untested && (tree || !reduction->active()) && (it >= next_test_ || at_rest);
