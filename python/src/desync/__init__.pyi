@@ -135,6 +135,7 @@ def solve(
     overlap: int = ...,
     local_solver: str = ...,
     coarse: str = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -171,7 +172,8 @@ def solve(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -213,6 +215,7 @@ def solve(
     overlap: int = ...,
     local_solver: str = ...,
     coarse: str = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -249,7 +252,8 @@ def solve(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -472,6 +476,7 @@ def run(
     overlap: int = ...,
     local_solver: str = ...,
     coarse: str = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -512,7 +517,8 @@ def run(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -555,6 +561,7 @@ def run(
     overlap: int = ...,
     local_solver: str = ...,
     coarse: str = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -595,7 +602,8 @@ def run(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
