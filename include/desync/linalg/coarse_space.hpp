@@ -37,7 +37,6 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <map>
 #include <span>
 #include <string>
 #include <vector>
