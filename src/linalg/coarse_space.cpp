@@ -19,6 +19,43 @@
 
 namespace desync::linalg {
 
+std::vector<int> independent_columns(std::vector<double> gram, int m, double tolerance) {
+  // Pivoted Cholesky of the Gram matrix (Higham, 1990): each step takes the column whose part
+  // orthogonal to the columns taken so far is the largest relative to its own norm (the Schur
+  // complement's diagonal over the original diagonal; the first on a tie), and stops when that
+  // ratio is <= tolerance or no column with a nonzero norm is left.
+  const auto M = static_cast<std::size_t>(m);
+  if (gram.size() != M * M) throw std::invalid_argument("independent_columns: the Gram matrix is not m x m");
+  std::vector<double> norm(M);
+  for (std::size_t k = 0; k < M; ++k) norm[k] = gram[k * M + k];
+  std::vector<char> taken(M, 0);
+  std::vector<int> kept;
+  for (;;) {
+    std::size_t best = M;
+    double best_ratio = 0.0;
+    for (std::size_t k = 0; k < M; ++k) {
+      if (taken[k] || !(norm[k] > 0.0)) continue;
+      const double ratio = gram[k * M + k] / norm[k];
+      if (ratio > best_ratio) {
+        best_ratio = ratio;
+        best = k;
+      }
+    }
+    if (best == M || !(best_ratio > tolerance)) break;
+    taken[best] = 1;
+    kept.push_back(static_cast<int>(best));
+    const double pivot = gram[best * M + best];
+    for (std::size_t i = 0; i < M; ++i) {  // the Schur complement of the pivot
+      if (taken[i]) continue;
+      const double l = gram[i * M + best] / pivot;
+      for (std::size_t j = 0; j < M; ++j)
+        if (!taken[j]) gram[i * M + j] -= l * gram[best * M + j];
+    }
+  }
+  std::sort(kept.begin(), kept.end());
+  return kept;
+}
+
 namespace {
 
 /// The entries of a map from c * n + d to (A0)_cd, in the map's order.
@@ -36,26 +73,46 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
   const CoarseKind kind = options.kind;
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &ranks_);
-  CoarseSolver::check_ranks(options.coarse_ranks, ranks_);
-  const bool sparse = options.coarse_ranks >= 1;  // A0's entries to MUMPS on the first coarse_ranks ranks
   agree_or_throw(comm_, A.block_size == 1, "the coarse space needs a matrix of block size 1");
   agree_or_throw(comm_, kind != CoarseKind::none, "CoarseSpace: kind none has no coarse space");
+  CoarseSolver::check_ranks(options.coarse_ranks, ranks_);
+  const bool sparse = options.coarse_ranks >= 1;  // A0's entries to the first coarse_ranks ranks (coarse_solver.hpp)
   local_rows_ = A.local_rows();
   offsets_ = A.row_offsets;
+  // The near-kernel: the constant when none is given; every rank the same number of vectors, each
+  // of this rank's length.
+  std::vector<std::vector<double>> constant;
+  if (options.near_kernel.empty()) constant.assign(1, std::vector<double>(static_cast<std::size_t>(local_rows_), 1.0));
+  const std::vector<std::vector<double>>& z = options.near_kernel.empty() ? constant : options.near_kernel;
+  int m[2] = {static_cast<int>(z.size()), -static_cast<int>(z.size())};
+  MPI_Allreduce(MPI_IN_PLACE, m, 2, MPI_INT, MPI_MIN, comm_);
+  agree_or_throw(comm_, m[0] == -m[1], "the coarse space: the ranks hold different numbers of near-kernel vectors");
+  bool lengths = true;
+  for (const auto& v : z) lengths = lengths && static_cast<std::int64_t>(v.size()) == local_rows_;
+  agree_or_throw(comm_, lengths,
+                 fmt::format("the coarse space: a near-kernel vector on rank {} does not have the rank's {} rows",
+                             rank_, local_rows_));
+  near_kernel_vectors_ = m[0];
   if (kind == CoarseKind::nicolaides)
-    build_nicolaides();
+    build_nicolaides(z);
   else
-    build_gdsw(A);
+    build_gdsw(A, z);
   // A0 = Phi^T A Phi, summed over the ranks' rows: (A0)_cd = sum_i phi_ic (A Phi)_id. (A Phi)_i reads
-  // Phi's rows at i's columns: this rank's own rows, or, for another rank's row j, the one function
-  // that is 1 there (ghost_function: j's owner for Nicolaides, j's interface component for GDSW).
-  // Sparse: the same sums kept at their nonzero places only (a hash map) instead of the dense array.
+  // Phi's rows at i's columns: this rank's own rows, or, for another rank's row j, j's row of Phi
+  // from its owner (basis_rows, once for all the columns of other ranks). Sparse: the same sums
+  // kept at their nonzero places only (a hash map) instead of the dense array.
+  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
+  std::vector<std::int64_t> ghosts;
+  for (const std::int64_t j : A.col)
+    if (j < first || j >= first + local_rows_) ghosts.push_back(j);
+  std::sort(ghosts.begin(), ghosts.end());
+  ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
+  const Rows ghost_rows = basis_rows(ghosts);
   const auto N = static_cast<std::size_t>(n_);
   std::vector<double> a0(sparse ? 0 : N * N, 0.0), api(N, 0.0);
   std::unordered_map<std::int64_t, double> entries;  // sparse: (A0)_cd at c * n + d, this rank's rows' sum
   std::vector<char> seen(N, 0);
   std::vector<int> touched;
-  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
   for (std::int64_t i = 0; i < local_rows_; ++i) {
     touched.clear();
     auto add = [&](int d, double v) {
@@ -73,7 +130,9 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
         for (auto m = phi_ptr_[lj]; m < phi_ptr_[lj + 1]; ++m)
           add(phi_col_[static_cast<std::size_t>(m)], a * phi_val_[static_cast<std::size_t>(m)]);
       } else {
-        add(ghost_function(j), a);
+        const auto g = static_cast<std::size_t>(std::lower_bound(ghosts.begin(), ghosts.end(), j) - ghosts.begin());
+        for (auto m = ghost_rows.ptr[g]; m < ghost_rows.ptr[g + 1]; ++m)
+          add(ghost_rows.cols[static_cast<std::size_t>(m)], a * ghost_rows.vals[static_cast<std::size_t>(m)]);
       }
     }
     for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m) {
@@ -119,33 +178,50 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
   setup_seconds_ = setup.seconds();
 }
 
-void CoarseSpace::build_nicolaides() {
-  n_ = ranks_;  // phi_p: 1 on rank p's rows
-  phi_ptr_.resize(static_cast<std::size_t>(local_rows_) + 1);
-  for (std::int64_t i = 0; i <= local_rows_; ++i) phi_ptr_[static_cast<std::size_t>(i)] = i;
-  phi_col_.assign(static_cast<std::size_t>(local_rows_), rank_);
-  phi_val_.assign(static_cast<std::size_t>(local_rows_), 1.0);
+void CoarseSpace::build_nicolaides(const std::vector<std::vector<double>>& z) {
+  // phi_{p,k}: z_k on rank p's rows, 0 elsewhere, for the z_k independent on p's rows (their Gram
+  // matrix over p's rows, independent_columns). The functions are numbered by rank, then k.
+  const std::size_t M = z.size(), rows = static_cast<std::size_t>(local_rows_);
+  std::vector<double> gram(M * M, 0.0);
+  for (std::size_t a = 0; a < M; ++a)
+    for (std::size_t b = 0; b < M; ++b)
+      for (std::size_t i = 0; i < rows; ++i) gram[a * M + b] += z[a][i] * z[b][i];
+  const std::vector<int> kept = independent_columns(gram, static_cast<int>(M));
+  int count = static_cast<int>(kept.size());
+  std::vector<int> counts(static_cast<std::size_t>(ranks_));
+  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
+  int start = 0;
+  n_ = 0;
+  for (int q = 0; q < ranks_; ++q) {
+    if (q == rank_) start = n_;
+    n_ += counts[static_cast<std::size_t>(q)];
+  }
+  phi_ptr_.assign(1, 0);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t t = 0; t < kept.size(); ++t) {
+      const double v = z[static_cast<std::size_t>(kept[t])][i];
+      if (v != 0.0) {
+        phi_col_.push_back(start + static_cast<int>(t));
+        phi_val_.push_back(v);
+      }
+    }
+    phi_ptr_.push_back(static_cast<std::int64_t>(phi_col_.size()));
+  }
 }
 
-void CoarseSpace::build_gdsw(const DistributedCsr& A) {
+void CoarseSpace::build_gdsw(const DistributedCsr& A, const std::vector<std::vector<double>>& z) {
   const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
   const auto rows = static_cast<std::size_t>(local_rows_);
   // 1. The interface rows and their keys: the ranks among the row's own and its neighbours' owners.
   std::vector<std::vector<int>> key(rows);
-  std::vector<std::int64_t> ghosts;
   for (std::size_t i = 0; i < rows; ++i) {
     std::set<int> owners{rank_};
     for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
       const std::int64_t j = A.col[static_cast<std::size_t>(k)];
-      if (j < first || j >= first + local_rows_) {
-        owners.insert(owner_of(offsets_, j));
-        ghosts.push_back(j);
-      }
+      if (j < first || j >= first + local_rows_) owners.insert(owner_of(offsets_, j));
     }
     if (owners.size() > 1) key[i].assign(owners.begin(), owners.end());
   }
-  std::sort(ghosts.begin(), ghosts.end());
-  ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
   const bool has_interface = std::any_of(key.begin(), key.end(), [](const auto& k) { return !k.empty(); });
   agree_or_throw(comm_, has_interface || ranks_ == 1,
                  fmt::format("--coarse gdsw: rank {}'s subdomain has no interface (no row coupled to another rank's): "
@@ -174,27 +250,50 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A) {
                                        all.begin() + static_cast<std::ptrdiff_t>(p + 1 + len)), 0);
     p += len + 1;
   }
-  n_ = 0;
-  for (auto& [k, index] : component) index = n_++;
+  int components = 0;
+  for (auto& [k, index] : component) index = components++;
   std::vector<int> comp(rows, -1);
   for (std::size_t i = 0; i < rows; ++i)
     if (!key[i].empty()) comp[i] = component.at(key[i]);
-  // 3. The components of the other ranks' rows this rank's rows couple to (each an interface row of
-  //    its owner), from their owners.
-  const GhostRequests req = request_entries(comm_, offsets_, ghosts);
-  std::vector<int> give(req.asked.size()), got(ghosts.size());
-  for (std::size_t a = 0; a < req.asked.size(); ++a) give[a] = comp[static_cast<std::size_t>(req.asked[a] - first)];
-  MPI_Alltoallv(give.data(), req.give.data(), req.give_displs.data(), MPI_INT, got.data(), req.need.data(),
-                req.need_displs.data(), MPI_INT, comm_);
-  for (std::size_t g = 0; g < ghosts.size(); ++g) ghost_component_[ghosts[g]] = got[g];
-  // 4. Phi on the interface rows: 1 for the row's component. On the interior rows: the discrete
-  //    harmonic extension phi_I = -A_II^-1 A_IG phi_G, one local solve per component that touches this
-  //    rank (interior rows couple to this rank's rows only).
+  // 3. The functions of each component C: z_k on C's rows for the z_k independent there, chosen
+  //    from C's Gram matrix Z_C^T Z_C summed over the ranks that own C's rows (one MPI_Allreduce of
+  //    every component's m x m Gram matrix), so that every rank chooses alike. They are numbered
+  //    by component, then k.
+  const std::size_t M = z.size(), C = static_cast<std::size_t>(components);
+  std::vector<double> grams(C * M * M, 0.0);
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (comp[i] < 0) continue;
+    double* g = grams.data() + static_cast<std::size_t>(comp[i]) * M * M;
+    for (std::size_t a = 0; a < M; ++a)
+      for (std::size_t b = 0; b < M; ++b) g[a * M + b] += z[a][i] * z[b][i];
+  }
+  MPI_Allreduce(MPI_IN_PLACE, grams.data(), static_cast<int>(grams.size()), MPI_DOUBLE, MPI_SUM, comm_);
+  std::vector<std::vector<int>> kept(C);
+  std::vector<int> start(C + 1, 0);
+  for (std::size_t c = 0; c < C; ++c) {
+    kept[c] = independent_columns(std::vector<double>(grams.begin() + static_cast<std::ptrdiff_t>(c * M * M),
+                                                      grams.begin() + static_cast<std::ptrdiff_t>((c + 1) * M * M)),
+                                  static_cast<int>(M));
+    start[c + 1] = start[c] + static_cast<int>(kept[c].size());
+  }
+  n_ = start[C];
+  // 4. Phi on the interface rows: z_k on the row's component's functions. On the interior rows: the
+  //    discrete harmonic extension phi_I = -A_II^-1 A_IG phi_G, one local solve per function of a
+  //    component that touches this rank (interior rows couple to this rank's rows only).
   std::vector<int> local_comps;
   for (const int c : comp)
     if (c >= 0) local_comps.push_back(c);
   std::sort(local_comps.begin(), local_comps.end());
   local_comps.erase(std::unique(local_comps.begin(), local_comps.end()), local_comps.end());
+  struct Function {
+    int index;  // in Phi's columns
+    int comp;   // its component
+    int vector; // its near-kernel vector
+  };
+  std::vector<Function> local_fns;  // ascending
+  for (const int c : local_comps)
+    for (std::size_t t = 0; t < kept[static_cast<std::size_t>(c)].size(); ++t)
+      local_fns.push_back({start[static_cast<std::size_t>(c)] + static_cast<int>(t), c, kept[static_cast<std::size_t>(c)][t]});
   std::vector<std::int64_t> interior_index(rows, -1);
   LocalCsr aii;
   aii.row_ptr.push_back(0);
@@ -211,7 +310,7 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A) {
     }
     aii.row_ptr.push_back(static_cast<std::int64_t>(aii.col.size()));
   }
-  std::vector<std::vector<double>> extension(local_comps.size());  // per local component, on the interior rows
+  std::vector<std::vector<double>> extension(local_fns.size());  // per local function, on the interior rows
   if (aii.rows > 0) {
     std::unique_ptr<LocalSolver> solver;
     std::string failure;
@@ -223,17 +322,19 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A) {
     }
     agree_or_throw(comm_, failure.empty(), failure);
     std::vector<double> rhs(static_cast<std::size_t>(aii.rows));
-    for (std::size_t lc = 0; lc < local_comps.size(); ++lc) {
-      std::fill(rhs.begin(), rhs.end(), 0.0);  // rhs = -A_IG phi_G for component local_comps[lc]
+    for (std::size_t f = 0; f < local_fns.size(); ++f) {
+      std::fill(rhs.begin(), rhs.end(), 0.0);  // rhs = -A_IG phi_G for the function local_fns[f]
+      const std::vector<double>& zk = z[static_cast<std::size_t>(local_fns[f].vector)];
       for (std::size_t i = 0; i < rows; ++i) {
         if (comp[i] >= 0) continue;
         for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
           const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
-          if (comp[lj] == local_comps[lc]) rhs[static_cast<std::size_t>(interior_index[i])] -= A.val[static_cast<std::size_t>(k)];
+          if (comp[lj] == local_fns[f].comp)
+            rhs[static_cast<std::size_t>(interior_index[i])] -= A.val[static_cast<std::size_t>(k)] * zk[lj];
         }
       }
-      extension[lc].resize(rhs.size());
-      solver->solve(rhs.data(), extension[lc].data());
+      extension[f].resize(rhs.size());
+      solver->solve(rhs.data(), extension[f].data());
     }
   } else {
     agree_or_throw(comm_, true, "");  // the factorisation's agreement above, for a rank without interior rows
@@ -241,24 +342,25 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A) {
   phi_ptr_.assign(1, 0);
   for (std::size_t i = 0; i < rows; ++i) {
     if (comp[i] >= 0) {
-      phi_col_.push_back(comp[i]);
-      phi_val_.push_back(1.0);
-    } else {
-      for (std::size_t lc = 0; lc < local_comps.size(); ++lc) {
-        const double v = extension[lc][static_cast<std::size_t>(interior_index[i])];
+      const auto c = static_cast<std::size_t>(comp[i]);
+      for (std::size_t t = 0; t < kept[c].size(); ++t) {
+        const double v = z[static_cast<std::size_t>(kept[c][t])][i];
         if (v != 0.0) {
-          phi_col_.push_back(local_comps[lc]);
+          phi_col_.push_back(start[c] + static_cast<int>(t));
+          phi_val_.push_back(v);
+        }
+      }
+    } else {
+      for (std::size_t f = 0; f < local_fns.size(); ++f) {
+        const double v = extension[f][static_cast<std::size_t>(interior_index[i])];
+        if (v != 0.0) {
+          phi_col_.push_back(local_fns[f].index);
           phi_val_.push_back(v);
         }
       }
     }
     phi_ptr_.push_back(static_cast<std::int64_t>(phi_col_.size()));
   }
-}
-
-int CoarseSpace::ghost_function(std::int64_t j) const {
-  if (kind_ == CoarseKind::nicolaides) return owner_of(offsets_, j);
-  return ghost_component_.at(j);
 }
 
 std::vector<double> CoarseSpace::local_basis() const {

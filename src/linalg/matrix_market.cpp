@@ -661,6 +661,11 @@ DistributedCsr read_matrix_market_square(MPI_Comm comm, const std::string& path)
 }
 
 std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& path, const DistributedCsr& layout) {
+  return read_matrix_market_columns(comm, path, layout, false).front();
+}
+
+std::vector<std::vector<double>> read_matrix_market_columns(MPI_Comm comm, const std::string& path,
+                                                            const DistributedCsr& layout, bool several) {
   const int rank = core::rank_of(comm);
   const Header h = agree_header(comm, path);
   if (h.field == "complex" || h.field == "pattern")
@@ -668,12 +673,16 @@ std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& 
   if (h.symmetry != "general")
     throw InputError(at(path, 1) + "unsupported symmetry '" + h.symmetry + "' for a vector (expected 'general')");
   const std::int64_t n = layout.global_rows();
-  if (h.cols != 1)
+  if (!several && h.cols != 1)
     throw InputError(at(path, h.size_line) + "expected a vector (n x 1), the file holds " + std::to_string(h.rows) +
                      " x " + std::to_string(h.cols));
+  if (several && h.cols < 1) throw InputError(at(path, h.size_line) + "no columns: expected n x m vectors, m >= 1");
+  if (several && h.rows != n)
+    throw InputError(at(path, h.size_line) + std::to_string(h.rows) + " rows, the matrix has " + std::to_string(n));
   if (h.rows != n)
     throw InputError(at(path, h.size_line) + "the vector has " + std::to_string(h.rows) + " entries, the matrix " +
                      std::to_string(n) + " rows");
+  const std::int64_t m = h.cols;
   const bool coordinate = h.format == "coordinate";
   const bool integer = h.field == "integer";
 
@@ -687,7 +696,7 @@ std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& 
     if (ordinal >= h.entries) break;
     const std::string_view text(lines.text.data() + L.begin, L.end - L.begin);
     std::size_t pos = 0;
-    std::int64_t i = ordinal + 1, j = 1;
+    std::int64_t i = ordinal % n + 1, j = ordinal / n + 1;  // an array lists column after column
     double v = 0;
     const bool ok = coordinate ? next_int(text, pos, i) && next_int(text, pos, j) && next_real(text, pos, v, integer) &&
                                      only_space_after(text, pos)
@@ -697,16 +706,16 @@ std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& 
               (coordinate ? "'row column value'" : "one value");
       break;
     }
-    if (i < 1 || i > n || j != 1) {
-      error = at(path, L.number) + "index (" + std::to_string(i) + ", " + std::to_string(j) +
-              ") out of range: the vector is " + std::to_string(n) + " x 1";
+    if (i < 1 || i > n || j < 1 || j > m) {
+      error = at(path, L.number) + "index (" + std::to_string(i) + ", " + std::to_string(j) + ") out of range: the " +
+              (several ? "vectors are " : "vector is ") + std::to_string(n) + " x " + std::to_string(m);
       break;
     }
     if (!std::isfinite(v)) {
       error = at(path, L.number) + "value " + quote(text) + " is not finite";
       break;
     }
-    entries.push_back({i - 1, 0, ordinal, v});
+    entries.push_back({i - 1, j - 1, ordinal, v});
   }
   agree_or_throw(comm, error.empty(), error);
   check_entry_count(comm, path, h, lines);
@@ -714,12 +723,14 @@ std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& 
   std::vector<Entry> mine = redistribute(comm, entries, [&](const Entry& e) { return layout_owner(layout, e.row); });
   const std::int64_t first = layout.row_offsets[rank] * layout.block_size;
   sort_entries(mine, first, layout.local_rows());
-  std::vector<double> out(static_cast<std::size_t>(layout.local_rows()), 0.0);
-  std::vector<char> seen(out.size(), 0);  // the first entry is assigned (a lone -0.0 stays -0.0), later ones added
+  const auto rows = static_cast<std::size_t>(layout.local_rows());
+  std::vector<std::vector<double>> out(static_cast<std::size_t>(m), std::vector<double>(rows, 0.0));
+  // The first entry is assigned (a lone -0.0 stays -0.0), later ones added.
+  std::vector<std::vector<char>> seen(static_cast<std::size_t>(m), std::vector<char>(rows, 0));
   for (const Entry& e : mine) {
-    const std::size_t i = static_cast<std::size_t>(e.row - first);
-    out[i] = seen[i] ? out[i] + e.val : e.val;
-    seen[i] = 1;
+    const std::size_t i = static_cast<std::size_t>(e.row - first), c = static_cast<std::size_t>(e.col);
+    out[c][i] = seen[c][i] ? out[c][i] + e.val : e.val;
+    seen[c][i] = 1;
   }
   return out;
 }

@@ -631,6 +631,12 @@ std::vector<double> read_vector(MPI_Comm comm, const std::string& path, const Di
   throw std::logic_error("read_vector: unknown format");
 }
 
+std::vector<std::vector<double>> read_vectors(MPI_Comm comm, const std::string& path, const DistributedCsr& layout) {
+  if (agree_format(comm, path) == SystemFormat::matrix_market)
+    return read_matrix_market_columns(comm, path, layout, true);
+  return {read_vector(comm, path, layout)};
+}
+
 void write_vector(MPI_Comm comm, const std::string& path, const std::vector<std::int64_t>& offsets,
                   std::span<const double> local) {
   const int rank = core::rank_of(comm), size = core::size_of(comm);

@@ -105,6 +105,27 @@ std::vector<double> elasticity_element_stiffness(double hx, double hy, double hz
   return K;
 }
 
+std::vector<std::vector<double>> elasticity3d_rigid_body_modes(const decomposition::CartGrid& grid) {
+  const Index3 n = grid.global(), l = grid.local(), o = grid.offset();
+  const std::size_t nodes = static_cast<std::size_t>(l[0]) * static_cast<std::size_t>(l[1]) * static_cast<std::size_t>(l[2]);
+  std::vector<std::vector<double>> modes(6, std::vector<double>(3 * nodes, 0.0));
+  std::size_t row = 0;  // the assembly's node order: x fastest
+  for (int k = 0; k < l[2]; ++k)
+    for (int j = 0; j < l[1]; ++j)
+      for (int i = 0; i < l[0]; ++i, ++row) {
+        const double x = (o[0] + i) * (1.0 / (n[0] - 1)), y = (o[1] + j) * (1.0 / (n[1] - 1)),
+                     z = (o[2] + k) * (1.0 / (n[2] - 1));
+        for (std::size_t c = 0; c < 3; ++c) modes[c][3 * row + c] = 1.0;  // translations
+        modes[3][3 * row] = -y;  // rotation about z: (-y, x, 0)
+        modes[3][3 * row + 1] = x;
+        modes[4][3 * row + 1] = -z;  // about x: (0, -z, y)
+        modes[4][3 * row + 2] = y;
+        modes[5][3 * row] = z;  // about y: (z, 0, -x)
+        modes[5][3 * row + 2] = -x;
+      }
+  return modes;
+}
+
 ElasticitySystem assemble_elasticity3d(const decomposition::CartGrid& grid, const ElasticityParams& p) {
   const Index3 n = grid.global();
   for (int a = 0; a < 3; ++a)

@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 
+#include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/linalg/csr_operator.hpp"
@@ -212,6 +213,26 @@ LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli) {
   if (supplied && supplied->on_root && supplied->partition == "array") s.system.stats.method = "array";
   s.b = s.system.to_partitioned(comm, b);
   return s;
+}
+
+std::vector<std::vector<double>> load_near_kernel(MPI_Comm comm, const LoadedSystem& s, const std::string& path) {
+  // A layout of the input's row blocks (the file's order) for the reader; then each vector moves
+  // like b.
+  const int rank = core::rank_of(comm);
+  linalg::DistributedCsr layout;
+  layout.comm = comm;
+  layout.block_size = 1;
+  layout.row_offsets = s.system.input_offsets;
+  layout.row_ptr.assign(static_cast<std::size_t>(layout.row_offsets[static_cast<std::size_t>(rank) + 1] -
+                                                 layout.row_offsets[static_cast<std::size_t>(rank)]) + 1, 0);
+  std::vector<std::vector<double>> z;
+  try {
+    z = linalg::read_vectors(comm, path, layout);
+  } catch (const InputError& e) {
+    throw InputError(std::string("--near-kernel ") + e.what());
+  }
+  for (auto& v : z) v = s.system.to_partitioned(comm, v);
+  return z;
 }
 
 void describe_system(RunRecord& r, nlohmann::json& details, const LoadedSystem& s, const SystemCli& cli) {

@@ -64,6 +64,10 @@ struct LoadedSystem {
 /// Reads, forms b, partitions. Collective; InputError on every rank for bad files or options.
 LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli);
 
+/// --near-kernel FILE: the vectors of linalg::read_vectors, read in the file's row order and moved
+/// with the rows to their parts like b. Collective; InputError (every rank) prefixed "--near-kernel ".
+std::vector<std::vector<double>> load_near_kernel(MPI_Comm comm, const LoadedSystem& s, const std::string& path);
+
 /// The record's lines and JSON for the system (rank 0): setup lines "matrix" and "partition",
 /// details["matrix"] and details["partition"] (docs/output.md).
 void describe_system(RunRecord& r, nlohmann::json& details, const LoadedSystem& s, const SystemCli& cli);

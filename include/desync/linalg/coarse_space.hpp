@@ -7,8 +7,9 @@
 //   nicolaides  one basis vector per subdomain and near-kernel vector (Nicolaides, 1987): the
 //               partition of unity times the near-kernel. Rank p's subdomain owns its rows of the
 //               partitioned matrix (a non-overlapping partition of unity: the indicator of p's rows),
-//               and the near-kernel of a scalar problem is the constant, so phi_p is 1 on p's rows
-//               and 0 elsewhere, and sum_p phi_p = 1 reproduces the constant exactly.
+//               so phi_{p,k} is z_k on p's rows and 0 elsewhere, and sum_p phi_{p,k} = z_k reproduces
+//               every near-kernel vector exactly. The near-kernel of a scalar problem is the
+//               constant: phi_p is 1 on p's rows; for elasticity, the six rigid-body modes.
 //   gdsw        the algebraic GDSW coarse space (Dohrmann, Klawonn and Widlund, 2008; the algebraic
 //               interface of Heinlein, Klawonn, Rajamanickam and Rheinbach's FROSch): a row is on the
 //               interface when it couples to another rank's row; the interface rows are grouped
@@ -17,7 +18,16 @@
 //               is 1 on its rows, 0 on the rest of the interface, and extended into every
 //               subdomain's interior rows by the local discrete harmonic extension
 //               phi_I = -A_II^-1 A_IG phi_G (interior rows couple to their own rank's rows only, so
-//               the extension is a local solve).
+//               the extension is a local solve). With near-kernel vectors z_k, each component C has
+//               one function per z_k, z_k on C's rows and 0 on the rest of the interface, extended
+//               alike (Dohrmann, Klawonn and Widlund, 2008, section 3; FROSch does the same).
+//
+// Near-kernel vectors restricted to a subdomain (Nicolaides) or a component (GDSW) may be linearly
+// dependent (one node's 3 displacements cannot carry 6 rigid-body modes) or zero: only an
+// independent subset is kept (independent_columns on their Gram matrix, which for GDSW is summed
+// over the ranks that own the component's rows, so that every rank keeps the same ones), and A0
+// stays nonsingular. With no near-kernel vectors given, or the constant alone, the spaces are the
+// scalar ones above bitwise.
 //
 // A0 is small (one row and column per coarse function). By default every rank sums its rows' part of
 // Phi^T A Phi into a dense matrix, one MPI_Allreduce makes the whole A0 on every rank, which factors it
@@ -29,7 +39,6 @@
 #include <mpi.h>
 
 #include <cstdint>
-#include <map>
 #include <span>
 #include <string>
 #include <vector>
@@ -44,10 +53,11 @@ enum class CoarseKind { none, nicolaides, gdsw };
 inline constexpr core::Named<CoarseKind> coarse_names[] = {
     {CoarseKind::none, "none", "one level: no coarse correction"},
     {CoarseKind::nicolaides, "nicolaides",
-     "one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987)"},
+     "one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, "
+     "1987)"},
     {CoarseKind::gdsw, "gdsw",
-     "one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and "
-     "Widlund, 2008)"}};
+     "one function per interface component and near-kernel vector, extended harmonically into the subdomains "
+     "(Dohrmann, Klawonn and Widlund, 2008)"}};
 
 inline const char* to_string(CoarseKind kind) { return core::name_of(coarse_names, kind); }
 /// "none" | "nicolaides"; InputError otherwise (naming --coarse).
@@ -67,19 +77,29 @@ struct CoarseOptions {
   int coarse_ranks = 0;
 };
 
+/// The columns of a matrix Z that are kept as linearly independent, from its m x m Gram matrix
+/// Z^T Z (row-major): pivoted Cholesky (Higham, 1990), which takes the column whose part orthogonal
+/// to those taken is the largest relative to its norm, until that relative squared norm is
+/// <= tolerance. Zero columns are never kept. Ascending column indices. Not collective.
+std::vector<int> independent_columns(std::vector<double> gram, int m, double tolerance = 1e-10);
+
 /// Phi, A0 and A0's factors for the partitioned matrix A (contiguous row blocks; a rank's rows are
 /// its subdomain). Collective construction; apply_correction is collective as well.
 class CoarseSpace {
  public:
   /// Collective over A.comm. Throws InputError (every rank alike) for block size other than 1, a
-  /// singular coarse matrix ("the coarse matrix A0 = Phi^T A Phi is singular ...") or coarse ranks
-  /// that CoarseSolver::check_ranks refuses (above the ranks of A.comm; this build without MUMPS).
+  /// singular coarse matrix ("the coarse matrix A0 = Phi^T A Phi is singular ..."), coarse ranks
+  /// that CoarseSolver::check_ranks refuses (above the ranks of A.comm; this build without MUMPS),
+  /// and near-kernel vectors of another length than local_rows or different counts on the ranks.
   CoarseSpace(const DistributedCsr& A, const CoarseOptions& options);
   CoarseSpace(const DistributedCsr& A, CoarseKind kind) : CoarseSpace(A, CoarseOptions{kind, {}, 0}) {}
 
   CoarseKind kind() const { return kind_; }
-  /// The coarse dimension: one function per rank (nicolaides) or per interface component (gdsw).
+  /// The coarse dimension: one function per rank (nicolaides) or per interface component (gdsw)
+  /// and near-kernel vector independent there.
   int size() const { return n_; }
+  /// The number of near-kernel vectors the space was built from (1: the constant).
+  int near_kernel_vectors() const { return near_kernel_vectors_; }
   /// A0, n x n row-major, the same on every rank. With coarse ranks k >= 1 (A0 sparse, MUMPS) it is
   /// gathered at set-up only when size() <= dense_copy_limit, and empty otherwise.
   const std::vector<double>& matrix() const { return a0_; }
@@ -132,23 +152,19 @@ class CoarseSpace {
   std::string description() const;
 
  private:
-  void build_nicolaides();
-  void build_gdsw(const DistributedCsr& A);
+  void build_nicolaides(const std::vector<std::vector<double>>& z);
+  void build_gdsw(const DistributedCsr& A, const std::vector<std::vector<double>>& z);
 
   MPI_Comm comm_;
   CoarseKind kind_;
-  int n_ = 0, rank_ = 0, ranks_ = 1;
+  int n_ = 0, rank_ = 0, ranks_ = 1, near_kernel_vectors_ = 1;
   std::int64_t local_rows_ = 0;
   /// Phi's rows on this rank, compressed: row i's coarse functions phi_col_[k] with value phi_val_[k]
   /// for k in [phi_ptr_[i], phi_ptr_[i + 1]).
   std::vector<std::int64_t> phi_ptr_;
   std::vector<int> phi_col_;
   std::vector<double> phi_val_;
-  /// The function that is 1 on another rank's row j (A Phi's ghost reads): Nicolaides, j's owner
-  /// (from offsets_); GDSW, j's interface component (ghost_component_).
-  int ghost_function(std::int64_t j) const;
   std::vector<std::int64_t> offsets_;
-  std::map<std::int64_t, int> ghost_component_;
   /// (Phi^T r)_c over this rank's rows only, all size() entries.
   std::vector<double> local_sums(std::span<const double> r) const;
   std::vector<double> a0_;

@@ -47,6 +47,13 @@ DistributedCsr read_matrix_market_square(MPI_Comm comm, const std::string& path)
 /// entries are 0, duplicates summed). Collective over `comm` (the communicator of layout).
 std::vector<double> read_matrix_market_vector(MPI_Comm comm, const std::string& path, const DistributedCsr& layout);
 
+/// With `several`: m vectors of layout.global_rows() entries each, the n x m `matrix array` (column
+/// after column) or `matrix coordinate` real/integer general file; this rank's part of every
+/// column. InputError "<path>:<line>: 99 rows, the matrix has 100" for another number of rows.
+/// Without: read_matrix_market_vector (n x 1 only). Collective.
+std::vector<std::vector<double>> read_matrix_market_columns(MPI_Comm comm, const std::string& path,
+                                                            const DistributedCsr& layout, bool several);
+
 /// Writes A as `matrix coordinate real general` (every stored entry) or, with `symmetric`, as
 /// `matrix coordinate real symmetric` (the stored entries with row >= column; A is assumed to be
 /// symmetric, which is not checked). A block matrix is written in scalar rows and columns with all

@@ -64,6 +64,12 @@ DistributedCsr read_matrix(MPI_Comm comm, const std::string& path);
 /// truncated or corrupt file, a .npy of another dtype or shape, a value that is not finite.
 std::vector<double> read_vector(MPI_Comm comm, const std::string& path, const DistributedCsr& layout);
 
+/// m >= 1 vectors of layout.global_rows() entries each (the near-kernel of a coarse space):
+/// Matrix Market n x m (`array`, column after column, or `coordinate`), or one vector in any format
+/// read_vector reads. This rank's rows of each. Collective; InputError as read_vector, and
+/// "<path>:<line>: 99 rows, the matrix has 100" for a Matrix Market file of another length.
+std::vector<std::vector<double>> read_vectors(MPI_Comm comm, const std::string& path, const DistributedCsr& layout);
+
 /// Writes a distributed vector, rank r holding global entries [offsets[r], offsets[r+1]) in
 /// `local`, as .npy (float64 '<f8', shape (n,)), Matrix Market `array real general` n x 1, or PETSc
 /// binary Vec; the format by extension (.npy; .mtx/.mm; .petsc/.bin/.dat). Values are written

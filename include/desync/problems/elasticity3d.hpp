@@ -57,6 +57,13 @@ struct ElasticitySystem {
 /// (-1, 0.5).
 ElasticitySystem assemble_elasticity3d(const decomposition::CartGrid& grid, const ElasticityParams& p = {});
 
+/// The six rigid-body modes (the near-kernel of elasticity without boundary conditions): the
+/// translations e_x, e_y, e_z and the rotations (-y, x, 0), (0, -z, y), (z, 0, -x) at each node's
+/// coordinates, as this rank's scalar rows of assemble_elasticity3d's matrix (row 3 n + c for the
+/// rank's node n in its own order, x fastest, and component c). Six vectors of 3 x the rank's
+/// nodes. Not collective.
+std::vector<std::vector<double>> elasticity3d_rigid_body_modes(const decomposition::CartGrid& grid);
+
 /// The 24x24 element stiffness matrix of an hx x hy x hz brick, row-major. Local node
 /// a = ax + 2 ay + 4 az sits at corner (ax hx, ay hy, az hz); local DOF 3 a + c.
 std::vector<double> elasticity_element_stiffness(double hx, double hy, double hz, const ElasticityParams& p);

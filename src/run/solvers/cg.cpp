@@ -94,6 +94,7 @@ class CgCommand final : public SolverCommand {
   std::string local_solver = "auto";      // --local-solver (--pc asm, ras)
   std::string coarse = "none";            // --coarse (--pc asm, ras)
   int coarse_ranks = 0;                   // --coarse-ranks (--coarse nicolaides, gdsw)
+  std::string near_kernel;                // --near-kernel FILE (--coarse with --matrix)
   std::string export_dir;                 // --export-system
   std::string local;                      // --local: points (nodes) per rank
   std::string global;                     // --global: total points (nodes)
@@ -154,6 +155,10 @@ void CgCommand::add_options(CLI::App& app) {
                      "--coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank "
                      "(dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds)")
           ->capture_default_str();
+  app.add_option("--near-kernel", near_kernel,
+                 "--coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market "
+                 "n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant "
+                 "(elasticity3d: its six rigid-body modes)");
   restart_opt_ = app.add_option("--restart", restart,
                                 "GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
                      ->capture_default_str();
@@ -250,6 +255,10 @@ void CgCommand::finalise(MPI_Comm comm) {
     throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
   if (coarse_ranks < 0) throw InputError(fmt::format("--coarse-ranks {}: must be >= 0 (0: every rank, dense LU)", coarse_ranks));
   s.pc_coarse.coarse_ranks = coarse_ranks;
+  if (!near_kernel.empty() && s.pc_coarse.kind == linalg::CoarseKind::none)
+    throw InputError("--near-kernel goes with --coarse nicolaides or gdsw");
+  if (!near_kernel.empty() && !system_cli.given())
+    throw InputError("--near-kernel goes with --matrix (elasticity3d takes its rigid-body modes, poisson3d the constant)");
   if (solvers::is_schwarz(s.pc) && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
     operator_kind = "csr";  // the Schwarz preconditioners need the assembled matrix
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
@@ -326,6 +335,7 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
     out.push_back({"local-solver", local_solver});
     out.push_back({"coarse", coarse});
     out.push_back({"coarse-ranks", std::to_string(coarse_ranks)});
+    if (!near_kernel.empty()) out.push_back({"near-kernel", near_kernel});
   }
   return out;
 }
@@ -395,6 +405,7 @@ int CgCommand::run(MPI_Comm comm) {
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
     solver.pc_matrix = &loaded->system.A;
+    if (!near_kernel.empty()) solver.pc_coarse.near_kernel = detail::load_near_kernel(comm, *loaded, near_kernel);
   } else {
     grid = std::make_unique<decomposition::CartGrid>(comm, global_points, process_grid);
     if (problem == "poisson3d") {
@@ -414,6 +425,8 @@ int CgCommand::run(MPI_Comm comm) {
       A = linalg::make_csr_operator(sys.A, spmv);
       b = std::move(sys.b);
       assembled = linalg::scalar_csr(sys.A);  // the Schwarz subdomains and the export work in scalar rows
+      if (solver.pc_coarse.kind != linalg::CoarseKind::none)
+        solver.pc_coarse.near_kernel = problems::elasticity3d_rigid_body_modes(*grid);  // in assembled's rows
     }
     if (!assembled.row_ptr.empty()) solver.pc_matrix = &assembled;
     if (!export_dir.empty()) {
@@ -512,6 +525,12 @@ int CgCommand::run(MPI_Comm comm) {
       details["coarse_ranks"] = coarse_level.ranks;
       details["coarse_setup_seconds"] = coarse_setup;
       details["coarse_apply_seconds"] = coarse_apply;
+    }
+    if (solver.pc_coarse.kind != linalg::CoarseKind::none) {
+      details["near_kernel"] = !near_kernel.empty()          ? "file:" + near_kernel
+                               : problem == "elasticity3d" ? std::string("rigid-body")
+                                                           : std::string("constant");
+      details["near_kernel_vectors"] = solver.pc_coarse.near_kernel.empty() ? 1 : solver.pc_coarse.near_kernel.size();
     }
     details["reduction"] = red;
     details["engine"] = engine;

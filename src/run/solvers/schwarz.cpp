@@ -96,6 +96,7 @@ class SchwarzCommand final : public SolverCommand {
   std::string coarse = "none";      // --coarse
   int coarse_reuse = 0;             // --coarse-reuse (async)
   int coarse_ranks = 0;             // --coarse-ranks
+  std::string near_kernel;          // --near-kernel FILE (with --matrix)
   CLI::Option* coarse_opt_ = nullptr;
   CLI::Option* alpha_opt_ = nullptr;
   std::vector<CLI::Option*> grid_options_, matrix_options_;
@@ -141,6 +142,10 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "0..K-1 (MUMPS where built with it; without, K = 1: dense LU on rank 0). async solves on rank 0 "
                  "alone: 0 and 1 both factor A0 there only")
       ->capture_default_str();
+  matrix_options_.push_back(app.add_option(
+      "--near-kernel", near_kernel,
+      "With --matrix and --coarse: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m "
+      "file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant"));
   app.add_option("--coarse-reuse", coarse_reuse,
                  "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
                  "for the next (0: never waits)")
@@ -187,6 +192,8 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
   if (coarse_reuse > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse nicolaides|gdsw");
+  if (!near_kernel.empty() && coarse_kind == linalg::CoarseKind::none)
+    throw InputError("--near-kernel goes with --coarse nicolaides or gdsw");
   if (coarse_ranks != 0 && coarse_kind == linalg::CoarseKind::none)
     throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
   if (async && coarse_ranks > 1)
@@ -296,6 +303,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"coarse", coarse},
       {"coarse-reuse", std::to_string(coarse_reuse)},
       {"coarse-ranks", std::to_string(coarse_ranks)},
+      {"near-kernel", near_kernel},
   };
   if (system_cli.given())
     for (auto& [k, v] : out)
@@ -486,6 +494,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
   o.robin = !builtin ? robin : std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
   o.coarse.kind = linalg::parse_coarse(coarse);
+  if (!near_kernel.empty()) o.coarse.near_kernel = detail::load_near_kernel(comm, sys, near_kernel);
   // async: rank 0 alone solves the coarse problem, so A0 is factored there only.
   o.coarse.coarse_ranks = solver.asynchronous() ? 1 : coarse_ranks;
   o.coarse_reuse = coarse_reuse;
@@ -601,6 +610,8 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
       details["coarse_held"] = held;
       details["coarse_reuse"] = coarse_reuse;
       details["coarse_ranks"] = o.coarse.coarse_ranks;
+      details["near_kernel"] = near_kernel.empty() ? std::string("constant") : "file:" + near_kernel;
+      details["near_kernel_vectors"] = o.coarse.near_kernel.empty() ? 1 : o.coarse.near_kernel.size();
       details["coarse_solver"] = result.coarse_solver;
     } else {
       details["coarse"] = "none";
