@@ -136,6 +136,7 @@ def solve(
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -172,8 +173,9 @@ def solve(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -216,6 +218,7 @@ def solve(
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -252,8 +255,9 @@ def solve(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -300,6 +304,10 @@ def solve(
     alpha: str = ...,
     robin: float = ...,
     local_solver: str = ...,
+    coarse: str = ...,
+    coarse_ranks: int = ...,
+    near_kernel: str = ...,
+    coarse_reuse: int = ...,
     tol: float = ...,
     max_iters: int = ...,
     time_limit: float = ...,
@@ -339,6 +347,10 @@ def solve(
         alpha: Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006) [default auto]
         robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
+        coarse: Two-level Schwarz: the coarse level, none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008). sync: the hybrid iteration (coarse correction before each round of local solves); async: rank 0 solves the coarse problem from the ranks' newest residuals and sends the corrections (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance overlap, robin 1/(1 + alpha h)) [default none]
+        coarse_ranks: With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks 0..K-1 (MUMPS where built with it; without, K = 1: dense LU on rank 0). async solves on rank 0 alone: 0 and 1 both factor A0 there only [default 0]
+        near_kernel: With --matrix and --coarse: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant
+        coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next (0: never waits) [default 0]
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]
         max_iters: Stop after this many iterations [default 100000]
         time_limit: Stop after this many seconds and report the residual reached (0: no limit) [default 0]
@@ -477,6 +489,7 @@ def run(
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -517,8 +530,9 @@ def run(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -562,6 +576,7 @@ def run(
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
+    near_kernel: str = ...,
     restart: int = ...,
     reduction: str = ...,
     problem: str = ...,
@@ -602,8 +617,9 @@ def run(
         pc: Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or elasticity3d) and solve each overlapping subdomain exactly [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain, its rows' indicator (the constant's partition of unity; Nicolaides, 1987) gdsw: one function per interface component, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
+        coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
+        near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
@@ -654,6 +670,10 @@ def run(
     alpha: str = ...,
     robin: float = ...,
     local_solver: str = ...,
+    coarse: str = ...,
+    coarse_ranks: int = ...,
+    near_kernel: str = ...,
+    coarse_reuse: int = ...,
     export_system: str = ...,
     tol: float = ...,
     max_iters: int = ...,
@@ -697,6 +717,10 @@ def run(
         alpha: Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006) [default auto]
         robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
+        coarse: Two-level Schwarz: the coarse level, none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008). sync: the hybrid iteration (coarse correction before each round of local solves); async: rank 0 solves the coarse problem from the ranks' newest residuals and sends the corrections (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance overlap, robin 1/(1 + alpha h)) [default none]
+        coarse_ranks: With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks 0..K-1 (MUMPS where built with it; without, K = 1: dense LU on rank 0). async solves on rank 0 alone: 0 and 1 both factor A0 there only [default 0]
+        near_kernel: With --matrix and --coarse: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant
+        coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next (0: never waits) [default 0]
         export_system: Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the grid's own blocks) and exit
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]
         max_iters: Stop after this many iterations [default 100000]
