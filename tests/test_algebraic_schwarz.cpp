@@ -9,7 +9,7 @@
 //     with asm against CG with bjacobi-ic0;
 //   - a singular local matrix is reported with the rank and the subdomain size;
 //   - two-level: the synchronous hybrid iteration against its serial transcription (Phi and A0 from
-//     the coarse space), one subdomain is the direct solve, async converges over every transport
+//     the coarse space), async converges over every transport
 //     with a rank slowed, with and without --coarse-reuse, nothing pending.
 #include <gtest/gtest.h>
 #include <mpi.h>
@@ -188,20 +188,26 @@ AlgebraicSchwarzOptions fixed_iterations(int iterations, int overlap, double rob
 
 }  // namespace
 
-// (a) One subdomain is the whole matrix: the first iteration is the direct solve.
+// (a) One subdomain is the whole matrix: the first iteration is the direct solve, with or without
+// the coarse level.
 TEST(AlgebraicSchwarz, OneRankIsTheDirectSolve) {
   std::vector<double> b;
   const Global g = poisson2d(12, b);
   const DistributedCsr A = distribute(g, MPI_COMM_SELF, {0, g.n()});
-  std::vector<double> x(b.size(), 0.0);
-  AlgebraicSchwarzOptions o;
-  o.iteration.tol = 1e-10;
-  const auto r = solvers::solve_algebraic_schwarz(A, b, x, o);
-  EXPECT_TRUE(r.run.converged);
-  EXPECT_EQ(r.run.stats.iterations, 1);
-  EXPECT_LT(r.run.true_residual, 1e-13);
-  EXPECT_EQ(r.extended_rows, g.n());
-  EXPECT_EQ(r.local_solver, linalg::LocalSolverKind::cholmod_simplicial) << r.local_solver_reason;
+  // One level, and two (the coarse correction, then the local solve of the whole matrix).
+  for (const auto coarse : {linalg::CoarseKind::none, linalg::CoarseKind::nicolaides}) {
+    SCOPED_TRACE(linalg::to_string(coarse));
+    std::vector<double> x(b.size(), 0.0);
+    AlgebraicSchwarzOptions o;
+    o.iteration.tol = 1e-10;
+    o.coarse.kind = coarse;
+    const auto r = solvers::solve_algebraic_schwarz(A, b, x, o);
+    EXPECT_TRUE(r.run.converged);
+    EXPECT_EQ(r.run.stats.iterations, 1);
+    EXPECT_LT(r.run.true_residual, 1e-13);
+    EXPECT_EQ(r.extended_rows, g.n());
+    EXPECT_EQ(r.local_solver, linalg::LocalSolverKind::cholmod_simplicial) << r.local_solver_reason;
+  }
 }
 
 // (b) Overlap 0: block Jacobi with exact block solves, on a non-symmetric matrix.
@@ -651,22 +657,6 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
     EXPECT_EQ(r.coarse_size, space.size());
     EXPECT_LT(world_max(max_abs_diff(x, part(ref, offsets, me))), 1e-11 * max_abs(ref));
   }
-}
-
-// Two-level with one subdomain: the coarse correction and the local solve of the whole matrix: the
-// direct solve in one iteration.
-TEST(AlgebraicSchwarz, TwoLevelOneRankIsTheDirectSolve) {
-  std::vector<double> b;
-  const Global g = poisson2d(12, b);
-  const DistributedCsr A = distribute(g, MPI_COMM_SELF, {0, g.n()});
-  std::vector<double> x(b.size(), 0.0);
-  AlgebraicSchwarzOptions o;
-  o.iteration.tol = 1e-10;
-  o.coarse.kind = linalg::CoarseKind::nicolaides;
-  const auto r = solvers::solve_algebraic_schwarz(A, b, x, o);
-  EXPECT_TRUE(r.run.converged);
-  EXPECT_EQ(r.run.stats.iterations, 1);
-  EXPECT_LT(r.run.true_residual, 1e-13);
 }
 
 // Two-level, asynchronous: converges over every transport built, with rank 0 (the coarse root)

@@ -3,8 +3,10 @@
 #include <mpi.h>
 
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <thread>
+#include <vector>
 
 namespace desync_test {
 
@@ -18,6 +20,21 @@ inline int world_size() {
   int s = 1;
   MPI_Comm_size(MPI_COMM_WORLD, &s);
   return s;
+}
+
+/// Cholesky factorisation of the m x m row-major symmetric matrix `a` (its lower triangle read):
+/// returns the first pivot that is not positive (m if every one is: `a` is positive definite).
+inline std::size_t first_nonpositive_pivot(std::vector<double> l, std::size_t m) {
+  for (std::size_t k = 0; k < m; ++k) {
+    for (std::size_t j = 0; j < k; ++j) l[k * m + k] -= l[k * m + j] * l[k * m + j];
+    if (!(l[k * m + k] > 0.0)) return k;
+    l[k * m + k] = std::sqrt(l[k * m + k]);
+    for (std::size_t i = k + 1; i < m; ++i) {
+      for (std::size_t j = 0; j < k; ++j) l[i * m + k] -= l[i * m + j] * l[k * m + j];
+      l[i * m + k] /= l[k * m + k];
+    }
+  }
+  return m;
 }
 
 /// A private duplicate of MPI_COMM_WORLD per test, so no test's traffic can match another's.

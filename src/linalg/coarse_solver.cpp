@@ -73,6 +73,16 @@ struct CoarseSolver::Mumps {
     dmumps_c(&id);
     return id.infog[0];
   }
+  /// The solve (JOB = 3) of the dense right-hand side rhs[0..n), centralised on rank 0, where the
+  /// solution lands; returns INFOG(1).
+  int solve_centralised(double* rhs, int n) {
+    id.icntl[19] = 0;  // ICNTL(20): dense right-hand side
+    id.icntl[20] = 0;  // ICNTL(21): centralised solution
+    id.nrhs = 1;
+    id.lrhs = static_cast<MUMPS_INT>(n);
+    id.rhs = rhs;
+    return call(3);
+  }
 #endif
   Mumps() = default;
   Mumps(const Mumps&) = delete;
@@ -244,14 +254,7 @@ void CoarseSolver::solve(std::span<double> c) const {
   // The right-hand side and the solution centralised on rank 0, INFOG(1) after them.
   std::vector<double> buf(static_cast<std::size_t>(n_) + 1, 0.0);
   std::copy(c.begin(), c.begin() + n_, buf.begin());
-  Mumps& mm = *mumps_;
-  mm.id.icntl[19] = 0;  // ICNTL(20): dense right-hand side
-  mm.id.icntl[20] = 0;  // ICNTL(21): centralised solution
-  mm.id.nrhs = 1;
-  mm.id.lrhs = static_cast<MUMPS_INT>(n_);
-  mm.id.rhs = buf.data();
-  const int info = mm.call(3);
-  buf[static_cast<std::size_t>(n_)] = static_cast<double>(info);
+  buf[static_cast<std::size_t>(n_)] = static_cast<double>(mumps_->solve_centralised(buf.data(), n_));
   if (coarse_ranks_ > 1) MPI_Bcast(buf.data(), n_ + 1, MPI_DOUBLE, 0, m.sub);
   if (buf[static_cast<std::size_t>(n_)] < 0)
     throw std::runtime_error(fmt::format("MUMPS's coarse solve stopped with INFOG(1) = {}", buf[static_cast<std::size_t>(n_)]));
@@ -273,15 +276,7 @@ void CoarseSolver::solve_sum(MPI_Comm comm, std::span<double> c) const {
   std::vector<double> buf(N + 1, 0.0);
   MPI_Reduce(c.data(), buf.data(), n_, MPI_DOUBLE, MPI_SUM, 0, comm);
 #ifdef DESYNC_HAVE_MUMPS
-  if (m.sub != MPI_COMM_NULL) {
-    Mumps& mm = *mumps_;
-    mm.id.icntl[19] = 0;  // ICNTL(20): dense right-hand side
-    mm.id.icntl[20] = 0;  // ICNTL(21): centralised solution
-    mm.id.nrhs = 1;
-    mm.id.lrhs = static_cast<MUMPS_INT>(n_);
-    mm.id.rhs = buf.data();
-    buf[N] = static_cast<double>(mm.call(3));
-  }
+  if (m.sub != MPI_COMM_NULL) buf[N] = static_cast<double>(mumps_->solve_centralised(buf.data(), n_));
 #else
   if (m.sub != MPI_COMM_NULL) lu_.solve(std::span<double>(buf.data(), N));  // k = 1: dense LU on rank 0
 #endif
