@@ -619,7 +619,8 @@ std::vector<double> gather_basis(const linalg::CoarseSpace& c, const std::vector
 
 // Two-level, synchronous: the hybrid iteration x <- x + Phi A0^-1 Phi^T (b - A x), then the RAS step,
 // iterate by iterate against the serial transcription (Phi and A0 from the distributed coarse space,
-// everything else serial), Nicolaides and GDSW, on the non-symmetric convection-diffusion matrix.
+// everything else serial), Nicolaides and GDSW, classical (robin 0) and optimized (robin 0.4), on the
+// non-symmetric convection-diffusion matrix.
 TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
   const int p = world_size(), me = world_rank();
   const Global g = convection_diffusion(12);
@@ -628,9 +629,10 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
   std::vector<double> b(static_cast<std::size_t>(g.n()));
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.1 * static_cast<double>(i));
   const int iterations = 4;
-  for (const auto kind : {linalg::CoarseKind::nicolaides, linalg::CoarseKind::gdsw}) {
+  for (const auto& [kind, robin] : {std::pair{linalg::CoarseKind::nicolaides, 0.0}, std::pair{linalg::CoarseKind::gdsw, 0.0},
+                                    std::pair{linalg::CoarseKind::nicolaides, 0.4}, std::pair{linalg::CoarseKind::gdsw, 0.4}}) {
     if (kind == linalg::CoarseKind::gdsw && p == 1) continue;  // GDSW needs an interface
-    SCOPED_TRACE(linalg::to_string(kind));
+    SCOPED_TRACE(std::string(linalg::to_string(kind)) + ", robin " + std::to_string(robin));
     const linalg::CoarseSpace space(A, kind);
     const std::vector<double> phi = gather_basis(space, offsets);
     const auto N = static_cast<std::size_t>(space.size());
@@ -646,9 +648,9 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
       a0.solve(c);
       for (std::size_t i = 0; i < b.size(); ++i)
         for (std::size_t f = 0; f < N; ++f) ref[i] += phi[i * N + f] * c[f];  // x += Phi c
-      if (k < iterations) ref = ras_step_ref(g, offsets, 1, 0.0, b, ref);
+      if (k < iterations) ref = ras_step_ref(g, offsets, 1, robin, b, ref);
     }
-    AlgebraicSchwarzOptions o = fixed_iterations(iterations, 1);
+    AlgebraicSchwarzOptions o = fixed_iterations(iterations, 1, robin);
     o.coarse.kind = kind;
     std::vector<double> x(part(b, offsets, me).size(), 0.25);
     const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);

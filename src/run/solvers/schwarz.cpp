@@ -135,7 +135,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                                    "async: rank 0 solves the coarse problem from the ranks' newest residuals and sends "
                                    "the corrections (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the "
                                    "built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance "
-                                   "overlap, robin 1/(1 + alpha h))")
+                                   "overlap, robin 1/(1 + alpha h), --alpha inf unless given)")
                     ->capture_default_str();
   app.add_option("--coarse-ranks", coarse_ranks,
                  "With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks "
@@ -264,6 +264,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     throw InputError(fmt::format("--overlap {}: must be smaller than the smallest subdomain ({} points)", s.overlap,
                                  smallest));
   const double h = 1.0 / (std::max({global_points[0], global_points[1], three ? global_points[2] : 1}) + 1);
+  // Two levels: classical Schwarz unless --alpha is given. The Galerkin coarse correction composed
+  // with the optimized (Robin) local solves can diverge (docs/matrices.md).
+  if (coarse_kind != linalg::CoarseKind::none && alpha_opt_->count() == 0) alpha = "inf";
   if (alpha == "auto") {
     s.alpha = solvers::schwarz_auto_alpha(s.overlap, h);
   } else if (alpha == "inf") {
