@@ -212,7 +212,7 @@ def noise_reading(data):
         parts.append(f"at {p} ranks async takes {fixed(a['time'] / s['time'])}× sync's time because it makes "
                      f"{fixed(a['iterations']['mean'] / s['iterations']['mean'])}× the iterations (mean over ranks) "
                      f"at {fixed(_sim.per_iteration(a) / _sim.per_iteration(s))}× the time per iteration")
-    return "; ".join(parts) if parts else "–"
+    return "; ".join(parts) if parts else "not measured: no GDSW pair finished at these counts"
 
 
 # ---------------------------------------------------------------- time to solution at 2 ranks
