@@ -22,6 +22,12 @@ matrix's A.petsc, b.petsc, x.petsc; TOL: --tol, 1e-8 relative residual everywher
      (names with -slow: the same with --slow-rank R --slow-factor F)
  (e) CG with algebraic multigrid (symmetric positive definite matrices only)
      petsc  cg-gamg             PETSC ... -solver cg -pc gamg
+     petsc  cg-hypre            PETSC ... -solver cg -pc hypre (BoomerAMG; fails where PETSc lacks hypre)
+ (f) two-level Schwarz (--coarse gdsw) beside its one-level form, PETSc's GMRES + RAS and its AMG
+     desync cg1-asm, cg1-asm-gdsw           DESYNC cg --pc asm --overlap D [--coarse gdsw] --matrix A --rhs b
+     desync gmres-ras-gdsw                  as gmres-ras, with --coarse gdsw
+     desync schwarz-sync-gdsw, -async-gdsw  as schwarz-sync, schwarz-async, with --coarse gdsw
+     and desync gmres-ras, schwarz-sync, schwarz-async, petsc gmres-ras, cg-gamg, cg-hypre
 
 every desync run with --quiet --json TMP (and --time-limit T: a run that reaches it is recorded as not
 converged), every PETSc run with -json TMP, all under MPIRUN -np P with one BLAS/OpenMP thread per rank.
@@ -56,35 +62,46 @@ import bench_util
 from bench_util import (add_desync_option, add_mpirun_option, count, first_error_line, is_executable, median,
                         one_thread_env, run_for_json, run_repetitions, split_choices, write_json)
 
-GROUPS = ("a", "b", "c", "d", "e")
+GROUPS = ("a", "b", "c", "d", "e", "f")
 GROUP_TITLES = {
     "a": "(a) Richardson + RAS: PETSc KSPRICHARDSON/PCASM restrict vs desync schwarz --mode sync",
     "b": "(b) GMRES + RAS: PETSc KSPGMRES/PCASM restrict vs desync krylov --method gmres --pc ras",
     "c": "(c) CG + ASM: PETSc KSPCG/PCASM basic vs desync krylov --method cg --pc asm (symmetric)",
     "d": "(d) desync sync vs async: jacobi and schwarz, with and without a slow rank",
-    "e": "(e) CG + GAMG: PETSc KSPCG/PCGAMG (SPD)",
+    "e": "(e) CG + GAMG: PETSc KSPCG/PCGAMG (SPD), and CG + hypre BoomerAMG where PETSc has hypre",
+    "f": "(f) two-level Schwarz: desync cg --pc asm, krylov gmres --pc ras, schwarz sync and async with "
+         "--coarse gdsw, their one-level counterparts, PETSc GMRES + RAS, CG + GAMG and CG + BoomerAMG",
 }
 # PETSc configurations: name -> (groups, -solver, -pc, -restricted, -stop, symmetric only, SPD only)
 PETSC_CONFIGS = {
     "rich-ras": ("a", "richardson", "asm", 1, "global", False, False),
     "rich-ras-localstop": ("a", "richardson", "asm", 1, "local", False, False),
-    "gmres-ras": ("b", "gmres", "asm", 1, "global", False, False),
+    "gmres-ras": ("bf", "gmres", "asm", 1, "global", False, False),
     "cg-asm": ("c", "cg", "asm", 0, "global", True, False),
-    "cg-gamg": ("e", "cg", "gamg", None, "global", True, True),
+    "cg-gamg": ("ef", "cg", "gamg", None, "global", True, True),
+    "cg-hypre": ("ef", "cg", "hypre", None, "global", True, True),
 }
 # desync configurations: name -> (groups, command, mode or method, slow rank, symmetric only)
 DESYNC_CONFIGS = {
-    "schwarz-sync": ("ad", "schwarz", "sync", False, False),
-    "schwarz-async": ("d", "schwarz", "async", False, False),
+    "schwarz-sync": ("adf", "schwarz", "sync", False, False),
+    "schwarz-async": ("df", "schwarz", "async", False, False),
     "schwarz-sync-slow": ("d", "schwarz", "sync", True, False),
     "schwarz-async-slow": ("d", "schwarz", "async", True, False),
     "jacobi-sync": ("d", "jacobi", "sync", False, False),
     "jacobi-async": ("d", "jacobi", "async", False, False),
     "jacobi-sync-slow": ("d", "jacobi", "sync", True, False),
     "jacobi-async-slow": ("d", "jacobi", "async", True, False),
-    "gmres-ras": ("b", "krylov", "gmres", False, False),
+    "gmres-ras": ("bf", "krylov", "gmres", False, False),
     "cg-asm": ("c", "krylov", "cg", False, True),
+    # (f): desync cg (the CG solver of `desync cg`) one- and two-level, and the others with the GDSW coarse space
+    "cg1-asm": ("f", "cg", "cg", False, True),
+    "cg1-asm-gdsw": ("f", "cg", "cg", False, True),
+    "gmres-ras-gdsw": ("f", "krylov", "gmres", False, False),
+    "schwarz-sync-gdsw": ("f", "schwarz", "sync", False, False),
+    "schwarz-async-gdsw": ("f", "schwarz", "async", False, False),
 }
+# The coarse space of a desync configuration (--coarse; the others give none)
+COARSE = {"cg1-asm-gdsw": "gdsw", "gmres-ras-gdsw": "gdsw", "schwarz-sync-gdsw": "gdsw", "schwarz-async-gdsw": "gdsw"}
 # The pairs of the table: (group, desync config, PETSc config)
 PAIRS = (("a", "schwarz-sync", "rich-ras-localstop"), ("a", "schwarz-sync", "rich-ras"),
          ("b", "gmres-ras", "gmres-ras"), ("c", "cg-asm", "cg-asm"))
@@ -102,7 +119,11 @@ def parse_args(argv):
                    help="path of the PETSc driver (default: $PETSC_MATRIX_DRIVER, else petsc_matrix_asm next to "
                         "--desync)")
     add_mpirun_option(p)
-    p.add_argument("--matrices", required=True, help="folder with manifest.json (bench/make_matrices.py --out)")
+    p.add_argument("--matrices", required=True,
+                   help="folder with manifest.json (bench/make_matrices.py --out), or one system written by desync "
+                        "--export-system (A.petsc, b.petsc; named after the folder)")
+    p.add_argument("--spd", action="store_true",
+                   help="an --export-system folder's matrix is symmetric positive definite (the CG runs)")
     p.add_argument("--only", default="", help="comma-separated matrix names (default: all in the manifest)")
     p.add_argument("--ranks", default="2,4", help="comma-separated rank counts (default 2,4)")
     p.add_argument("--reps", type=int, default=3, help="repetitions of each configuration (default 3)")
@@ -139,8 +160,27 @@ def parse_args(argv):
     return a
 
 
+def exported_system(args):
+    """A folder written by `desync schwarz|cg --export-system DIR` (A.petsc, b.petsc, no manifest) as a
+    manifest of one matrix named after the folder; symmetric positive definite with --spd."""
+    a = os.path.join(args.matrices, "A.petsc")
+    with open(a, "rb") as f:
+        head = f.read(16)
+    rows = int.from_bytes(head[4:8], "big")
+    files = {"A": {"petsc": "A.petsc"}}
+    if os.path.exists(os.path.join(args.matrices, "b.petsc")):
+        files["b"] = {"petsc": "b.petsc"}
+    name = os.path.basename(os.path.normpath(args.matrices))
+    return {"generator": "desync --export-system", "matrices": [
+        {"name": name, "rows": rows, "nnz": int.from_bytes(head[12:16], "big"), "symmetric": args.spd,
+         "spd": args.spd, "files": files, "exact_solution": False}]}
+
+
 def load_manifest(args):
     path = os.path.join(args.matrices, "manifest.json")
+    if not os.path.exists(path) and os.path.exists(os.path.join(args.matrices, "A.petsc")):
+        manifest = exported_system(args)
+        return manifest, manifest["matrices"]
     try:
         with open(path) as f:
             manifest = json.load(f)
@@ -206,7 +246,9 @@ def command(args, cfg, matrix, json_path):
         return cmd + ["-json", json_path] + shlex.split(args.petsc_extra)
     _, sub, mode, slow, _ = DESYNC_CONFIGS[name]
     system = ["--matrix", A] + (["--rhs", b] if b else [])
-    if sub == "krylov":
+    if sub == "cg":
+        cmd = launch + [args.desync, "cg", "--pc", "asm", "--overlap", str(args.overlap)] + system
+    elif sub == "krylov":
         cmd = launch + [args.desync, "krylov", "--method", mode, "--pc", "ras" if mode == "gmres" else "asm",
                         "--overlap", str(args.overlap)] + (["--restart", str(args.restart)] if mode == "gmres" else [])
         cmd += system
@@ -214,6 +256,8 @@ def command(args, cfg, matrix, json_path):
         cmd = launch + [args.desync, "schwarz"] + system + ["--overlap", str(args.overlap), "--mode", mode]
     else:
         cmd = launch + [args.desync, "jacobi"] + system + ["--mode", mode]
+    if name in COARSE:
+        cmd += ["--coarse", COARSE[name]]
     if slow:
         cmd += ["--slow-rank", str(args.slow_rank), "--slow-factor", f"{args.slow_factor:g}"]
     if args.time_limit > 0:
@@ -258,6 +302,8 @@ def parse_desync(j, tol):
         "factor_seconds": details.get("factor_seconds"),
         "setup_seconds": setup,
         "local_solver": details.get("local_solvers") or details.get("pc_description"),
+        "coarse_functions": details.get("coarse_functions"),
+        "coarse_setup_seconds": details.get("coarse_setup_seconds"),
         "partition": details.get("partition"),
         "mpi_library": j.get("mpi_library", ""),
     }

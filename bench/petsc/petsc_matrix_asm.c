@@ -3,7 +3,7 @@
  * desync jacobi|schwarz|krylov --matrix on the same files (bench/make_matrices.py writes them).
  *
  *   mpirun -np 2 petsc_matrix_asm -A DIR/A.petsc [-b DIR/b.petsc] [-x DIR/x.petsc] -solver richardson|gmres|cg
- *          -pc asm|gamg|none [-overlap 1] [-restricted 1|0] [-sub auto|lu|cholesky] [-restart 30]
+ *          -pc asm|gamg|hypre|none [-overlap 1] [-restricted 1|0] [-sub auto|lu|cholesky] [-restart 30]
  *          [-rtol 1e-8] [-json FILE]
  *
  * The matrix is MatLoad'ed as MATAIJ (MPIAIJ on more than one rank) with PETSc's default row layout: rank
@@ -29,6 +29,7 @@
  *         richardson and gmres, -restricted 0 (PC_ASM_BASIC, symmetric) for cg.
  *   gamg  PCGAMG with PETSc's defaults (the matrix marked symmetric / SPD when it is symmetric and
  *         -solver cg);
+ *   hypre PCHYPRE with BoomerAMG and hypre's defaults (needs a PETSc built with hypre; Debian's is);
  *   none  no preconditioner.
  * -sub_* and other PETSc options on the command line are applied after these defaults (KSPSetFromOptions).
  *
@@ -50,7 +51,7 @@
  *   -b FILE (or -rhs FILE)      right-hand side (default A * 1)
  *   -x FILE                     known solution, for the error
  *   -solver richardson|gmres|cg (default gmres)
- *   -pc asm|gamg|none           (default asm)
+ *   -pc asm|gamg|hypre|none     (default asm; hypre: BoomerAMG, where PETSc was built with hypre)
  *   -overlap D                  ASM overlap delta >= 0 (default 1)
  *   -restricted 1|0             PC_ASM_RESTRICT or PC_ASM_BASIC (default: 0 for cg, else 1)
  *   -sub auto|lu|cholesky       ASM subdomain factorisation (default auto)
@@ -181,8 +182,12 @@ int main(int argc, char** argv) {
     SETERRQ(comm, PETSC_ERR_ARG_WRONG, "-solver must be richardson, gmres or cg, not '%s'", solver);
   const PetscBool is_asm = !strcmp(pc_name, "asm") ? PETSC_TRUE : PETSC_FALSE;
   const PetscBool is_gamg = !strcmp(pc_name, "gamg") ? PETSC_TRUE : PETSC_FALSE;
-  PetscCheck(is_asm || is_gamg || !strcmp(pc_name, "none"), comm, PETSC_ERR_ARG_WRONG,
-             "-pc must be asm, gamg or none, not '%s'", pc_name);
+  const PetscBool is_hypre = !strcmp(pc_name, "hypre") ? PETSC_TRUE : PETSC_FALSE;
+  PetscCheck(is_asm || is_gamg || is_hypre || !strcmp(pc_name, "none"), comm, PETSC_ERR_ARG_WRONG,
+             "-pc must be asm, gamg, hypre or none, not '%s'", pc_name);
+#if !defined(PETSC_HAVE_HYPRE)
+  PetscCheck(!is_hypre, comm, PETSC_ERR_SUP, "-pc hypre: this PETSc was built without hypre");
+#endif
   PetscCheck(!strcmp(sub, "auto") || !strcmp(sub, "lu") || !strcmp(sub, "cholesky"), comm, PETSC_ERR_ARG_WRONG,
              "-sub must be auto, lu or cholesky, not '%s'", sub);
   const PetscBool local_stop = !strcmp(stop_rule, "local") ? PETSC_TRUE : PETSC_FALSE;
@@ -279,6 +284,11 @@ int main(int argc, char** argv) {
     PetscCall(PCASMSetOverlap(pc, overlap));
   } else if (is_gamg) {
     PetscCall(PCSetType(pc, PCGAMG));
+  } else if (is_hypre) {
+#if defined(PETSC_HAVE_HYPRE)
+    PetscCall(PCSetType(pc, PCHYPRE));
+    PetscCall(PCHYPRESetType(pc, "boomeramg"));
+#endif
   } else {
     PetscCall(PCSetType(pc, PCNONE));
   }
@@ -334,6 +344,7 @@ int main(int argc, char** argv) {
     PetscCall(PCMGGetLevels(pc, &levels));
     snprintf(pc_description, sizeof pc_description, "gamg, %d levels", (int)levels);
   }
+  if (is_hypre) snprintf(pc_description, sizeof pc_description, "hypre boomeramg");
 
   for (PetscInt w = 0; w < warmup; ++w) {
     PetscCall(VecSet(x, 0.0));

@@ -1,0 +1,338 @@
+"""docs/benchmarks.md, section "Two-level Schwarz": the coarse level's weak scaling of iteration counts on
+real ranks (bench/coarse_weak.py, docs/data/benchmarks/coarse-weak.json) and on 64-1024 simulated ranks
+(bench/simgrid/reproduce.py studies coarse-weak and coarse-noise, docs/data/simulated/), and the time to
+solution at 2 ranks beside PETSc (bench/matrix_compare.py group f, docs/data/benchmarks/coarse-tts-*.json)."""
+import math
+
+from ..md import fixed, fmt, md_table, median
+from ..registry import table, value
+from . import _sim
+
+REAL = "benchmarks/coarse-weak.json"
+TTS = ("benchmarks/coarse-tts-p512.json", "benchmarks/coarse-tts-medium.json")
+COARSES = ("none", "nicolaides", "gdsw")
+WEAK_TARGET = 1.5   # two-level counts from 64 to 1024 ranks: at most this factor
+TTS_TARGET = 2.0    # desync's best two-level method against PETSc CG + GAMG on 2D Poisson n = 512
+
+
+def _its(it, spread=True):
+    if it["min"] == it["max"] or not spread:
+        return f"{it['max']:.0f}"
+    return f"{it['min']:.0f} / {it['mean']:.0f} / {it['max']:.0f}"
+
+
+# ---------------------------------------------------------------- real ranks, counts only
+
+def _real(data):
+    return data.json(REAL)
+
+
+def _real_run(doc, label, ranks):
+    return next((r for r in doc["runs"] if r.get("label") == label and r["ranks"] == ranks), None)
+
+
+def _level(c):
+    return "one level" if c == "none" else c
+
+
+REAL_ROWS = [(f"schwarz {m} {c} alpha {a}", f"`schwarz --mode {m} --alpha {a}`, {_level(c)}")
+             for a in ("auto", "inf") for m in ("sync", "async") for c in COARSES] + \
+            [(f"cg asm {c}", f"`cg --pc asm`, {_level(c)}") for c in COARSES]
+
+
+def _real_cell(r):
+    if r is None:
+        return "not run"
+    if not r.get("ok"):
+        return "failed"
+    if r["stop_reason"] == "diverged":
+        return f"diverged (after {_its(r['iterations'])})"
+    return _its(r["iterations"]) + ("" if r["converged"] else f" (not converged: {r['stop_reason']})")
+
+
+@table("coarse.weak_real")
+def weak_real(data):
+    doc = _real(data)
+    ranks = [g * g for g in doc["config"]["grids"]]
+    rows = []
+    for label, what in REAL_ROWS:
+        cells, maxes = [], []
+        for p in ranks:
+            r = _real_run(doc, label, p)
+            cells.append(_real_cell(r))
+            if r is not None and r.get("ok") and r["converged"]:
+                maxes.append(r["iterations"]["max"])
+        growth = fixed(maxes[-1] / maxes[0]) + "×" if len(maxes) == len(ranks) and maxes[0] else "–"
+        rows.append([what] + cells + [growth])
+    return md_table(["method"] + [f"{p} ranks" for p in ranks] + [f"{ranks[-1]} / {ranks[0]} ranks"], rows)
+
+
+@value("coarse.weak_real_setup")
+def weak_real_setup(data):
+    c = _real(data)["config"]
+    return (f"{c['local']}×{c['local']} points per subdomain, tolerance {c['tol']:g}, `schwarz` with its default "
+            f"overlap, `--alpha auto` (desync's default, optimized Schwarz) and `--alpha inf` (classical Schwarz), "
+            f"`cg --pc asm --overlap {c['cg_overlap']}` on the exported matrix")
+
+
+@value("coarse.weak_real_growth")
+def weak_real_growth(data):
+    doc = _real(data)
+    ranks = [g * g for g in doc["config"]["grids"]]
+
+    def g(label):
+        a, b = _real_run(doc, label, ranks[0]), _real_run(doc, label, ranks[-1])
+        if not a or not b or not a.get("ok") or not b.get("ok") or not (a["converged"] and b["converged"]):
+            return "– (not converged)"
+        return fixed(b["iterations"]["max"] / a["iterations"]["max"]) + "×"
+
+    def diverged(alpha):
+        return sum(1 for r in doc["runs"] if r.get("label", "").endswith(f"alpha {alpha}")
+                   and r.get("stop_reason") == "diverged")
+    n = {a: sum(1 for r in doc["runs"] if r.get("label", "").endswith(f"alpha {a}")) for a in ("auto", "inf")}
+    return (f"from {ranks[0]} to {ranks[-1]} ranks, classical sync Schwarz (`--alpha inf`): one level's count grows "
+            f"{g('schwarz sync none alpha inf')}, GDSW's {g('schwarz sync gdsw alpha inf')}, Nicolaides' "
+            f"{g('schwarz sync nicolaides alpha inf')}; CG + ASM: one level {g('cg asm none')}, GDSW "
+            f"{g('cg asm gdsw')}, Nicolaides {g('cg asm nicolaides')}. With `--alpha auto` one level grows "
+            f"{g('schwarz sync none alpha auto')} and GDSW sync {g('schwarz sync gdsw alpha auto')}; "
+            f"{diverged('auto')} of the {n['auto']} `--alpha auto` runs diverged, {diverged('inf')} of the "
+            f"{n['inf']} `--alpha inf` ones")
+
+
+# ---------------------------------------------------------------- simulated weak scaling
+
+SIM_COARSES = ("none", "nicolaides", "gdsw", "none auto")
+
+
+def _sim_rows(data):
+    return data.json("simulated/coarse-weak.json")["rows"]
+
+
+def _sim_find(rows, mode, coarse, p):
+    return next((r for r in rows if r["label"] == f"schwarz {mode} {coarse} P={p}"), None)
+
+
+def _sim_cell(r):
+    if r is None:
+        return "not run (host-time budget)"
+    if "error" in r:
+        return f"{r['error']} ({r['host_wall']:.0f} s)"
+    capped = not r["converged"]
+    return (f"{_its(r['iterations'])}{' (capped, not converged)' if capped else ''}; {_sim.ms(r['time'])} ms; "
+            f"{r['host_wall']:.0f} s")
+
+
+@table("coarse.weak_sim")
+def weak_sim(data):
+    rows = _sim_rows(data)
+    ranks = sorted({r["ranks"] for r in rows})
+    out = []
+    for mode in ("sync", "async"):
+        for coarse in SIM_COARSES:
+            what = "one level, `--alpha auto`" if coarse == "none auto" else f"{_level(coarse)}, `--alpha inf`"
+            out.append([f"{mode}, {what}"] + [_sim_cell(_sim_find(rows, mode, coarse, p)) for p in ranks])
+    return md_table(["run"] + [f"{p} ranks: iterations; simulated; host" for p in ranks], out)
+
+
+def _done(r):
+    return r is not None and "error" not in r
+
+
+def _growth(rows, mode, coarse):
+    """(the most iterations of a rank at the largest count where the run finished over that at the
+    smallest, that count, whether both converged); (None, None, False) without two finished runs."""
+    ranks = sorted({r["ranks"] for r in rows})
+    a = _sim_find(rows, mode, coarse, ranks[0])
+    done = [p for p in ranks[1:] if _done(_sim_find(rows, mode, coarse, p))]
+    if not _done(a) or not done:
+        return None, None, False
+    b = _sim_find(rows, mode, coarse, done[-1])
+    return b["iterations"]["max"] / a["iterations"]["max"], done[-1], bool(a["converged"] and b["converged"])
+
+
+@value("coarse.weak_sim_verdict")
+def weak_sim_verdict(data):
+    rows = _sim_rows(data)
+    ranks = sorted({r["ranks"] for r in rows})
+    lo, hi = ranks[0], ranks[-1]
+    parts = []
+    for mode in ("sync", "async"):
+        g, at, ok = _growth(rows, mode, "gdsw")
+        if g is None:
+            parts.append(f"GDSW {mode}: not measured beyond {lo} ranks")
+        elif at == hi:
+            parts.append(f"GDSW {mode} {fixed(g)}× from {lo} to {hi} ranks "
+                         f"({'met' if ok and g <= WEAK_TARGET else 'not met'})")
+        else:
+            parts.append(f"GDSW {mode} {fixed(g)}× from {lo} to {at} ranks (within 1.5× there: "
+                         f"{'yes' if ok and g <= WEAK_TARGET else 'no'}); its {hi}-rank run did not finish, so "
+                         f"the target is not measured")
+    for coarse, what in (("none auto", "one level, `--alpha auto`"), ("none", "one level, `--alpha inf`"),
+                         ("nicolaides", "Nicolaides")):
+        for mode in ("sync", "async"):
+            g, at, ok = _growth(rows, mode, coarse)
+            if g is not None:
+                parts.append(f"{what} {mode} {fixed(g)}× from {lo} to {at} ranks"
+                             f"{'' if ok else ' at least (capped, not converged)'}")
+    return "most iterations of a rank: " + "; ".join(parts)
+
+
+# ---------------------------------------------------------------- jitter
+
+def _noise_rows(data):
+    return data.json("simulated/coarse-noise.json")["rows"]
+
+
+@table("coarse.noise_sim")
+def noise_sim(data):
+    weak, noise = _sim_rows(data), _noise_rows(data)
+    out = []
+    for p in sorted({r["ranks"] for r in noise}):
+        for tag, s, a in (("no noise", _sim_find(weak, "sync", "gdsw", p), _sim_find(weak, "async", "gdsw", p)),
+                          ("jitter", next((r for r in noise if r["label"] == f"schwarz sync gdsw P={p} jitter"), None),
+                           next((r for r in noise if r["label"] == f"schwarz async gdsw P={p} jitter"), None))):
+            if not s or not a or "error" in s or "error" in a:
+                out.append([p, tag, "–", "–", "–", "–", "–", "–"])
+                continue
+            out.append([p, tag, _sim.ms(s["time"]), _sim.ms(a["time"]), fixed(a["time"] / s["time"]),
+                        _its(s["iterations"]), _its(a["iterations"]),
+                        fixed(_sim.per_iteration(a) / _sim.per_iteration(s))])
+    return md_table(["ranks", "noise", "sync ms", "async ms", "async / sync", "iterations sync",
+                     "async min / mean / max", "time per iteration async / sync"], out)
+
+
+@value("coarse.noise_reading")
+def noise_reading(data):
+    weak, noise = _sim_rows(data), _noise_rows(data)
+    parts = []
+    for p in sorted({r["ranks"] for r in noise}):
+        s, a = _sim_find(weak, "sync", "gdsw", p), _sim_find(weak, "async", "gdsw", p)
+        if not s or not a or "error" in s or "error" in a:
+            continue
+        parts.append(f"at {p} ranks async takes {fixed(a['time'] / s['time'])}× sync's time because it makes "
+                     f"{fixed(a['iterations']['mean'] / s['iterations']['mean'])}× the iterations (mean over ranks) "
+                     f"at {fixed(_sim.per_iteration(a) / _sim.per_iteration(s))}× the time per iteration")
+    return "; ".join(parts) if parts else "not measured: no GDSW pair finished at these counts"
+
+
+# ---------------------------------------------------------------- time to solution at 2 ranks
+
+TTS_METHODS = [  # (side, config, what)
+    ("desync", "cg1-asm-gdsw", "desync `cg --pc asm --coarse gdsw`"),
+    ("desync", "gmres-ras-gdsw", "desync `krylov gmres --pc ras --coarse gdsw`"),
+    ("desync", "schwarz-sync-gdsw", "desync `schwarz --coarse gdsw`, sync"),
+    ("desync", "schwarz-async-gdsw", "desync `schwarz --coarse gdsw`, async"),
+    ("desync", "cg1-asm", "desync `cg --pc asm`, one level"),
+    ("desync", "gmres-ras", "desync `krylov gmres --pc ras`, one level"),
+    ("desync", "schwarz-sync", "desync `schwarz`, one level, sync"),
+    ("desync", "schwarz-async", "desync `schwarz`, one level, async"),
+    ("petsc", "gmres-ras", "PETSc GMRES + ASM (restricted)"),
+    ("petsc", "cg-gamg", "PETSc CG + GAMG"),
+    ("petsc", "cg-hypre", "PETSc CG + BoomerAMG (hypre)"),
+]
+TWO_LEVEL = ("cg1-asm-gdsw", "gmres-ras-gdsw", "schwarz-sync-gdsw", "schwarz-async-gdsw")
+
+
+def _tts_docs(data):
+    return [data.json(rel) for rel in TTS if data.exists(rel)]
+
+
+def _tts_runs(doc, side, config, matrix):
+    return [r for r in doc["runs"] if r["side"] == side and r["config"] == config and r["matrix"] == matrix]
+
+
+def _total(r):
+    """Set-up and solve: PETSc's KSPSetUp, KSPSetUpOnBlocks and KSPSolve; desync's set-up (the subdomain
+    factorisations and the coarse level, slowest rank) and its solve."""
+    factor = (r.get("factor_seconds") or 0.0) if r["side"] == "petsc" else 0.0
+    return r["solve_seconds"] + (r.get("setup_seconds") or 0.0) + factor
+
+
+def _tts_cell(doc, side, config, matrix):
+    """(median solve, median set-up + solve, iterations, converged runs, runs) or None."""
+    rs = [r for r in _tts_runs(doc, side, config, matrix) if r.get("ok")]
+    if not rs:
+        return None
+    return {"solve": median([r["solve_seconds"] for r in rs]), "total": median([_total(r) for r in rs]),
+            "its": median([r["iterations"] for r in rs]), "converged": sum(r["converged"] for r in rs),
+            "runs": len(rs)}
+
+
+def _matrices(doc):
+    return [m["name"] for m in doc["manifest"]["matrices"] if any(r["matrix"] == m["name"] for r in doc["runs"])]
+
+
+def _s(x):
+    return "–" if x is None or (isinstance(x, float) and math.isnan(x)) else fmt(x, 2) + " s"
+
+
+@table("coarse.tts")
+def tts(data):
+    out = []
+    for doc in _tts_docs(data):
+        for m in _matrices(doc):
+            ref = _tts_cell(doc, "petsc", "cg-gamg", m)
+            for side, config, what in TTS_METHODS:
+                c = _tts_cell(doc, side, config, m)
+                if c is None:
+                    if _tts_runs(doc, side, config, m):
+                        out.append([f"`{m}`", what, "failed", "", "", "", ""])
+                    continue
+                conv = "" if c["converged"] == c["runs"] else f" ({c['converged']} of {c['runs']} converged)"
+                ratio = fixed(c["total"] / ref["total"]) + "×" if ref else "–"
+                out.append([f"`{m}`", what, f"{c['its']:g}{conv}", _s(c["solve"]), _s(c["total"]), ratio,
+                            fixed(c["solve"] / ref["solve"]) + "×" if ref else "–"])
+    return md_table(["matrix", "method", "iterations", "solve", "set-up + solve", "set-up + solve / CG + GAMG",
+                     "solve / CG + GAMG"], out, "llrrrrr")
+
+
+@value("coarse.tts_setup")
+def tts_setup(data):
+    docs = _tts_docs(data)
+    c = docs[0]["config"]
+    ver = docs[0].get("petsc_version")
+    ver = ver[0] if isinstance(ver, list) and ver else ver
+    return (f"{c['ranks'][0]} ranks (one core each), tolerance {c['tol']:g}, overlap {c['overlap']}, GMRES restart "
+            f"{c['restart']}, median of {c['reps']} interleaved repetitions, {ver or 'PETSc'}")
+
+
+def _converged_cell(doc, side, config, matrix):
+    """The medians over the runs that met the tolerance, or None."""
+    rs = [r for r in _tts_runs(doc, side, config, matrix) if r.get("ok") and r["converged"]]
+    if not rs:
+        return None
+    return {"solve": median([r["solve_seconds"] for r in rs]), "total": median([_total(r) for r in rs]),
+            "converged": len(rs), "runs": len(_tts_runs(doc, side, config, matrix))}
+
+
+def _best_two_level(doc, m):
+    """The two-level method with the least median set-up + solve over its converged runs."""
+    best = None
+    for config in TWO_LEVEL:
+        c = _converged_cell(doc, "desync", config, m)
+        if c and (best is None or c["total"] < best[1]["total"]):
+            best = (config, c)
+    return best
+
+
+@value("coarse.tts_verdict")
+def tts_verdict(data):
+    doc = data.json(TTS[0])
+    m = _matrices(doc)[0]
+    best, ref = _best_two_level(doc, m), _converged_cell(doc, "petsc", "cg-gamg", m)
+    if not best or not ref:
+        return "not measured"
+    config, c = best
+    what = next(w for _, cfg, w in TTS_METHODS if cfg == config)
+    r = c["total"] / ref["total"]
+    rs = c["solve"] / ref["solve"]
+    return (f"on `{m}` at {doc['config']['ranks'][0]} ranks the best two-level method, {what} (medians over its "
+            f"{c['converged']} of {c['runs']} runs that converged), takes {fixed(r)}× CG + GAMG's set-up + solve "
+            f"({fixed(rs)}× its solve alone): {'within' if r <= TTS_TARGET else 'not within'} {TTS_TARGET:g}×")
+
+
+@value("coarse.tts_load")
+def tts_load(data):
+    return "; ".join(f"`{_matrices(d)[0]}`{' and the others' if len(_matrices(d)) > 1 else ''}: "
+                     f"{d['loadavg_before'][0]:.1f} before, {d['loadavg_after'][0]:.1f} after "
+                     f"({d['duration_s'] / 60:.0f} min)" for d in _tts_docs(data))
