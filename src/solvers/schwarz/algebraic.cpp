@@ -154,6 +154,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
   }
   void pull(std::int64_t it) override {
     if (!async_coarse_) return SubdomainIteration::pull(it);
+    last_it_ = it;
     open_plan_exchange().finish(raw_.data(), it);
     coarse_->pull(it, x_.data());
     coarse_->lift(plan_, ghosts_, raw_.data(), ghost_.data());
@@ -161,7 +162,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
   }
   void close_exchange() override {
     SubdomainIteration::close_exchange();
-    if (async_coarse_) coarse_->close_async();
+    if (async_coarse_) coarse_->close_async(last_it_, x_.data());
     async_coarse_ = false;
   }
   bool may_update() override { return !async_coarse_ || coarse_->may_update(); }
@@ -183,6 +184,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
   std::unique_ptr<detail::CoarseLevel> coarse_;
   bool async_coarse_ = false;  // the asynchronous phase is open with a coarse level
+  std::int64_t last_it_ = 0;   // the iteration of the last pull (the final corrections' delays)
   std::vector<double> raw_;    // async two-level: the ghosts as received, the senders' versions after them
   IterationDriver driver_;
 };

@@ -167,7 +167,21 @@ void CoarseLevel::open_async(const comm::TransportConfig& transport) {
   stats_.seconds += t.seconds();
 }
 
-void CoarseLevel::close_async() {
+void CoarseLevel::close_async(std::int64_t it, double* x) {
+  // The run is over: every rank takes the corrections it has not applied yet (at most the newest
+  // one, rank 0's), so that the final iterate is one version everywhere. Collective.
+  std::int64_t target = rank_ == 0 ? root_version_ : version_;
+  MPI_Allreduce(MPI_IN_PLACE, &target, 1, MPI_INT64_T, MPI_MAX, comm_);
+  for (int all_there = 0; !all_there;) {
+    if (rank_ == 0 && scatter_pending_) {
+      const long skipped = scatter_->stats().sends_skipped;
+      scatter_->start(scatter_buffer_.data(), root_version_);
+      scatter_pending_ = scatter_->stats().sends_skipped != skipped;
+    }
+    pull(it, x);
+    int here = version_ >= target ? 1 : 0;
+    MPI_Allreduce(&here, &all_there, 1, MPI_INT, MPI_LAND, comm_);
+  }
   if (gather_) gather_->close();
   if (scatter_) scatter_->close();
 }

@@ -67,8 +67,9 @@ class CoarseLevel {
   /// Asynchronous: opens the two exchanges (contributions to rank 0, corrections from it) over
   /// `transport`. Collective.
   void open_async(const comm::TransportConfig& transport);
-  /// Closes them (collective), nothing left pending.
-  void close_async();
+  /// Closes them (collective), nothing left pending, after every rank has applied the newest
+  /// correction to x (so the final iterate is one version everywhere). `it`: this rank's iteration.
+  void close_async(std::int64_t it, double* x);
   /// The version this rank has applied.
   std::int64_t version() const { return version_; }
   /// One pass, first half: takes the newest correction and applies it to x's owned rows. True if
