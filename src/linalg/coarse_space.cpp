@@ -172,9 +172,6 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
   } else {
     a0_nonzeros_ = std::count_if(a0_.begin(), a0_.end(), [](double v) { return v != 0.0; });
   }
-  for (const int c : phi_col_) local_functions_.push_back(c);
-  std::sort(local_functions_.begin(), local_functions_.end());
-  local_functions_.erase(std::unique(local_functions_.begin(), local_functions_.end()), local_functions_.end());
   setup_seconds_ = setup.seconds();
 }
 
@@ -411,18 +408,6 @@ std::vector<double> CoarseSpace::coarse_solution(std::span<const double> r) cons
 }
 
 void CoarseSpace::solve(std::span<double> c) const { solver_.solve(c); }
-
-std::vector<double> CoarseSpace::local_restriction(std::span<const double> r) const {
-  std::vector<double> out(local_functions_.size(), 0.0);
-  for (std::int64_t i = 0; i < local_rows_; ++i)
-    for (auto m = phi_ptr_[static_cast<std::size_t>(i)]; m < phi_ptr_[static_cast<std::size_t>(i) + 1]; ++m) {
-      const int c = phi_col_[static_cast<std::size_t>(m)];
-      const auto k = static_cast<std::size_t>(
-          std::lower_bound(local_functions_.begin(), local_functions_.end(), c) - local_functions_.begin());
-      out[k] += phi_val_[static_cast<std::size_t>(m)] * r[static_cast<std::size_t>(i)];
-    }
-  return out;
-}
 
 CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const {
   // Each a_ij phi_ic of this rank's rows i goes to j's owner as (j, c, a_ij phi_ic); one

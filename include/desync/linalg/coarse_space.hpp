@@ -118,11 +118,6 @@ class CoarseSpace {
   /// A0's factors). Coarse ranks k >= 1: collective over ranks 0..k-1 (with k = 1, rank 0 alone), c
   /// read on rank 0 and the solution on each of them; std::logic_error on any other rank.
   void solve(std::span<double> c) const;
-  /// This rank's part of Phi^T r without the sum over ranks: entry k is (Phi^T r) at function
-  /// local_functions()[k], summed over this rank's rows only.
-  std::vector<double> local_restriction(std::span<const double> r) const;
-  /// The coarse functions nonzero on this rank's rows, ascending.
-  const std::vector<int>& local_functions() const { return local_functions_; }
   /// Phi's rows at the given global rows of other ranks (or this rank's), compressed like
   /// Phi's own rows: row k's functions cols[ptr[k]..ptr[k+1]) with values vals. Collective (every
   /// rank calls it, each with its own list).
@@ -169,7 +164,6 @@ class CoarseSpace {
   std::vector<double> local_sums(std::span<const double> r) const;
   std::vector<double> a0_;
   CoarseSolver solver_;
-  std::vector<int> local_functions_;
   double setup_seconds_ = 0;
   std::int64_t a0_nonzeros_ = 0;
   mutable double apply_seconds_ = 0;

@@ -117,7 +117,7 @@ class CoarseLevel {
   long updates_ = 0, updates_at_pull_ = -1;
   bool applied_since_contribution_ = true;   // contributed nothing at the current version yet
   bool contribution_due_ = false;            // a local solve since the last contribution
-  std::vector<double> contribution_;         // [Phi^T r at local_functions()..., version, fresh, iteration]
+  std::vector<double> contribution_;         // [this rank's part of Phi^T r at contributed_..., version, iteration]
   bool contribution_pending_ = false;
   std::int64_t contribution_level_ = 0;
   std::unique_ptr<comm::PlanExchange> gather_, scatter_;
