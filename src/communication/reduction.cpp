@@ -32,6 +32,33 @@ std::int64_t exclusive_prefix_sum(MPI_Comm comm, std::int64_t value) {
   return before;
 }
 
+std::vector<std::int64_t> exclusive_prefix_sums(MPI_Comm comm, std::span<const std::int64_t> values) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const auto n = static_cast<int>(values.size());
+  std::vector<std::int64_t> before(values.size(), 0);
+  // Hillis-Steele: after the round of distance d, `window` is the sum over ranks rank-2d+1..rank;
+  // what arrives from rank-d is the sum over rank-2d+1..rank-d, all below this rank.
+  std::vector<std::int64_t> window(values.begin(), values.end()), got(values.size());
+  MPI_Comm dup = MPI_COMM_NULL;  // no other traffic can match
+  MPI_Comm_dup(comm, &dup);
+  for (int d = 1; d < size; d *= 2) {
+    MPI_Request req[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+    const std::vector<std::int64_t> out = window;
+    if (rank + d < size) MPI_Isend(out.data(), n, MPI_INT64_T, rank + d, 0, dup, &req[0]);
+    if (rank - d >= 0) MPI_Irecv(got.data(), n, MPI_INT64_T, rank - d, 0, dup, &req[1]);
+    MPI_Waitall(2, req, MPI_STATUSES_IGNORE);
+    if (rank - d >= 0)
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        window[i] += got[i];
+        before[i] += got[i];
+      }
+  }
+  MPI_Comm_free(&dup);
+  return before;
+}
+
 namespace {
 thread_local NonblockingReduction* progressed = nullptr;
 }  // namespace

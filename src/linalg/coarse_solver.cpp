@@ -9,6 +9,7 @@
 #include <utility>
 
 #include "desync/core/error.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 #ifdef DESYNC_HAVE_MUMPS
 #include <dmumps_c.h>
@@ -129,7 +130,7 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
   mumps_ = std::make_unique<Mumps>();
   Mumps& m = *mumps_;
   MPI_Comm_rank(comm, &m.rank);
-  // This rank's entries, summed at equal places, to the coarse rank row % k (one MPI_Alltoallv of
+  // This rank's entries, summed at equal places, to the coarse rank row % k (one comm::sparse_alltoallv of
   // (row, col) pairs and one of values); each coarse rank sums what it received again.
   const auto by_place = [](const Entry& x, const Entry& y) { return x.row != y.row ? x.row < y.row : x.col < y.col; };
   const auto sum_equal = [&](std::vector<Entry>& e) {
@@ -148,7 +149,7 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
   const auto P = static_cast<std::size_t>(ranks);
   std::vector<int> send_n(P, 0), send_d(P, 0), recv_n(P, 0), recv_d(P, 0);
   for (const Entry& e : entries) ++send_n[static_cast<std::size_t>(e.row % k)];
-  MPI_Alltoall(send_n.data(), 1, MPI_INT, recv_n.data(), 1, MPI_INT, comm);
+  comm::sparse_alltoall(send_n.data(), recv_n.data(), comm);
   for (std::size_t q = 1; q < P; ++q) {
     send_d[q] = send_d[q - 1] + send_n[q - 1];
     recv_d[q] = recv_d[q - 1] + recv_n[q - 1];
@@ -170,9 +171,9 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
     recv_n2[q] = 2 * recv_n[q];
     recv_d2[q] = 2 * recv_d[q];
   }
-  MPI_Alltoallv(send_rc.data(), send_n2.data(), send_d2.data(), MPI_INT, recv_rc.data(), recv_n2.data(),
+  comm::sparse_alltoallv(send_rc.data(), send_n2.data(), send_d2.data(), MPI_INT, recv_rc.data(), recv_n2.data(),
                 recv_d2.data(), MPI_INT, comm);
-  MPI_Alltoallv(send_v.data(), send_n.data(), send_d.data(), MPI_DOUBLE, recv_v.data(), recv_n.data(), recv_d.data(),
+  comm::sparse_alltoallv(send_v.data(), send_n.data(), send_d.data(), MPI_DOUBLE, recv_v.data(), recv_n.data(), recv_d.data(),
                 MPI_DOUBLE, comm);
   m.entries.resize(total);
   for (std::size_t t = 0; t < total; ++t) m.entries[t] = {recv_rc[2 * t], recv_rc[2 * t + 1], recv_v[t]};

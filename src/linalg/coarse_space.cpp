@@ -16,6 +16,7 @@
 #include "desync/core/timer.hpp"
 #include "desync/linalg/ghost_requests.hpp"
 #include "desync/linalg/local_solver.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 namespace desync::linalg {
 
@@ -168,7 +169,6 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseOptions& options) 
   agree_or_throw(comm_, failure.empty(), failure);
   if (sparse) {
     a0_nonzeros_ = solver_.nonzeros();
-    if (n_ <= dense_copy_limit) a0_ = solver_.gather_dense(comm_);
   } else {
     a0_nonzeros_ = std::count_if(a0_.begin(), a0_.end(), [](double v) { return v != 0.0; });
   }
@@ -225,7 +225,10 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A, const std::vector<std::vec
                              "GDSW's coarse functions live on the interface",
                              rank_));
   agree_or_throw(comm_, ranks_ > 1, "--coarse gdsw: one subdomain has no interface (run on more than one rank)");
-  // 2. The components, numbered alike on every rank: every rank's distinct keys, gathered and sorted.
+  // 2. The components, numbered alike on every rank in the ascending order of their keys: rank 0
+  //    gathers every rank's distinct keys, numbers them, and returns each rank its keys' numbers
+  //    (MPI_Gatherv, MPI_Scatterv; an MPI_Allgatherv of the keys would post P^2 messages, hours of
+  //    host time for 1024 simulated ranks).
   std::set<std::vector<int>> mine;
   for (const auto& k : key)
     if (!k.empty()) mine.insert(k);
@@ -235,20 +238,43 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A, const std::vector<std::vec
     flat.insert(flat.end(), k.begin(), k.end());
   }
   int count = static_cast<int>(flat.size());
-  std::vector<int> counts(static_cast<std::size_t>(ranks_)), displs(static_cast<std::size_t>(ranks_), 0);
-  MPI_Allgather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, comm_);
-  for (int q = 1; q < ranks_; ++q) displs[static_cast<std::size_t>(q)] = displs[static_cast<std::size_t>(q) - 1] + counts[static_cast<std::size_t>(q) - 1];
-  std::vector<int> all(static_cast<std::size_t>(displs.back() + counts.back()));
-  MPI_Allgatherv(flat.data(), count, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, comm_);
-  std::map<std::vector<int>, int> component;
-  for (std::size_t p = 0; p < all.size();) {
-    const auto len = static_cast<std::size_t>(all[p]);
-    component.emplace(std::vector<int>(all.begin() + static_cast<std::ptrdiff_t>(p + 1),
-                                       all.begin() + static_cast<std::ptrdiff_t>(p + 1 + len)), 0);
-    p += len + 1;
+  const auto P = static_cast<std::size_t>(ranks_);
+  std::vector<int> counts(rank_ == 0 ? P : 0), displs(rank_ == 0 ? P : 0, 0);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, comm_);
+  std::vector<int> all;
+  if (rank_ == 0) {
+    for (std::size_t q = 1; q < P; ++q) displs[q] = displs[q - 1] + counts[q - 1];
+    all.resize(static_cast<std::size_t>(displs.back() + counts.back()));
   }
+  MPI_Gatherv(flat.data(), count, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, 0, comm_);
   int components = 0;
-  for (auto& [k, index] : component) index = components++;
+  std::vector<int> numbers, number_counts(rank_ == 0 ? P : 0), number_displs(rank_ == 0 ? P : 0, 0);
+  if (rank_ == 0) {
+    std::map<std::vector<int>, int> component;
+    std::vector<std::vector<int>> keys;  // every rank's, in the gathered order
+    for (std::size_t q = 0; q < P; ++q) {
+      const auto end = static_cast<std::size_t>(displs[q] + counts[q]);
+      for (auto p = static_cast<std::size_t>(displs[q]); p < end;) {
+        const auto len = static_cast<std::size_t>(all[p]);
+        keys.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(p + 1), all.begin() + static_cast<std::ptrdiff_t>(p + 1 + len));
+        component.emplace(keys.back(), 0);
+        ++number_counts[q];
+        p += len + 1;
+      }
+      if (q > 0) number_displs[q] = number_displs[q - 1] + number_counts[q - 1];
+    }
+    for (auto& [k, index] : component) index = components++;
+    for (const auto& k : keys) numbers.push_back(component.at(k));
+  }
+  MPI_Bcast(&components, 1, MPI_INT, 0, comm_);
+  std::vector<int> my_numbers(mine.size());
+  MPI_Scatterv(numbers.data(), number_counts.data(), number_displs.data(), MPI_INT, my_numbers.data(),
+               static_cast<int>(my_numbers.size()), MPI_INT, 0, comm_);
+  std::map<std::vector<int>, int> component;  // this rank's keys and their numbers
+  {
+    std::size_t t = 0;
+    for (const auto& k : mine) component.emplace(k, my_numbers[t++]);
+  }
   std::vector<int> comp(rows, -1);
   for (std::size_t i = 0; i < rows; ++i)
     if (!key[i].empty()) comp[i] = component.at(key[i]);
@@ -360,6 +386,11 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A, const std::vector<std::vec
   }
 }
 
+std::vector<double> CoarseSpace::matrix() const {
+  if (!solver_.distributed()) return a0_;
+  return n_ <= dense_copy_limit ? solver_.gather_dense(comm_) : std::vector<double>{};
+}
+
 std::vector<double> CoarseSpace::local_basis() const {
   const auto N = static_cast<std::size_t>(n_);
   std::vector<double> out(static_cast<std::size_t>(local_rows_) * N, 0.0);
@@ -411,7 +442,7 @@ void CoarseSpace::solve(std::span<double> c) const { solver_.solve(c); }
 
 CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const {
   // Each a_ij phi_ic of this rank's rows i goes to j's owner as (j, c, a_ij phi_ic); one
-  // MPI_Alltoall of the counts and three MPI_Alltoallv of the triplets.
+  // comm::sparse_alltoall of the counts and three comm::sparse_alltoallv of the triplets.
   const std::int64_t first = offsets_[static_cast<std::size_t>(rank_)];
   const auto P = static_cast<std::size_t>(ranks_);
   std::vector<std::vector<std::int64_t>> js(P);
@@ -432,7 +463,7 @@ CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const
   }
   std::vector<int> send_n(P), send_d(P, 0), recv_n(P), recv_d(P, 0);
   for (std::size_t q = 0; q < P; ++q) send_n[q] = static_cast<int>(js[q].size());
-  MPI_Alltoall(send_n.data(), 1, MPI_INT, recv_n.data(), 1, MPI_INT, comm_);
+  comm::sparse_alltoall(send_n.data(), recv_n.data(), comm_);
   for (std::size_t q = 1; q < P; ++q) {
     send_d[q] = send_d[q - 1] + send_n[q - 1];
     recv_d[q] = recv_d[q - 1] + recv_n[q - 1];
@@ -445,10 +476,10 @@ CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const
     sc.insert(sc.end(), cs[q].begin(), cs[q].end());
     sv.insert(sv.end(), vs[q].begin(), vs[q].end());
   }
-  MPI_Alltoallv(sj.data(), send_n.data(), send_d.data(), MPI_INT64_T, rj.data(), recv_n.data(), recv_d.data(),
+  comm::sparse_alltoallv(sj.data(), send_n.data(), send_d.data(), MPI_INT64_T, rj.data(), recv_n.data(), recv_d.data(),
                 MPI_INT64_T, comm_);
-  MPI_Alltoallv(sc.data(), send_n.data(), send_d.data(), MPI_INT, rc.data(), recv_n.data(), recv_d.data(), MPI_INT, comm_);
-  MPI_Alltoallv(sv.data(), send_n.data(), send_d.data(), MPI_DOUBLE, rv.data(), recv_n.data(), recv_d.data(),
+  comm::sparse_alltoallv(sc.data(), send_n.data(), send_d.data(), MPI_INT, rc.data(), recv_n.data(), recv_d.data(), MPI_INT, comm_);
+  comm::sparse_alltoallv(sv.data(), send_n.data(), send_d.data(), MPI_DOUBLE, rv.data(), recv_n.data(), recv_d.data(),
                 MPI_DOUBLE, comm_);
   // Summed per (row, function), in the order the triplets arrived (the same on every run).
   std::vector<std::map<int, double>> rows(static_cast<std::size_t>(local_rows_));
@@ -467,7 +498,7 @@ CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const
 
 CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& global_rows) const {
   // Each owner sends, per asked row, its count of functions, then the (function, value) pairs:
-  // two rounds of MPI_Alltoallv (the counts, then the pairs).
+  // two rounds of comm::sparse_alltoallv (the counts, then the pairs).
   const std::int64_t first = offsets_[static_cast<std::size_t>(rank_)];
   const auto own = [&](std::int64_t g) { return g >= first && g < first + local_rows_; };
   std::vector<std::int64_t> sorted;  // the other ranks' rows asked for, ascending
@@ -482,7 +513,7 @@ CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& globa
     const auto i = static_cast<std::size_t>(req.asked[a] - first);
     give_count[a] = static_cast<int>(phi_ptr_[i + 1] - phi_ptr_[i]);
   }
-  MPI_Alltoallv(give_count.data(), req.give.data(), req.give_displs.data(), MPI_INT, got_count.data(), req.need.data(),
+  comm::sparse_alltoallv(give_count.data(), req.give.data(), req.give_displs.data(), MPI_INT, got_count.data(), req.need.data(),
                 req.need_displs.data(), MPI_INT, comm_);
   // The pairs: per peer, the sums of its rows' counts.
   std::vector<int> send_n(P, 0), send_d(P, 0), recv_n(P, 0), recv_d(P, 0);
@@ -506,9 +537,9 @@ CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& globa
   const auto total = static_cast<std::size_t>(recv_d[P - 1] + recv_n[P - 1]);
   std::vector<int> recv_col(total);
   std::vector<double> recv_val(total);
-  MPI_Alltoallv(send_col.data(), send_n.data(), send_d.data(), MPI_INT, recv_col.data(), recv_n.data(), recv_d.data(),
+  comm::sparse_alltoallv(send_col.data(), send_n.data(), send_d.data(), MPI_INT, recv_col.data(), recv_n.data(), recv_d.data(),
                 MPI_INT, comm_);
-  MPI_Alltoallv(send_val.data(), send_n.data(), send_d.data(), MPI_DOUBLE, recv_val.data(), recv_n.data(),
+  comm::sparse_alltoallv(send_val.data(), send_n.data(), send_d.data(), MPI_DOUBLE, recv_val.data(), recv_n.data(),
                 recv_d.data(), MPI_DOUBLE, comm_);
   // request_entries orders the needed rows by owner, ascending within each: sorted's order.
   std::vector<std::int64_t> start(sorted.size() + 1, 0);

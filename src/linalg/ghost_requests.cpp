@@ -1,5 +1,6 @@
 // Ghost entries of a row-distributed vector: who needs what (linalg/ghost_requests.hpp).
 #include "desync/linalg/ghost_requests.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 #include <algorithm>
 
@@ -24,11 +25,11 @@ GhostRequests request_entries(MPI_Comm comm, const std::vector<std::int64_t>& of
   r.need.assign(nranks, 0);
   r.give.assign(nranks, 0);
   for (std::int64_t g : wanted) ++r.need[static_cast<std::size_t>(owner_of(offsets, g))];
-  MPI_Alltoall(r.need.data(), 1, MPI_INT, r.give.data(), 1, MPI_INT, comm);
+  comm::sparse_alltoall(r.need.data(), r.give.data(), comm);
   r.need_displs = displacements(r.need);
   r.give_displs = displacements(r.give);
   r.asked.resize(static_cast<std::size_t>(r.give_displs.back()));
-  MPI_Alltoallv(wanted.data(), r.need.data(), r.need_displs.data(), MPI_INT64_T, r.asked.data(), r.give.data(),
+  comm::sparse_alltoallv(wanted.data(), r.need.data(), r.need_displs.data(), MPI_INT64_T, r.asked.data(), r.give.data(),
                 r.give_displs.data(), MPI_INT64_T, comm);
   return r;
 }

@@ -20,6 +20,7 @@
 #include "desync/communication/reduction.hpp"
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 namespace desync::linalg {
 
@@ -331,7 +332,7 @@ std::vector<Entry> redistribute(MPI_Comm comm, const std::vector<Entry>& entries
     ++count[static_cast<std::size_t>(dest[e])];
   }
   std::vector<std::int64_t> incoming(static_cast<std::size_t>(size), 0);
-  MPI_Alltoall(count.data(), 1, MPI_INT64_T, incoming.data(), 1, MPI_INT64_T, comm);
+  comm::sparse_alltoall(count.data(), incoming.data(), comm);
   std::int64_t total_out = 0, total_in = 0;
   for (int r = 0; r < size; ++r) {
     total_out += count[r];
@@ -358,7 +359,7 @@ std::vector<Entry> redistribute(MPI_Comm comm, const std::vector<Entry>& entries
   MPI_Datatype type;
   MPI_Type_contiguous(static_cast<int>(sizeof(Entry)), MPI_BYTE, &type);
   MPI_Type_commit(&type);
-  MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), type, recv.data(), recv_count.data(),
+  comm::sparse_alltoallv(send.data(), send_count.data(), send_disp.data(), type, recv.data(), recv_count.data(),
                 recv_disp.data(), type, comm);
   MPI_Type_free(&type);
   return recv;

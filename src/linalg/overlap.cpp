@@ -14,6 +14,7 @@
 #include "desync/core/timer.hpp"
 #include "desync/linalg/ghost_requests.hpp"
 #include "desync/linalg/sparse_cholesky.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 namespace desync::linalg {
 
@@ -36,7 +37,7 @@ struct Rows {
 
 /// Collective over comm: the rows `requested` (ascending global indices, none owned here) from
 /// their owners, whose own rows are `mine` (local row k is global row first + k). Values travel
-/// only if `with_values`. Every rank calls it the same number of times (MPI_Alltoallv, set-up only).
+/// only if `with_values`. Every rank calls it the same number of times (comm::sparse_alltoallv, set-up only).
 Rows fetch_rows(MPI_Comm comm, const std::vector<Index>& offsets, Index first, const std::vector<Index>& requested,
                 const Rows& mine, bool with_values) {
   const std::size_t nranks = offsets.size() - 1;
@@ -58,17 +59,17 @@ Rows fetch_rows(MPI_Comm comm, const std::vector<Index>& offsets, Index first, c
       if (with_values) val_out.insert(val_out.end(), mine.val.begin() + b, mine.val.begin() + e);
     }
   std::vector<Index> got_lengths(requested.size());
-  MPI_Alltoallv(lengths.data(), give.data(), gd.data(), MPI_INT64_T, got_lengths.data(), need.data(), nd.data(),
+  comm::sparse_alltoallv(lengths.data(), give.data(), gd.data(), MPI_INT64_T, got_lengths.data(), need.data(), nd.data(),
                 MPI_INT64_T, comm);
-  MPI_Alltoall(entries_out.data(), 1, MPI_INT, entries_in.data(), 1, MPI_INT, comm);
+  comm::sparse_alltoall(entries_out.data(), entries_in.data(), comm);
   const auto od = displacements(entries_out), id = displacements(entries_in);
   Rows out;
   out.col.resize(static_cast<std::size_t>(id.back()));
-  MPI_Alltoallv(col_out.data(), entries_out.data(), od.data(), MPI_INT64_T, out.col.data(), entries_in.data(),
+  comm::sparse_alltoallv(col_out.data(), entries_out.data(), od.data(), MPI_INT64_T, out.col.data(), entries_in.data(),
                 id.data(), MPI_INT64_T, comm);
   if (with_values) {
     out.val.resize(out.col.size());
-    MPI_Alltoallv(val_out.data(), entries_out.data(), od.data(), MPI_DOUBLE, out.val.data(), entries_in.data(),
+    comm::sparse_alltoallv(val_out.data(), entries_out.data(), od.data(), MPI_DOUBLE, out.val.data(), entries_in.data(),
                   id.data(), MPI_DOUBLE, comm);
   }
   for (Index l : got_lengths) out.ptr.push_back(out.ptr.back() + l);
@@ -146,10 +147,10 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Overla
       count[q] = static_cast<int>(pairs[q].size());
       out.insert(out.end(), pairs[q].begin(), pairs[q].end());
     }
-    MPI_Alltoall(count.data(), 1, MPI_INT, in.data(), 1, MPI_INT, comm_);
+    comm::sparse_alltoall(count.data(), in.data(), comm_);
     const auto od = displacements(count), id = displacements(in);
     std::vector<Index> got(static_cast<std::size_t>(id.back()));
-    MPI_Alltoallv(out.data(), count.data(), od.data(), MPI_INT64_T, got.data(), in.data(), id.data(), MPI_INT64_T,
+    comm::sparse_alltoallv(out.data(), count.data(), od.data(), MPI_INT64_T, got.data(), in.data(), id.data(), MPI_INT64_T,
                   comm_);
     std::vector<std::vector<Index>> nb(static_cast<std::size_t>(owned_));
     for (Index k = 0; k < owned_; ++k)

@@ -10,7 +10,7 @@
 //   3. the new numbering: rank-major, and inside a rank the input order. Row i of part q becomes
 //        new(i) = offset(q) + #{rows of part q on lower input ranks} + #{rows of part q before i here},
 //      with the middle term an MPI_Exscan over ranks of the per-part counts;
-//   4. every row moves to its part with MPI_Alltoallv (lengths, renumbered columns, values); the
+//   4. every row moves to its part with comm::sparse_alltoallv (lengths, renumbered columns, values); the
 //      receiver concatenates what it gets in source-rank order, which is the input order again, so
 //      the renumbered matrix is P A P^T with no sorting of rows;
 //   5. the statistics: edge cut of part on G (each undirected edge once), rows and non-zeros per rank.
@@ -29,6 +29,8 @@
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/communication/reduction.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 #ifdef DESYNC_HAVE_METIS
 #include <metis.h>
@@ -83,7 +85,7 @@ std::vector<Counts> exchange_counts(MPI_Comm comm, const std::vector<std::vector
   std::vector<Index> out(P * k), in(P * k);
   for (std::size_t r = 0; r < P; ++r)
     for (std::size_t j = 0; j < k; ++j) out[r * k + j] = send[j][r];
-  MPI_Alltoall(out.data(), static_cast<int>(k), MPI_INT64_T, in.data(), static_cast<int>(k), MPI_INT64_T, comm);
+  comm::sparse_alltoall(out.data(), in.data(), comm, static_cast<int>(k));
   bool fits = true;
   std::vector<Counts> counts(k);
   for (std::size_t j = 0; j < k; ++j) {
@@ -101,7 +103,7 @@ std::vector<Counts> exchange_counts(MPI_Comm comm, const std::vector<std::vector
   return counts;
 }
 
-/// MPI_Alltoallv of `send` (grouped by destination, send_counts each) into a buffer grouped by
+/// comm::sparse_alltoallv of `send` (grouped by destination, send_counts each) into a buffer grouped by
 /// source rank. The receive total must fit an int (checked by the callers' counts). Collective.
 template <class T>
 std::vector<T> alltoallv(MPI_Comm comm, const std::vector<T>& send, const std::vector<int>& send_counts,
@@ -110,7 +112,7 @@ std::vector<T> alltoallv(MPI_Comm comm, const std::vector<T>& send, const std::v
   const auto rd = displacements(recv_counts);
   const Index total = std::accumulate(recv_counts.begin(), recv_counts.end(), Index{0});
   std::vector<T> recv(static_cast<std::size_t>(total));
-  MPI_Alltoallv(send.data(), send_counts.data(), sd.data(), mpi_type<T>(), recv.data(), recv_counts.data(),
+  comm::sparse_alltoallv(send.data(), send_counts.data(), sd.data(), mpi_type<T>(), recv.data(), recv_counts.data(),
                 rd.data(), mpi_type<T>(), comm);
   return recv;
 }
@@ -418,7 +420,7 @@ std::vector<int> file_parts(const DistributedCsr& A, const std::string& path) {
 /// Steps 3 and 4: the rows moved to their parts and renumbered. Collective.
 PartitionedSystem redistribute(const DistributedCsr& A, std::span<const int> part) {
   const MPI_Comm comm = A.comm;
-  const int size = core::size_of(comm), rank = core::rank_of(comm);
+  const int size = core::size_of(comm);
   const auto P = static_cast<std::size_t>(size);
   const Index n = A.local_block_rows(), first = A.first_block_row();
   const Index bb = static_cast<Index>(A.block_size) * A.block_size;
@@ -426,8 +428,7 @@ PartitionedSystem redistribute(const DistributedCsr& A, std::span<const int> par
   // Step 3: new(i) = offset(q) + before(q) + (rows of part q before i here), q = part[i].
   std::vector<Index> here(P, 0), before(P, 0), total(P, 0);
   for (const int q : part) ++here[static_cast<std::size_t>(q)];
-  MPI_Exscan(here.data(), before.data(), size, MPI_INT64_T, MPI_SUM, comm);
-  if (rank == 0) std::fill(before.begin(), before.end(), 0);  // MPI_Exscan leaves rank 0's undefined
+  before = comm::exclusive_prefix_sums(comm, here);
   MPI_Allreduce(here.data(), total.data(), size, MPI_INT64_T, MPI_SUM, comm);
   std::vector<Index> new_offsets(P + 1, 0);
   for (std::size_t r = 0; r < P; ++r) new_offsets[r + 1] = new_offsets[r] + total[r];

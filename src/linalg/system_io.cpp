@@ -20,6 +20,7 @@
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
 #include "desync/linalg/matrix_market.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 namespace desync::linalg {
 
@@ -742,7 +743,7 @@ bool is_symmetric(const DistributedCsr& A) {
     send.insert(send.end(), out[r].begin(), out[r].end());
     out[r].clear();
   }
-  MPI_Alltoall(send_count.data(), 1, MPI_INT, recv_count.data(), 1, MPI_INT, comm);
+  comm::sparse_alltoall(send_count.data(), recv_count.data(), comm);
   int received = 0;
   for (int r = 0; r < size; ++r) {
     recv_disp[r] = received;
@@ -752,7 +753,7 @@ bool is_symmetric(const DistributedCsr& A) {
   MPI_Datatype triple;
   MPI_Type_contiguous(static_cast<int>(sizeof(Triple)), MPI_BYTE, &triple);
   MPI_Type_commit(&triple);
-  MPI_Alltoallv(send.data(), send_count.data(), send_disp.data(), triple, in.data(), recv_count.data(),
+  comm::sparse_alltoallv(send.data(), send_count.data(), send_disp.data(), triple, in.data(), recv_count.data(),
                 recv_disp.data(), triple, comm);
   MPI_Type_free(&triple);
 

@@ -22,6 +22,11 @@ void allreduce_sum(MPI_Comm comm, std::span<double> values);
 /// rank to every higher one (256 ranks: 50 s of host time for one call).
 std::int64_t exclusive_prefix_sum(MPI_Comm comm, std::int64_t value);
 
+/// The element-wise sums of `values` over the ranks below this one (zeros on rank 0). Collective.
+/// MPI_Exscan's result by a recursive-doubling scan over point-to-point messages (log2 P rounds; on
+/// a simulated cluster SMPI 3.32's MPI_Exscan posts P^2 messages, one set-up took minutes of host time).
+std::vector<std::int64_t> exclusive_prefix_sums(MPI_Comm comm, std::span<const std::int64_t> values);
+
 /// A non-blocking global sum of a short vector, restarted as soon as it completes.
 ///
 /// Contract: start() begins a reduction of `values` (copied); between start() and the test() that

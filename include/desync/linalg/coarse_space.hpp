@@ -100,9 +100,10 @@ class CoarseSpace {
   int size() const { return n_; }
   /// The number of near-kernel vectors the space was built from (1: the constant).
   int near_kernel_vectors() const { return near_kernel_vectors_; }
-  /// A0, n x n row-major, the same on every rank. With coarse ranks k >= 1 (A0 sparse, MUMPS) it is
-  /// gathered at set-up only when size() <= dense_copy_limit, and empty otherwise.
-  const std::vector<double>& matrix() const { return a0_; }
+  /// A0, n x n row-major, the same on every rank (for tests). With coarse ranks k >= 1 (A0 sparse,
+  /// on the coarse ranks) it is gathered from them when size() <= dense_copy_limit, and empty
+  /// otherwise. Collective.
+  std::vector<double> matrix() const;
   static constexpr int dense_copy_limit = 1000;
   /// Phi on this rank's rows as a dense local_rows x size() row-major matrix (for tests).
   std::vector<double> local_basis() const;

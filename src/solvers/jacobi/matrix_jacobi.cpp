@@ -21,6 +21,7 @@
 #include "desync/core/timer.hpp"
 #include "desync/linalg/ghost_requests.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
+#include "desync/communication/sparse_alltoall.hpp"
 
 namespace desync::solvers {
 
@@ -179,7 +180,7 @@ class MatrixJacobiRun : public LocalIteration {
     for (std::size_t m = 0; m < requests.asked.size(); ++m)
       answered[m] = own_key[static_cast<std::size_t>(requests.asked[m] - first)];
     std::vector<std::int64_t> ghost_key(ghosts.size());
-    MPI_Alltoallv(answered.data(), requests.give.data(), requests.give_displs.data(), MPI_INT64_T, ghost_key.data(),
+    comm::sparse_alltoallv(answered.data(), requests.give.data(), requests.give_displs.data(), MPI_INT64_T, ghost_key.data(),
                   requests.need.data(), requests.need_displs.data(), MPI_INT64_T, comm_);
     bool requests_ok = true;
     const comm::GhostPlanSpec spec = requests.plan_spec(first, last, 1, requests_ok);
