@@ -165,8 +165,8 @@ def weak_sim_verdict(data):
                          f"({'met' if ok and g <= WEAK_TARGET else 'not met'})")
         else:
             parts.append(f"GDSW {mode} {fixed(g)}× from {lo} to {at} ranks (within 1.5× there: "
-                         f"{'yes' if ok and g <= WEAK_TARGET else 'no'}); its {hi}-rank run did not finish, so "
-                         f"the target is not measured")
+                         f"{'yes' if ok and g <= WEAK_TARGET else 'no'}); no {hi}-rank result, so the target "
+                         f"is not measured")
     for coarse, what in (("none auto", "one level, `--alpha auto`"), ("none", "one level, `--alpha inf`"),
                          ("nicolaides", "Nicolaides")):
         for mode in ("sync", "async"):
@@ -177,10 +177,34 @@ def weak_sim_verdict(data):
     return "most iterations of a rank: " + "; ".join(parts)
 
 
+@value("coarse.sim_per_iteration")
+def sim_per_iteration(data):
+    """GDSW sync's simulated time per iteration at each rank count, and the share of it spent in
+    point-to-point and collective waits (time_split p2p: the halo exchange and the coarse level's
+    reduction to rank 0, solve there and broadcast)."""
+    rows = _sim_rows(data)
+    parts = []
+    for p in sorted({r["ranks"] for r in rows}):
+        r = _sim_find(rows, "sync", "gdsw", p)
+        if not _done(r):
+            continue
+        split = r["time_split"]
+        parts.append(f"{_sim.ms(r['time'] / r['iterations']['max'])} ms at {p} ranks "
+                     f"({fixed(100 * split['p2p'] / split['total'])} % waiting)")
+    return ", ".join(parts) if parts else "not measured"
+
+
 # ---------------------------------------------------------------- jitter
 
 def _noise_rows(data):
     return data.json("simulated/coarse-noise.json")["rows"]
+
+
+def _missing(r):
+    """'not run' or 'not finished' for a run without a result; None for one with."""
+    if _done(r):
+        return None
+    return "not run" if r is None or r["error"].startswith("not run") else "not finished"
 
 
 @table("coarse.noise_sim")
@@ -191,8 +215,9 @@ def noise_sim(data):
         for tag, s, a in (("no noise", _sim_find(weak, "sync", "gdsw", p), _sim_find(weak, "async", "gdsw", p)),
                           ("jitter", next((r for r in noise if r["label"] == f"schwarz sync gdsw P={p} jitter"), None),
                            next((r for r in noise if r["label"] == f"schwarz async gdsw P={p} jitter"), None))):
-            if not s or not a or "error" in s or "error" in a:
-                out.append([p, tag, "–", "–", "–", "–", "–", "–"])
+            if not _done(s) or not _done(a):
+                out.append([p, tag, _missing(s) or _sim.ms(s["time"]), _missing(a) or "–", "–",
+                            _missing(s) or _its(s["iterations"]), _missing(a) or "–", "–"])
                 continue
             out.append([p, tag, _sim.ms(s["time"]), _sim.ms(a["time"]), fixed(a["time"] / s["time"]),
                         _its(s["iterations"]), _its(a["iterations"]),
