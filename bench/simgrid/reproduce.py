@@ -18,6 +18,7 @@ import concurrent.futures
 import json
 import os
 import shlex
+import signal
 import subprocess
 import sys
 import tempfile
@@ -288,10 +289,20 @@ def run(args, ranks, argv, extra):
         cmd = [sys.executable, "-m", "desync_tools.sim", "run", *PLATFORM, "--np", str(ranks), "--costs", args.costs,
                *args.sim_args, *extra, "--", args.desync_smpi, *argv, "--quiet", "--json", out]
         t0 = time.monotonic()
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        # In a session of its own: at --timeout the whole group goes (smpirun and the simulation
+        # under desync-sim), and the run is reported as not finished instead of ending the set.
+        with subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              start_new_session=True) as p:
+            try:
+                stdout, stderr = p.communicate(timeout=args.timeout)
+            except subprocess.TimeoutExpired:
+                os.killpg(p.pid, signal.SIGKILL)
+                p.communicate()
+                return {"error": f"not finished: stopped after {args.timeout} s of host time (--timeout)",
+                        "host_wall": time.monotonic() - t0, "command": shlex.join(cmd)}
         wall = time.monotonic() - t0
         if p.returncode not in (0, 1) or not os.path.exists(out):
-            said = [ln for ln in (p.stdout + p.stderr).splitlines()
+            said = [ln for ln in (stdout + stderr).splitlines()
                     if "desync: error" in ln or "Segmentation fault" in ln or "Execution failed" in ln]
             return {"error": said[0].strip() if said else f"exit status {p.returncode}", "host_wall": wall,
                     "command": shlex.join(cmd)}
