@@ -16,20 +16,7 @@ void allreduce_sum(MPI_Comm comm, std::span<double> values) {
 }
 
 std::int64_t exclusive_prefix_sum(MPI_Comm comm, std::int64_t value) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  std::int64_t before = 0;
-  if constexpr (core::simulated_build) {
-    int size = 1;
-    MPI_Comm_size(comm, &size);
-    std::vector<std::int64_t> all(static_cast<std::size_t>(size));
-    MPI_Allgather(&value, 1, MPI_INT64_T, all.data(), 1, MPI_INT64_T, comm);
-    for (int r = 0; r < rank; ++r) before += all[static_cast<std::size_t>(r)];
-  } else {
-    MPI_Exscan(&value, &before, 1, MPI_INT64_T, MPI_SUM, comm);
-    if (rank == 0) before = 0;  // MPI leaves rank 0's result undefined
-  }
-  return before;
+  return exclusive_prefix_sums(comm, std::span<const std::int64_t>(&value, 1))[0];
 }
 
 std::vector<std::int64_t> exclusive_prefix_sums(MPI_Comm comm, std::span<const std::int64_t> values) {

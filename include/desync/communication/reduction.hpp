@@ -17,9 +17,8 @@ namespace desync::comm {
 /// Blocking global sum in place (MPI_Allreduce). Collective.
 void allreduce_sum(MPI_Comm comm, std::span<double> values);
 
-/// The sum of `value` over the ranks below this one (0 on rank 0). Collective. MPI_Exscan; on a
-/// simulated cluster an MPI_Allgather and a local sum, since SMPI 3.32's MPI_Exscan sends from every
-/// rank to every higher one (256 ranks: 50 s of host time for one call).
+/// The sum of `value` over the ranks below this one (0 on rank 0): exclusive_prefix_sums of one
+/// value. Collective.
 std::int64_t exclusive_prefix_sum(MPI_Comm comm, std::int64_t value);
 
 /// The element-wise sums of `values` over the ranks below this one (zeros on rank 0). Collective.
