@@ -45,6 +45,10 @@ def main():
               f"--coarse-ranks {k}: details coarse_functions {d.get('coarse_functions')}")
         check(d.get("coarse_nonzeros") == base["details"].get("coarse_nonzeros"),
               f"--coarse-ranks {k}: details coarse_nonzeros {d.get('coarse_nonzeros')}")
+        # A0's factors: dense LU n^2 entries; MUMPS's LU at least A0's own entries, at most n^2.
+        n, nnz, fill = d.get("coarse_functions", 0), d.get("coarse_nonzeros", 0), d.get("coarse_factor_nonzeros")
+        check(fill == n * n if k == 0 else isinstance(fill, int) and nnz <= fill <= n * n,
+              f"--coarse-ranks {k}: details coarse_factor_nonzeros {fill} (A0 {n} x {n}, {nnz} nonzeros)")
         for key in ("coarse_setup_seconds", "coarse_apply_seconds"):
             check(finite(d.get(key)) and d[key] >= 0, f"--coarse-ranks {k}: details {key} {d.get(key)}")
     return conclude(f"--coarse-ranks 0, 1, 2: {base['iterations']['max']:.0f} iterations each")

@@ -236,7 +236,8 @@ TEST(TwoLevelSchwarz, CgConvergesToTheSolution) {
   EXPECT_LE(its[1], its[0] + 3);
 }
 
-// With MUMPS on 1 and 2 coarse ranks; without MUMPS (MPICH), coarse ranks 1 is dense LU on rank 0.
+// With MUMPS on 1 and 2 coarse ranks; without MUMPS (MPICH), coarse ranks 1 is SuiteSparse on rank 0
+// (CHOLMOD: A0 is symmetric positive definite here).
 TEST(CoarseSpace, MumpsOnCoarseRanksMatchesDenseLu) {
   const Problem p = grid_laplacian(10, true);
   const std::int64_t n = p.A.local_rows();
@@ -258,9 +259,21 @@ TEST(CoarseSpace, MumpsOnCoarseRanksMatchesDenseLu) {
     for (int k = 1; k <= std::min(linalg::have_mumps() ? 2 : 1, world_size()); ++k) {
       const CoarseSpace sparse(p.A, linalg::CoarseOptions{kind, {}, k});
       EXPECT_EQ(sparse.coarse_ranks(), k);
-      EXPECT_STREQ(sparse.solver_name(), linalg::have_mumps() ? "mumps" : "dense-lu-rank0");
+      EXPECT_STREQ(sparse.solver_name(), linalg::have_mumps() ? "mumps" : "cholmod-simplicial-rank0");
       ASSERT_EQ(sparse.size(), dense.size());
       EXPECT_EQ(sparse.matrix_nonzeros(), dense.matrix_nonzeros());
+      // The factors' entries: dense n^2; sparse at least A0's lower triangle, at most n^2 (the same on
+      // every rank); a solve one multiply-add per entry of LU (dense, MUMPS), two of CHOLMOD's L.
+      const auto nc = static_cast<std::int64_t>(dense.size());
+      EXPECT_EQ(dense.factor_nonzeros(), nc * nc);
+      EXPECT_EQ(dense.solve_multiply_adds(), static_cast<double>(nc * nc));
+      EXPECT_GE(sparse.factor_nonzeros(), (sparse.matrix_nonzeros() + nc) / 2);
+      EXPECT_LE(sparse.factor_nonzeros(), nc * nc);
+      std::int64_t fill[2] = {sparse.factor_nonzeros(), -sparse.factor_nonzeros()};
+      MPI_Allreduce(MPI_IN_PLACE, fill, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
+      EXPECT_EQ(fill[0], -fill[1]) << "factor entries differ between ranks";
+      EXPECT_EQ(sparse.solve_multiply_adds(),
+                static_cast<double>(sparse.factor_nonzeros()) * (linalg::have_mumps() ? 1.0 : 2.0));
       const auto& a = dense.matrix();
       const auto& b = sparse.matrix();  // gathered: size() is small
       ASSERT_EQ(a.size(), b.size());

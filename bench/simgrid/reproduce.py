@@ -228,8 +228,8 @@ def studies(full):
     # classical Schwarz (--alpha inf): with the default --alpha auto (optimized Schwarz's Robin
     # condition) the two-level iteration diverges (Nicolaides; GDSW async) at 4-64 ranks, and one level
     # runs beside it with --alpha auto for reference ("none auto"). --coarse-ranks 1: A0 is factored
-    # densely on rank 0 alone (the SMPI build has no MUMPS; the default keeps a dense A0 on every
-    # rank, too much memory for 1024 simulated ranks in one process). Runs that would cost hours of
+    # on rank 0 alone by SuiteSparse (the SMPI build has no MUMPS; the default keeps a dense A0 on
+    # every rank, too much memory for 1024 simulated ranks in one process). Runs that would cost hours of
     # host time are capped (COARSE_CAPS, --max-iters: reported as not converged) or not run (0).
     if full:
         rows = []
@@ -243,7 +243,7 @@ def studies(full):
                     rows.append((f"schwarz {mode[1]} {name} P={p}", p,
                                  ["schwarz", *mode, "--local", str(COARSE_LOCAL), "--alpha", alpha, "--coarse", coarse,
                                   *([] if coarse == "none" else ["--coarse-ranks", "1"]),
-                                  *(["--max-iters", str(cap)] if cap else [])], coarse_sim(p, coarse)))
+                                  *(["--max-iters", str(cap)] if cap else [])], coarse_sim(p, coarse, mode[1])))
         out.append(("coarse-weak", "two-level Schwarz, weak scaling", rows))
         # The GDSW runs again with desync's jitter (as schwarz-noise) at the larger counts.
         rows = []
@@ -253,17 +253,34 @@ def studies(full):
                     continue  # not run, as without noise
                 rows.append((f"schwarz {mode[1]} gdsw P={p} jitter", p,
                              ["schwarz", *mode, "--local", str(COARSE_LOCAL), "--alpha", "inf", "--coarse", "gdsw",
-                              "--coarse-ranks", "1", "--noise", "jitter"], coarse_sim(p, "gdsw")))
+                              "--coarse-ranks", "1", "--noise", "jitter"], coarse_sim(p, "gdsw", mode[1])))
+        # The synchronous GDSW run again with SMPI's default (linear) MPI_Reduce: what that model
+        # choice (coarse_sim) would make of its time.
+        rows.append(("schwarz sync gdsw P=256 linear reduce", 256,
+                     ["schwarz", "--mode", "sync", "--local", str(COARSE_LOCAL), "--alpha", "inf", "--coarse", "gdsw",
+                      "--coarse-ranks", "1"], ["--cfg", "maxmin/precision:1e-4"]))
         out.append(("coarse-noise", "two-level Schwarz under jitter", rows))
     return out
 
 
-def coarse_sim(ranks, coarse):
-    """desync-sim arguments of a two-level run: from 256 ranks on, SimGrid 3.32's max-min solver aborts
-    in the coarse set-up ("Cannot saturate more a constraint that has no active element": a remainder
-    of 1.07e-5 against its precision 1e-5 after a constraint of usage 1.07e6, rank 0 gathering A0's
-    contributions), so those runs compare with a coarser precision, as its message advises."""
-    return ["--cfg", "maxmin/precision:1e-4"] if ranks >= 256 and coarse != "none" else []
+def coarse_sim(ranks, coarse, mode):
+    """desync-sim arguments of a two-level run.
+
+    From 256 ranks on, SimGrid 3.32's max-min solver aborts in the coarse set-up ("Cannot saturate
+    more a constraint that has no active element": a remainder of 1.07e-5 against its precision 1e-5
+    after a constraint of usage 1.07e6, rank 0 gathering A0's contributions), so those runs compare
+    with a coarser precision, as its message advises.
+
+    The synchronous runs reduce along a binomial tree: SMPI 3.32's default MPI_Reduce is linear
+    (every rank sends its whole buffer to the root; SimGrid calls its default selector naive, not
+    for performance evaluations), so the coarse correction's reduction of the n coarse values would
+    cost rank 0 P * n values per iteration, where MPI libraries reduce along a tree (the study
+    coarse-noise keeps one run with the default to show the difference). The asynchronous runs make no MPI_Reduce: the setting would not change them (their
+    simulated time at 64 ranks is bitwise the same with it), and they run without it."""
+    args = ["--cfg", "maxmin/precision:1e-4"] if ranks >= 256 and coarse != "none" else []
+    if coarse != "none" and mode == "sync":
+        args += ["--cfg", "smpi/reduce:binomial"]
+    return args
 
 
 # The two-level studies' size and budget: points per subdomain side, rank counts, and the runs capped
@@ -274,9 +291,9 @@ COARSE_NOISE_RANKS = (256, 1024)
 # On the 2-core host under load: classical one level took 1204 iterations and 113 s of host time at 64
 # ranks, about 0.1 s per iteration there and 16 times more at 1024, hours beyond 64 ranks; it runs at
 # 64 only, one level's growth beyond that is the --alpha auto reference's. Nicolaides runs at 64 only.
-# GDSW async took 1722 s of host time at 256 ranks (rank 0 solving the coarse problem while the
-# others make about 5000 iterations each); at 1024 ranks, with 4 times the ranks and a coarse
-# problem 4 times larger, that is many hours: not run.
+# GDSW async took 443 s of host time at 256 ranks (about 1500 local solves a rank while rank 0 cycles
+# the coarse problem) and had not finished after 4200 s at 1024 ranks (the data file says so): not run
+# there.
 COARSE_CAPS = {(p, c, m): 0 for p in (256, 1024) for c in ("none", "nicolaides") for m in ("sync", "async")}
 COARSE_CAPS[(1024, "gdsw", "async")] = 0
 

@@ -1,4 +1,5 @@
-// The coarse matrix's factors: dense LU on every rank, or MUMPS on the first k ranks (coarse_solver.hpp).
+// The coarse matrix's factors: dense LU on every rank, MUMPS on the first k ranks, or SuiteSparse on rank 0
+// (coarse_solver.hpp).
 #include "desync/linalg/coarse_solver.hpp"
 
 #include <fmt/format.h>
@@ -109,7 +110,7 @@ void CoarseSolver::check_ranks(int k, int ranks) {
   if (k > ranks) throw InputError(fmt::format("--coarse-ranks {}: above the {} ranks of the run", k, ranks));
   if (k >= 2 && !have_mumps())
     throw InputError(fmt::format("--coarse-ranks {}: this desync was built without MUMPS (Debian: libmumps-dev, with "
-                                 "Open MPI); --coarse-ranks 1 factors A0 on rank 0 with dense LU",
+                                 "Open MPI); --coarse-ranks 1 factors A0 on rank 0 with SuiteSparse",
                                  k));
 }
 
@@ -117,7 +118,11 @@ void CoarseSolver::factor_dense(std::vector<double> a0, int n) {
   n_ = n;
   coarse_ranks_ = 0;
   mumps_.reset();
+  rank0_.reset();
   lu_ = DenseLu(std::move(a0), n);
+  name_ = "dense-lu";
+  factor_nonzeros_ = static_cast<std::int64_t>(n) * n;
+  solve_multiply_adds_ = static_cast<double>(factor_nonzeros_);  // L y = P b, U x = y: n^2 / 2 each
 }
 
 void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<Entry> entries) {
@@ -127,6 +132,7 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
   if (k < 1) throw std::logic_error("CoarseSolver::factor_distributed: k must be >= 1");
   n_ = n;
   coarse_ranks_ = k;
+  rank0_.reset();
   mumps_ = std::make_unique<Mumps>();
   Mumps& m = *mumps_;
   MPI_Comm_rank(comm, &m.rank);
@@ -183,7 +189,9 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
   MPI_Allreduce(&mine, &nonzeros_, 1, MPI_INT64_T, MPI_SUM, comm);
 
   MPI_Comm_split(comm, m.rank < k ? 0 : MPI_UNDEFINED, m.rank, &m.sub);
-  int status[2] = {0, 0};  // INFOG(1), INFOG(2) on rank 0, then on every rank
+  // On rank 0, then on every rank: INFOG(1) and INFOG(2) (MUMPS) or the LocalSolverKind (SuiteSparse),
+  // and the factors' entries.
+  std::int64_t status[3] = {0, 0, 0};
 #ifdef DESYNC_HAVE_MUMPS
   if (m.sub != MPI_COMM_NULL) {
     m.id.comm_fortran = static_cast<MUMPS_INT>(MPI_Comm_c2f(m.sub));
@@ -216,27 +224,57 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
         status[0] = m.call(2);
       }
       status[1] = m.id.infog[1];
+      // INFOG(29): the factors' entries over the coarse ranks; below zero, in millions.
+      status[2] = m.id.infog[28] >= 0 ? m.id.infog[28] : -static_cast<std::int64_t>(m.id.infog[28]) * 1000000;
     }
   }
 #endif
+  std::string failure;  // rank 0's, without MUMPS
 #ifndef DESYNC_HAVE_MUMPS
-  // Without MUMPS (k = 1): rank 0 holds every entry; it assembles the dense A0 and factors it.
+  // Without MUMPS (k = 1): rank 0 holds every entry, summed and in (row, column) order: the CSR of A0,
+  // factored by SuiteSparse (auto: CHOLMOD if A0 is symmetric positive definite, UMFPACK otherwise).
   if (m.sub != MPI_COMM_NULL) {
-    std::vector<double> dense(static_cast<std::size_t>(n) * static_cast<std::size_t>(n), 0.0);
-    for (const Entry& e : m.entries) dense[static_cast<std::size_t>(e.row) * static_cast<std::size_t>(n) + static_cast<std::size_t>(e.col)] += e.value;
+    LocalCsr a0;
+    a0.rows = n;
+    a0.row_ptr.assign(static_cast<std::size_t>(n) + 1, 0);
+    for (const Entry& e : m.entries) {
+      ++a0.row_ptr[static_cast<std::size_t>(e.row) + 1];
+      a0.col.push_back(e.col);
+      a0.val.push_back(e.value);
+    }
+    for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) a0.row_ptr[i + 1] += a0.row_ptr[i];
     try {
-      lu_ = DenseLu(std::move(dense), n);
-    } catch (const std::runtime_error&) {
+      rank0_ = make_local_solver(a0, LocalSolverKind::automatic);
+      status[1] = static_cast<std::int64_t>(rank0_->kind());
+      status[2] = rank0_->factor_nonzeros();
+    } catch (const std::exception& e) {
       status[0] = -10;
+      failure = e.what();
     }
   }
 #endif
-  MPI_Bcast(status, 2, MPI_INT, 0, comm);
+  MPI_Bcast(status, 3, MPI_INT64_T, 0, comm);
   if (status[0] < 0) {
+    if (!have_mumps()) {
+      // Rank 0's FactorisationError, on every rank.
+      int length = static_cast<int>(failure.size());
+      MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+      failure.resize(static_cast<std::size_t>(length));
+      MPI_Bcast(failure.data(), length, MPI_CHAR, 0, comm);
+      throw std::runtime_error(fmt::format("SuiteSparse's factorisation of A0 on rank 0: {}", failure));
+    }
     const char* what = status[0] == -10 ? " (numerically singular)" : status[0] == -6 ? " (structurally singular)" : "";
-    if (!have_mumps()) throw std::runtime_error("the dense LU of A0 on rank 0 met a zero pivot");
     throw std::runtime_error(fmt::format("MUMPS on {} rank{} stopped with INFOG(1) = {}, INFOG(2) = {}{}", k,
                                          k == 1 ? "" : "s", status[0], status[1], what));
+  }
+  factor_nonzeros_ = status[2];
+  if (have_mumps()) {
+    name_ = "mumps";
+    solve_multiply_adds_ = static_cast<double>(factor_nonzeros_);
+  } else {
+    const auto kind = static_cast<LocalSolverKind>(status[1]);
+    name_ = fmt::format("{}-rank0", to_string(kind));
+    solve_multiply_adds_ = static_cast<double>(factor_nonzeros_) * (kind == LocalSolverKind::umfpack ? 1.0 : 2.0);
   }
 }
 
@@ -250,7 +288,7 @@ void CoarseSolver::solve(std::span<double> c) const {
     throw std::logic_error(fmt::format("CoarseSolver::solve: rank {} is not one of the {} coarse ranks", m.rank,
                                        coarse_ranks_));
 #ifndef DESYNC_HAVE_MUMPS
-  lu_.solve(c);  // k = 1 without MUMPS: dense LU on rank 0
+  rank0_solve(c.data());  // k = 1 without MUMPS: SuiteSparse on rank 0
 #else
   // The right-hand side and the solution centralised on rank 0, INFOG(1) after them.
   std::vector<double> buf(static_cast<std::size_t>(n_) + 1, 0.0);
@@ -261,6 +299,11 @@ void CoarseSolver::solve(std::span<double> c) const {
     throw std::runtime_error(fmt::format("MUMPS's coarse solve stopped with INFOG(1) = {}", buf[static_cast<std::size_t>(n_)]));
   std::copy(buf.begin(), buf.begin() + n_, c.begin());
 #endif
+}
+
+void CoarseSolver::rank0_solve(double* c) const {
+  std::vector<double> b(c, c + n_);
+  rank0_->solve(b.data(), c);
 }
 
 void CoarseSolver::solve_sum(MPI_Comm comm, std::span<double> c) const {
@@ -279,7 +322,7 @@ void CoarseSolver::solve_sum(MPI_Comm comm, std::span<double> c) const {
 #ifdef DESYNC_HAVE_MUMPS
   if (m.sub != MPI_COMM_NULL) buf[N] = static_cast<double>(mumps_->solve_centralised(buf.data(), n_));
 #else
-  if (m.sub != MPI_COMM_NULL) lu_.solve(std::span<double>(buf.data(), N));  // k = 1: dense LU on rank 0
+  if (m.sub != MPI_COMM_NULL) rank0_solve(buf.data());  // k = 1: SuiteSparse on rank 0
 #endif
   (void)m;
   MPI_Bcast(buf.data(), n_ + 1, MPI_DOUBLE, 0, comm);

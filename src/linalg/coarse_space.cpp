@@ -567,12 +567,14 @@ CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& globa
 }
 
 std::string CoarseSpace::description() const {
+  const std::int64_t fill = solver_.factor_nonzeros();
   if (solver_.distributed() && !have_mumps())
-    return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) dense LU on rank 0", to_string(kind_), n_,
-                       a0_nonzeros_);
+    return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) {} on rank 0 ({} in its factors)",
+                       to_string(kind_), n_, a0_nonzeros_, solver_.name(), fill);
   if (solver_.distributed())
-    return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) MUMPS on {} rank{}", to_string(kind_), n_,
-                       a0_nonzeros_, solver_.coarse_ranks(), solver_.coarse_ranks() == 1 ? "" : "s");
+    return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) MUMPS on {} rank{} ({} in its factors)",
+                       to_string(kind_), n_, a0_nonzeros_, solver_.coarse_ranks(), solver_.coarse_ranks() == 1 ? "" : "s",
+                       fill);
   return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) dense LU on every rank", to_string(kind_), n_,
                      a0_nonzeros_);
 }

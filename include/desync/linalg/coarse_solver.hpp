@@ -14,8 +14,9 @@
 //
 // MUMPS is used where the build found Debian's libmumps (built with Open MPI) and this build's MPI is
 // Open MPI (DESYNC_HAVE_MUMPS). Elsewhere (MPICH, SimGrid's SMPI) coarse ranks 1 gathers A0's entries
-// on rank 0, which factors the dense A0 alone (the same messages in every solve, A0's memory on one
-// rank only), and coarse ranks k >= 2 are refused with InputError.
+// on rank 0, which factors the sparse A0 alone with SuiteSparse (make_local_solver, auto: CHOLMOD for
+// a symmetric positive definite A0, UMFPACK otherwise; the same messages in every solve, A0 and its
+// factors on one rank only), and coarse ranks k >= 2 are refused with InputError.
 #include <mpi.h>
 
 #include <cstdint>
@@ -23,6 +24,8 @@
 #include <span>
 #include <string>
 #include <vector>
+
+#include "desync/linalg/local_solver.hpp"
 
 namespace desync::linalg {
 
@@ -85,24 +88,36 @@ class CoarseSolver {
   /// solve on every rank; MUMPS: MPI_Reduce to rank 0, the solve on the coarse ranks, MPI_Bcast.
   void solve_sum(MPI_Comm comm, std::span<double> c) const;
 
-  /// Whether A0 is factored by MUMPS (else dense LU or nothing yet).
+  /// Whether A0 is factored on coarse ranks (MUMPS, or SuiteSparse on rank 0), not on every rank.
   bool distributed() const { return coarse_ranks_ > 0; }
   /// 0 (dense LU on every rank) or k.
   int coarse_ranks() const { return coarse_ranks_; }
-  /// MUMPS: A0's nonzero entries (after summing), the same on every rank; dense: 0 (not counted here).
+  /// Coarse ranks: A0's nonzero entries (after summing), the same on every rank; dense: 0 (not counted here).
   std::int64_t nonzeros() const { return nonzeros_; }
+  /// Entries of A0's factors, the same on every rank: dense LU n^2; SuiteSparse on rank 0 its L (CHOLMOD)
+  /// or L and U (UMFPACK); MUMPS INFOG(29), the entries of its factors over the coarse ranks.
+  std::int64_t factor_nonzeros() const { return factor_nonzeros_; }
+  /// Multiply-adds of one solve with those factors: dense LU and UMFPACK's and MUMPS's LU one per
+  /// factor entry (L y = b, U x = y), CHOLMOD's L D L^T two (L, then L^T). What a simulated cluster's
+  /// clock charges for a coarse solve.
+  double solve_multiply_adds() const { return solve_multiply_adds_; }
   /// MUMPS: the whole A0, n x n row-major, on every rank (gathered from the coarse ranks; for tests
   /// and small n). Collective over the communicator given to factor_distributed.
   std::vector<double> gather_dense(MPI_Comm comm) const;
-  /// "dense-lu" (every rank) | "mumps" | "dense-lu-rank0" (coarse ranks 1 without MUMPS).
-  const char* name() const { return !distributed() ? "dense-lu" : have_mumps() ? "mumps" : "dense-lu-rank0"; }
+  /// "dense-lu" (every rank) | "mumps" | "<factorisation>-rank0" (coarse ranks 1 without MUMPS:
+  /// "cholmod-simplicial-rank0", "cholmod-supernodal-rank0" or "umfpack-rank0", rank 0's choice).
+  const char* name() const { return name_.c_str(); }
 
  private:
+  void rank0_solve(double* c) const;  // c = A0^-1 c by rank0_ (length n_)
   struct Mumps;  // the MUMPS instance, its communicator and its share of A0's entries
   int n_ = 0;
   int coarse_ranks_ = 0;
-  std::int64_t nonzeros_ = 0;
+  std::int64_t nonzeros_ = 0, factor_nonzeros_ = 0;
+  double solve_multiply_adds_ = 0;
+  std::string name_ = "dense-lu";
   DenseLu lu_;
+  std::unique_ptr<LocalSolver> rank0_;  // coarse ranks 1 without MUMPS: A0's factors on rank 0
   std::unique_ptr<Mumps> mumps_;
 };
 

@@ -141,9 +141,12 @@ class CoarseSpace {
   std::int64_t matrix_nonzeros() const { return a0_nonzeros_; }
   double apply_seconds() const { return apply_seconds_; }
   long applications() const { return applications_; }
-  /// The ranks that factor A0 (0: every rank, dense LU) and how: "dense-lu" | "mumps".
+  /// The ranks that factor A0 (0: every rank, dense LU) and how (CoarseSolver::name: "dense-lu",
+  /// "mumps", "cholmod-simplicial-rank0", ...), its factors' entries and one solve's multiply-adds.
   int coarse_ranks() const { return solver_.coarse_ranks(); }
   const char* solver_name() const { return solver_.name(); }
+  std::int64_t factor_nonzeros() const { return solver_.factor_nonzeros(); }
+  double solve_multiply_adds() const { return solver_.solve_multiply_adds(); }
 
   std::string description() const;
 

@@ -504,7 +504,10 @@ int CgCommand::run(MPI_Comm comm) {
           {"coarse", fmt::format("{}, {} functions, A0 {} nonzeros, {}, set-up {:.3f} s", coarse, coarse_level.functions,
                                  coarse_level.nonzeros,
                                  coarse_level.ranks > 0
-                                     ? fmt::format("MUMPS on {} rank{}", coarse_level.ranks, coarse_level.ranks == 1 ? "" : "s")
+                                     ? fmt::format("{} on {} rank{} ({} in its factors)",
+                                                   coarse_level.solver == "mumps" ? "MUMPS" : coarse_level.solver,
+                                                   coarse_level.ranks, coarse_level.ranks == 1 ? "" : "s",
+                                                   coarse_level.factor_nonzeros)
                                      : std::string("dense LU on every rank"),
                                  coarse_setup)});
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
@@ -521,6 +524,7 @@ int CgCommand::run(MPI_Comm comm) {
     if (coarse_level.functions > 0) {
       details["coarse_functions"] = coarse_level.functions;
       details["coarse_nonzeros"] = coarse_level.nonzeros;
+      details["coarse_factor_nonzeros"] = coarse_level.factor_nonzeros;
       details["coarse_solver"] = coarse_level.solver;
       details["coarse_ranks"] = coarse_level.ranks;
       details["coarse_setup_seconds"] = coarse_setup;

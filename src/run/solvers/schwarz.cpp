@@ -139,7 +139,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                     ->capture_default_str();
   app.add_option("--coarse-ranks", coarse_ranks,
                  "With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks "
-                 "0..K-1 (MUMPS where built with it; without, K = 1: dense LU on rank 0). async solves on rank 0 "
+                 "0..K-1 (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0). async solves on rank 0 "
                  "alone: 0 and 1 both factor A0 there only")
       ->capture_default_str();
   matrix_options_.push_back(app.add_option(
@@ -605,6 +605,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
       details["coarse"] = coarse;
       details["coarse_functions"] = result.coarse_size;
       details["coarse_nonzeros"] = result.coarse_nonzeros;
+      details["coarse_factor_nonzeros"] = result.coarse_factor_nonzeros;
       details["coarse_setup_seconds"] = coarse_setup;
       details["coarse_seconds"] = coarse_s;
       details["coarse_solves"] = solves;

@@ -75,6 +75,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
       const auto& c = coarse_->space();
       r.coarse_size = c.size();
       r.coarse_nonzeros = c.matrix_nonzeros();
+      r.coarse_factor_nonzeros = c.factor_nonzeros();
       r.coarse_setup_seconds = c.setup_seconds();
       r.coarse_description = c.description();
       r.coarse_solver = c.solver_name();

@@ -25,9 +25,12 @@ double row_dot(const linalg::CoarseSpace::Rows& rows, std::size_t i, const doubl
   return s;
 }
 
-// A simulated cluster's clock: the two triangular solves of the dense LU of A0 (n x n) are 2 n^2
-// multiply-adds; a residual unit (one row of a sparse residual, about five couplings) about ten.
-void charge_coarse_solve(int n) { core::charge("schwarz.residual", 2.0 * n * n / 10.0); }
+// A simulated cluster's clock: one solve with A0's factors is solve_multiply_adds() multiply-adds
+// (linalg/coarse_solver.hpp: one or two per factor entry); a residual unit (one row of a sparse
+// residual, about five couplings) about ten.
+void charge_coarse_solve(const linalg::CoarseSpace& space) {
+  core::charge("schwarz.residual", space.solve_multiply_adds() / 10.0);
+}
 
 std::vector<std::int32_t> iota(std::size_t first, std::size_t n) {
   std::vector<std::int32_t> v(n);
@@ -88,7 +91,7 @@ void CoarseLevel::correct_sync(const double* b_ext, double* x, double* ghost) {
   core::Stopwatch t;
   residual(b_ext, x, ghost, r_);                                  // r = b - A u
   const std::vector<double> c = space_->coarse_solution(r_);      // c = A0^-1 Phi^T r (one MPI_Allreduce)
-  charge_coarse_solve(space_->size());
+  charge_coarse_solve(*space_);
   std::vector<double> cn(needed_.size());
   for (std::size_t k = 0; k < needed_.size(); ++k) cn[k] = c[static_cast<std::size_t>(needed_[k])];
   const auto own = static_cast<std::size_t>(sub_.own_begin());
@@ -240,7 +243,7 @@ void CoarseLevel::root_pass() {
       for (std::size_t k = 0; k < f.size(); ++k) c[static_cast<std::size_t>(f[k])] += gathered_[gather_at_[n] + k];
     }
     space_->solve(c);  // c_{v+1} = A0^-1 Phi^T r
-    charge_coarse_solve(space_->size());
+    charge_coarse_solve(*space_);
     ++root_version_;
     ++stats_.solves;
     for (int q = 0; q < ranks_; ++q) {

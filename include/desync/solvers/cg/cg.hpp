@@ -147,11 +147,12 @@ struct CgResult {
   CgRankStats stats;
   std::string pc_description;        ///< Preconditioner::description() (asm/ras: overlap, local solvers)
   /// asm/ras with a coarse level (functions > 0): its size, A0's nonzeros, how A0 is solved
-  /// ("dense-lu" | "mumps") on how many ranks (0: every rank), and this rank's seconds in its set-up
-  /// and in its corrections (linalg::CoarseSpace).
+  /// (linalg::CoarseSolver::name: "dense-lu", "mumps", "cholmod-simplicial-rank0", ...) on how many
+  /// ranks (0: every rank), the entries of its factors, and this rank's seconds in its set-up and in
+  /// its corrections (linalg::CoarseSpace).
   struct Coarse {
     int functions = 0;
-    std::int64_t nonzeros = 0;
+    std::int64_t nonzeros = 0, factor_nonzeros = 0;
     std::string solver;
     int ranks = 0;
     double setup_seconds = 0, apply_seconds = 0;

@@ -82,10 +82,10 @@ struct AlgebraicSchwarzResult {
   /// description, and this rank's counts (corrections applied, solves, contributions, held
   /// passes, seconds, the delays of the applied corrections).
   int coarse_size = 0;
-  std::int64_t coarse_nonzeros = 0;
+  std::int64_t coarse_nonzeros = 0, coarse_factor_nonzeros = 0;  ///< A0's, its factors'
   double coarse_setup_seconds = 0;
   std::string coarse_description;
-  std::string coarse_solver;  ///< "dense-lu", "mumps" or "dense-lu-rank0" (linalg::CoarseSolver::name)
+  std::string coarse_solver;  ///< "dense-lu", "mumps", "cholmod-simplicial-rank0", ... (linalg::CoarseSolver::name)
   struct CoarseCounts {
     long corrections = 0, solves = 0, contributions = 0, held = 0;
     double seconds = 0;

@@ -240,6 +240,43 @@ def noise_reading(data):
     return "; ".join(parts) if parts else "not measured: no GDSW pair finished at these counts"
 
 
+@value("coarse.noise_verdict")
+def noise_verdict(data):
+    """The issue's target under jitter: asynchronous two-level (GDSW) faster than synchronous at every
+    rank count of the study, read from the jitter rows alone."""
+    noise = _noise_rows(data)
+    parts, met, measured = [], True, True
+    for p in sorted({r["ranks"] for r in noise}):
+        s = next((r for r in noise if r["label"] == f"schwarz sync gdsw P={p} jitter"), None)
+        a = next((r for r in noise if r["label"] == f"schwarz async gdsw P={p} jitter"), None)
+        if not _done(s) or not _done(a):
+            parts.append(f"at {p} ranks {_missing(a) or _missing(s)}")
+            measured = False
+            continue
+        ratio = a["time"] / s["time"]
+        met = met and ratio < 1 and bool(a["converged"] and s["converged"])
+        parts.append(f"at {p} ranks async takes {fixed(ratio)}× sync's time ({fixed(s['time'] / a['time'])}× faster)"
+                     if ratio < 1 else f"at {p} ranks async takes {fixed(ratio)}× sync's time (slower)")
+    verdict = ("met at every count" if met else "not met") if measured else "not measured at every count"
+    return "; ".join(parts) + f": {verdict}"
+
+
+@value("coarse.reduce_model")
+def reduce_model(data):
+    """Synchronous GDSW with SMPI's default (linear) MPI_Reduce against the study's binomial tree."""
+    noise, weak = _noise_rows(data), _sim_rows(data)
+    out = []
+    for r in noise:
+        tree = _sim_find(weak, "sync", "gdsw", r["ranks"])
+        if not r["label"].endswith(" linear reduce") or not _done(r) or not _done(tree):
+            continue
+        same = "the same" if r["iterations"] == tree["iterations"] else "not the same"
+        out.append(f"at {r['ranks']} ranks {_sim.ms(r['time'])} ms with SMPI's linear reduce against "
+                   f"{_sim.ms(tree['time'])} ms with the binomial tree ({fixed(r['time'] / tree['time'])}×; {same} "
+                   f"iterations)")
+    return "; ".join(out) if out else "not measured"
+
+
 # ---------------------------------------------------------------- time to solution at 2 ranks
 
 TTS_METHODS = [  # (side, config, what)
