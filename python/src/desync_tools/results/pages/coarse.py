@@ -177,6 +177,22 @@ def weak_sim_verdict(data):
     return "most iterations of a rank: " + "; ".join(parts)
 
 
+@value("coarse.sim_time_reading")
+def sim_time_reading(data):
+    """Simulated time of sync GDSW against sync one level (--alpha auto) at the largest count both ran."""
+    rows = _sim_rows(data)
+    both = [p for p in sorted({r["ranks"] for r in rows})
+            if _done(_sim_find(rows, "sync", "gdsw", p)) and _done(_sim_find(rows, "sync", "none auto", p))]
+    if not both:
+        return "not measured"
+    p = both[-1]
+    g, o = _sim_find(rows, "sync", "gdsw", p), _sim_find(rows, "sync", "none auto", p)
+    return (f"at {p} ranks sync GDSW takes {_sim.ms(g['time'])} ms ({_its(g['iterations'])} iterations of "
+            f"{_sim.ms(_sim.per_iteration(g))} ms) and sync one level with `--alpha auto` {_sim.ms(o['time'])} ms "
+            f"({_its(o['iterations'])} of {_sim.ms(_sim.per_iteration(o))} ms): {fixed(g['time'] / o['time'])}× "
+            f"the one-level time")
+
+
 @value("coarse.sim_per_iteration")
 def sim_per_iteration(data):
     """GDSW sync's simulated time per iteration at each rank count, and the share of it spent in
