@@ -663,7 +663,9 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
 
 // Two-level, asynchronous: converges over every transport built, with rank 0 (the coarse root)
 // or the last rank slowed (each local solve taking 3 times as long), with and without
-// --coarse-reuse, and ends with nothing pending; the corrections' delays are recorded.
+// --coarse-reuse, on a flat tree (fan-in 4: rank 0 exchanges with every rank) and on a chain
+// (fan-in 1: sums and corrections pass through every rank), and ends with nothing pending; the
+// corrections' delays are recorded.
 TEST(AlgebraicSchwarz, TwoLevelAsyncConvergesOverEveryTransport) {
   const int p = world_size(), me = world_rank();
   std::vector<double> bg;
@@ -685,6 +687,7 @@ TEST(AlgebraicSchwarz, TwoLevelAsyncConvergesOverEveryTransport) {
         o.overlap = 1;
         o.coarse.kind = kind;
         o.coarse_reuse = reuse;
+        o.coarse_fan_in = reuse == 0 ? 4 : 1;
         o.iteration.tol = 1e-8;
         o.iteration.max_iters = 20000;
         o.iteration.noise.slow_rank = reuse == 0 ? 0 : p - 1;
@@ -701,6 +704,7 @@ TEST(AlgebraicSchwarz, TwoLevelAsyncConvergesOverEveryTransport) {
         }
         EXPECT_GE(solves, corrections);
         EXPECT_EQ(r.coarse.delay.count, r.coarse.corrections);
+        EXPECT_EQ(r.coarse.tree_height, p == 1 ? 0 : reuse == 0 ? 1 : p - 1);
         long outstanding = comm::RequestLedger::outstanding();
         MPI_Allreduce(MPI_IN_PLACE, &outstanding, 1, MPI_LONG, MPI_MAX, MPI_COMM_WORLD);
         ASSERT_EQ(outstanding, 0) << "a request is pending on some rank";

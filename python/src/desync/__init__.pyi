@@ -308,6 +308,7 @@ def solve(
     coarse_ranks: int = ...,
     near_kernel: str = ...,
     coarse_reuse: int = ...,
+    coarse_fan_in: int = ...,
     tol: float = ...,
     max_iters: int = ...,
     time_limit: float = ...,
@@ -347,10 +348,11 @@ def solve(
         alpha: Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006) [default auto]
         robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: Two-level Schwarz: the coarse level, none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008). sync: the hybrid iteration (coarse correction before each round of local solves); async: rank 0 solves the coarse problem from the ranks' newest residuals and sends the corrections (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given) [default none]
+        coarse: Two-level Schwarz: the coarse level, none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008). sync: the hybrid iteration (coarse correction before each round of local solves); async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse problem and sends the corrections down (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks 0..K-1 (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0). async solves on rank 0 alone: 0 and 1 both factor A0 there only [default 0]
         near_kernel: With --matrix and --coarse: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant
         coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next (0: never waits) [default 0]
+        coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank [default 8]
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]
         max_iters: Stop after this many iterations [default 100000]
         time_limit: Stop after this many seconds and report the residual reached (0: no limit) [default 0]
@@ -674,6 +676,7 @@ def run(
     coarse_ranks: int = ...,
     near_kernel: str = ...,
     coarse_reuse: int = ...,
+    coarse_fan_in: int = ...,
     export_system: str = ...,
     tol: float = ...,
     max_iters: int = ...,
@@ -717,10 +720,11 @@ def run(
         alpha: Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006) [default auto]
         robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
-        coarse: Two-level Schwarz: the coarse level, none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008). sync: the hybrid iteration (coarse correction before each round of local solves); async: rank 0 solves the coarse problem from the ranks' newest residuals and sends the corrections (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given) [default none]
+        coarse: Two-level Schwarz: the coarse level, none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008). sync: the hybrid iteration (coarse correction before each round of local solves); async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse problem and sends the corrections down (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks 0..K-1 (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0). async solves on rank 0 alone: 0 and 1 both factor A0 there only [default 0]
         near_kernel: With --matrix and --coarse: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant
         coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next (0: never waits) [default 0]
+        coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank [default 8]
         export_system: Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the grid's own blocks) and exit
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]
         max_iters: Stop after this many iterations [default 100000]

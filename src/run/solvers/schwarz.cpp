@@ -95,9 +95,11 @@ class SchwarzCommand final : public SolverCommand {
   std::string export_dir;           // --export-system
   std::string coarse = "none";      // --coarse
   int coarse_reuse = 0;             // --coarse-reuse (async)
+  int coarse_fan_in = 8;            // --coarse-fan-in (async)
   int coarse_ranks = 0;             // --coarse-ranks
   std::string near_kernel;          // --near-kernel FILE (with --matrix)
   CLI::Option* coarse_opt_ = nullptr;
+  CLI::Option* fan_in_opt_ = nullptr;
   CLI::Option* alpha_opt_ = nullptr;
   std::vector<CLI::Option*> grid_options_, matrix_options_;
 };
@@ -132,8 +134,9 @@ void SchwarzCommand::add_options(CLI::App& app) {
   coarse_opt_ = app.add_option("--coarse", coarse,
                                "Two-level Schwarz: the coarse level, " + core::named_help(linalg::coarse_names) +
                                    ". sync: the hybrid iteration (coarse correction before each round of local solves); "
-                                   "async: rank 0 solves the coarse problem from the ranks' newest residuals and sends "
-                                   "the corrections (Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023). With the "
+                                   "async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse "
+                                   "problem and sends the corrections down (Glusa et al., 2020; Gbikpi-Benissan and "
+                                   "Magoulès, 2023). With the "
                                    "built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance "
                                    "overlap, robin 1/(1 + alpha h), --alpha inf unless given)")
                     ->capture_default_str();
@@ -149,6 +152,11 @@ void SchwarzCommand::add_options(CLI::App& app) {
   app.add_option("--coarse-reuse", coarse_reuse,
                  "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
                  "for the next (0: never waits)")
+      ->capture_default_str();
+  fan_in_opt_ = app.add_option("--coarse-fan-in", coarse_fan_in,
+                 "async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its "
+                 "subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K "
+                 "ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank")
       ->capture_default_str();
   grid_options_.push_back(app.add_option(
       "--export-system", export_dir,
@@ -192,6 +200,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
   if (coarse_reuse > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse nicolaides|gdsw");
+  if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1", coarse_fan_in));
+  if (fan_in_opt_->count() > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
+    throw InputError("--coarse-fan-in goes with --mode async and --coarse nicolaides|gdsw");
   if (!near_kernel.empty() && coarse_kind == linalg::CoarseKind::none)
     throw InputError("--near-kernel goes with --coarse nicolaides or gdsw");
   if (coarse_ranks != 0 && coarse_kind == linalg::CoarseKind::none)
@@ -305,6 +316,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"local-solver", system_cli.given() ? local_solver : ""},
       {"coarse", coarse},
       {"coarse-reuse", std::to_string(coarse_reuse)},
+      {"coarse-fan-in", std::to_string(coarse_fan_in)},
       {"coarse-ranks", std::to_string(coarse_ranks)},
       {"near-kernel", near_kernel},
   };
@@ -501,6 +513,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   // async: rank 0 alone solves the coarse problem, so A0 is factored there only.
   o.coarse.coarse_ranks = solver.asynchronous() ? 1 : coarse_ranks;
   o.coarse_reuse = coarse_reuse;
+  o.coarse_fan_in = coarse_fan_in;
   o.local_solver = linalg::parse_local_solver(local_solver);
   o.mode = solver.mode;
   o.iteration = solver.iteration;
@@ -534,8 +547,8 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   const bool two_level = o.coarse.kind != linalg::CoarseKind::none;
   if (two_level) {
     // The coarse level's work on this rank: corrections applied, coarse solves made here (async:
-    // rank 0), residual contributions sent, passes held back by --coarse-reuse, its seconds, and
-    // the delays (this rank's iterations between a contribution and the correction built from it).
+    // rank 0), residual sums made (one per coarse cycle), passes held back by --coarse-reuse, its
+    // seconds, and the delays (this rank's iterations between its sum and the correction built from it).
     const auto& c = result.coarse;
     fields.integer("coarse_corrections", c.corrections)
         .integer("coarse_solves", c.solves)
@@ -599,8 +612,10 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
       r.performance_lines.push_back(
           {"coarse", solver.asynchronous()
                          ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
-                                       "max {} iterations, {} passes held (--coarse-reuse {}), {:.4f} s (slowest rank)",
-                                       solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_s)
+                                       "max {} iterations, {} passes held (--coarse-reuse {}), tree fan-in {} height {}, "
+                                       "{:.4f} s (slowest rank)",
+                                       solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_fan_in,
+                                       result.coarse.tree_height, coarse_s)
                          : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, coarse_s)});
       details["coarse"] = coarse;
       details["coarse_functions"] = result.coarse_size;
@@ -613,6 +628,10 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
       details["coarse_delay"] = {{"mean", delay_mean}, {"max", delay_max}};
       details["coarse_held"] = held;
       details["coarse_reuse"] = coarse_reuse;
+      if (solver.asynchronous()) {
+        details["coarse_fan_in"] = coarse_fan_in;
+        details["coarse_tree_height"] = result.coarse.tree_height;
+      }
       details["coarse_ranks"] = o.coarse.coarse_ranks;
       details["near_kernel"] = near_kernel.empty() ? std::string("constant") : "file:" + near_kernel;
       details["near_kernel_vectors"] = o.coarse.near_kernel.empty() ? 1 : o.coarse.near_kernel.size();

@@ -44,7 +44,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
     std::copy(x0.begin(), x0.end(), x_.begin() + static_cast<std::ptrdiff_t>(own_));
     ghost_ = current_ghosts();
     if (o.coarse.kind != linalg::CoarseKind::none) {
-      coarse_ = std::make_unique<detail::CoarseLevel>(A, sub_, o.coarse, o.coarse_reuse);
+      coarse_ = std::make_unique<detail::CoarseLevel>(A, sub_, o.coarse, o.coarse_reuse, o.coarse_fan_in);
       // async: the halo values carry their sender's coarse version (x_[n_]) and are lifted to
       // this rank's (coarse_level.hpp); raw_ keeps them as received.
       carry_async_ = true;
@@ -80,7 +80,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
       r.coarse_description = c.description();
       r.coarse_solver = c.solver_name();
       const auto& st = coarse_->stats();
-      r.coarse = {st.corrections, st.solves, st.contributions, st.held, st.seconds, st.delay};
+      r.coarse = {st.corrections, st.solves, st.contributions, st.held, coarse_->tree().height, st.seconds, st.delay};
     }
     return r;
   }

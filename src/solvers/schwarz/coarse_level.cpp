@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <numeric>
+#include <utility>
 
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
@@ -41,8 +42,8 @@ std::vector<std::int32_t> iota(std::size_t first, std::size_t n) {
 }  // namespace
 
 CoarseLevel::CoarseLevel(const linalg::DistributedCsr& A, const linalg::OverlappingSubdomain& sub,
-                         const linalg::CoarseOptions& options, int reuse)
-    : comm_(A.comm), sub_(sub), reuse_(reuse) {
+                         const linalg::CoarseOptions& options, int reuse, int fan_in)
+    : comm_(A.comm), sub_(sub), reuse_(reuse), fan_in_(fan_in) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &ranks_);
   core::Stopwatch t;
@@ -105,116 +106,144 @@ void CoarseLevel::correct_sync(const double* b_ext, double* x, double* ghost) {
 
 void CoarseLevel::open_async(const comm::TransportConfig& transport) {
   core::Stopwatch t;
-  // Rank 0 learns every rank's local functions (what its contributions hold) and needed functions
-  // (what its corrections must hold).
-  const auto& mine = contributed_;
-  int counts[2] = {static_cast<int>(mine.size()), static_cast<int>(needed_.size())};
-  std::vector<int> all_counts(2 * static_cast<std::size_t>(ranks_));
-  MPI_Gather(counts, 2, MPI_INT, all_counts.data(), 2, MPI_INT, 0, comm_);
-  const auto gather_lists = [&](const std::vector<int>& list, int which, std::vector<std::vector<int>>& out) {
-    std::vector<int> n(static_cast<std::size_t>(ranks_)), d(static_cast<std::size_t>(ranks_), 0), flat;
-    if (rank_ == 0) {
-      for (int q = 0; q < ranks_; ++q) n[static_cast<std::size_t>(q)] = all_counts[2 * static_cast<std::size_t>(q) + static_cast<std::size_t>(which)];
-      for (int q = 1; q < ranks_; ++q) d[static_cast<std::size_t>(q)] = d[static_cast<std::size_t>(q) - 1] + n[static_cast<std::size_t>(q) - 1];
-      flat.resize(static_cast<std::size_t>(d.back() + n.back()));
-    }
-    MPI_Gatherv(list.data(), static_cast<int>(list.size()), MPI_INT, flat.data(), n.data(), d.data(), MPI_INT, 0, comm_);
-    if (rank_ == 0)
-      for (int q = 0; q < ranks_; ++q)
-        out.emplace_back(flat.begin() + d[static_cast<std::size_t>(q)], flat.begin() + d[static_cast<std::size_t>(q)] + n[static_cast<std::size_t>(q)]);
-  };
-  gather_lists(mine, 0, functions_of_);
-  gather_lists(needed_, 1, needed_of_);
-
-  // Contributions: [Phi^T r at the local functions..., version, iteration] to rank 0.
-  contribution_.assign(mine.size() + 2, 0.0);
-  // Corrections: [c at the needed functions..., the iteration of the contribution it answers].
-  correction_.assign(needed_.size() + 1, 0.0);
-  comm::HaloPlan gather, scatter;
-  gather.rank = scatter.rank = rank_;
-  if (rank_ == 0) {
-    std::size_t g = 0, s = 0;
-    for (int q = 0; q < ranks_; ++q) {
-      const std::size_t gn = functions_of_[static_cast<std::size_t>(q)].size() + 2;
-      const std::size_t sn = needed_of_[static_cast<std::size_t>(q)].size() + 1;
-      gather_at_.push_back(g);
-      scatter_at_.push_back(s);
-      comm::PlanNeighbour in, out;
-      in.peer = out.peer = q;
-      in.recv = iota(g, gn);
-      out.send = iota(s, sn);
-      if (q == 0) {  // rank 0's own contribution and correction: local copies
-        in.send = iota(0, gn);
-        out.recv = iota(0, sn);
-      }
-      gather.neighbours.push_back(std::move(in));
-      scatter.neighbours.push_back(std::move(out));
-      g += gn;
-      s += sn;
-    }
-    gathered_.assign(g, 0.0);
-    scatter_buffer_.assign(s, 0.0);
-  } else {
-    comm::PlanNeighbour in, out;
-    in.peer = out.peer = 0;
-    in.send = iota(0, contribution_.size());
-    out.recv = iota(0, correction_.size());
-    gather.neighbours.push_back(std::move(in));
-    scatter.neighbours.push_back(std::move(out));
+  tree_ = comm::rank_tree(rank_, ranks_, fan_in_);
+  const std::size_t m = tree_.children.size();
+  // The subtree's lists, bottom up: each rank receives its children's (the unions over their
+  // subtrees), merges its own and sends the result to its parent (blocking: the tree has no cycle).
+  std::vector<std::vector<int>> child_up(m), child_down(m);
+  up_functions_ = contributed_;
+  down_needed_ = needed_;
+  MPI_Comm tc = MPI_COMM_NULL;
+  MPI_Comm_dup(comm_, &tc);
+  for (std::size_t j = 0; j < m; ++j) {
+    int n[2] = {0, 0};
+    const int c = tree_.children[j];
+    MPI_Recv(n, 2, MPI_INT, c, 0, tc, MPI_STATUS_IGNORE);
+    child_up[j].resize(static_cast<std::size_t>(n[0]));
+    child_down[j].resize(static_cast<std::size_t>(n[1]));
+    MPI_Recv(child_up[j].data(), n[0], MPI_INT, c, 1, tc, MPI_STATUS_IGNORE);
+    MPI_Recv(child_down[j].data(), n[1], MPI_INT, c, 2, tc, MPI_STATUS_IGNORE);
+    up_functions_.insert(up_functions_.end(), child_up[j].begin(), child_up[j].end());
+    down_needed_.insert(down_needed_.end(), child_down[j].begin(), child_down[j].end());
   }
+  for (auto* v : {&up_functions_, &down_needed_}) {
+    std::sort(v->begin(), v->end());
+    v->erase(std::unique(v->begin(), v->end()), v->end());
+  }
+  if (tree_.parent >= 0) {
+    int n[2] = {static_cast<int>(up_functions_.size()), static_cast<int>(down_needed_.size())};
+    MPI_Send(n, 2, MPI_INT, tree_.parent, 0, tc);
+    MPI_Send(up_functions_.data(), n[0], MPI_INT, tree_.parent, 1, tc);
+    MPI_Send(down_needed_.data(), n[1], MPI_INT, tree_.parent, 2, tc);
+  }
+  MPI_Comm_free(&tc);
+  const auto positions = [](const std::vector<int>& list, const std::vector<int>& in) {
+    std::vector<int> p(list.size());
+    for (std::size_t k = 0; k < list.size(); ++k)
+      p[k] = static_cast<int>(std::lower_bound(in.begin(), in.end(), list[k]) - in.begin());
+    return p;
+  };
+  own_up_pos_ = positions(contributed_, up_functions_);
+  own_down_pos_ = positions(needed_, down_needed_);
+  // Messages: up [sum at the subtree's functions..., version], down [c at the functions the
+  // subtree needs..., version]; the trailing version keeps every message non-empty.
+  up_out_.assign(up_functions_.size() + 1, 0.0);
+  down_in_.assign(down_needed_.size() + 1, 0.0);
+  comm::HaloPlan up, down;
+  up.rank = down.rank = rank_;
+  if (tree_.parent >= 0) {
+    comm::PlanNeighbour to, from;
+    to.peer = from.peer = tree_.parent;
+    to.send = iota(0, up_out_.size());
+    from.recv = iota(0, down_in_.size());
+    up.neighbours.push_back(std::move(to));
+    down.neighbours.push_back(std::move(from));
+  }
+  std::size_t ua = 0, da = 0;
+  for (std::size_t j = 0; j < m; ++j) {
+    child_up_pos_.push_back(positions(child_up[j], up_functions_));
+    child_down_pos_.push_back(positions(child_down[j], down_needed_));
+    child_up_at_.push_back(ua);
+    child_down_at_.push_back(da);
+    comm::PlanNeighbour from, to;
+    from.peer = to.peer = tree_.children[j];
+    from.recv = iota(ua, child_up[j].size() + 1);
+    to.send = iota(da, child_down[j].size() + 1);
+    up.neighbours.push_back(std::move(from));
+    down.neighbours.push_back(std::move(to));
+    ua += child_up[j].size() + 1;
+    da += child_down[j].size() + 1;
+  }
+  up_in_.assign(ua, 0.0);
+  down_out_.assign(da, 0.0);
   comm::PlanExchangeConfig c;
   c.mode = comm::HaloMode::async;
   c.transport = transport;
-  gather_ = std::make_unique<comm::PlanExchange>(comm_, std::move(gather), c);
-  scatter_ = std::make_unique<comm::PlanExchange>(comm_, std::move(scatter), c);
+  gather_ = std::make_unique<comm::PlanExchange>(comm_, std::move(up), c);
+  scatter_ = std::make_unique<comm::PlanExchange>(comm_, std::move(down), c);
   stats_.seconds += t.seconds();
 }
 
 void CoarseLevel::close_async(std::int64_t it, double* x) {
   // The run is over: every rank takes the corrections it has not applied yet (at most the newest
-  // one, rank 0's), so that the final iterate is one version everywhere. Collective.
+  // one, rank 0's, on its way down the tree), so that the final iterate is one version everywhere.
+  // Collective.
   std::int64_t target = rank_ == 0 ? root_version_ : version_;
   MPI_Allreduce(MPI_IN_PLACE, &target, 1, MPI_INT64_T, MPI_MAX, comm_);
   for (int all_there = 0; !all_there;) {
-    if (rank_ == 0 && scatter_pending_) {
-      const long skipped = scatter_->stats().sends_skipped;
-      scatter_->start(scatter_buffer_.data(), root_version_);
-      scatter_pending_ = scatter_->stats().sends_skipped != skipped;
-    }
-    pull(it, x);
-    int here = version_ >= target ? 1 : 0;
+    pull(it, x);  // applies and forwards (again, while a child's slot was busy)
+    int here = version_ >= target && !down_pending_ ? 1 : 0;
     MPI_Allreduce(&here, &all_there, 1, MPI_INT, MPI_LAND, comm_);
   }
   if (gather_) gather_->close();
   if (scatter_) scatter_->close();
 }
 
-void CoarseLevel::contribute(std::int64_t it, const double* b_ext, const double* x) {
-  // g = Phi_p^T b_p - sum over own rows j of (A^T Phi)_j x_j: summed over the ranks, Phi^T (b - A x)
-  // for the iterate made of every rank's own values, whatever their age (no ghost value enters).
-  const std::size_t m = contributed_.size();
-  std::fill(contribution_.begin(), contribution_.begin() + static_cast<std::ptrdiff_t>(m), 0.0);
+void CoarseLevel::sum_up(std::int64_t it, const double* b_ext, const double* x) {
+  // This rank's part: Phi_p^T b_p - sum over own rows j of (A^T Phi)_j x_j; summed over the ranks,
+  // Phi^T (b - A x) for the iterate made of every rank's own values, whatever their age (no ghost
+  // value enters).
+  std::fill(up_out_.begin(), up_out_.end(), 0.0);
+  double* g = up_out_.data();
   const auto own = static_cast<std::size_t>(sub_.own_begin());
   for (std::size_t j = 0; j < r_.size(); ++j) {
     for (auto k = phi_b_.ptr[j]; k < phi_b_.ptr[j + 1]; ++k)
-      contribution_[static_cast<std::size_t>(phi_b_.cols[static_cast<std::size_t>(k)])] +=
+      g[own_up_pos_[static_cast<std::size_t>(phi_b_.cols[static_cast<std::size_t>(k)])]] +=
           phi_b_.vals[static_cast<std::size_t>(k)] * b_ext[own + j];
     for (auto k = bt_.ptr[j]; k < bt_.ptr[j + 1]; ++k)
-      contribution_[static_cast<std::size_t>(bt_.cols[static_cast<std::size_t>(k)])] -=
+      g[own_up_pos_[static_cast<std::size_t>(bt_.cols[static_cast<std::size_t>(k)])]] -=
           bt_.vals[static_cast<std::size_t>(k)] * x[own + j];
   }
-  contribution_[m] = static_cast<double>(version_);
-  contribution_[m + 1] = static_cast<double>(it);
-  core::charge("schwarz.residual", static_cast<double>(r_.size()));
-  contribution_pending_ = true;
-  applied_since_contribution_ = false;
+  double added = 0;  // the children's subtree sums of this version
+  for (std::size_t j = 0; j < tree_.children.size(); ++j) {
+    const auto& pos = child_up_pos_[j];
+    const double* in = up_in_.data() + child_up_at_[j];
+    for (std::size_t k = 0; k < pos.size(); ++k) g[pos[k]] += in[k];
+    added += static_cast<double>(pos.size());
+  }
+  core::charge("schwarz.residual", static_cast<double>(r_.size()) + added / 10.0);
+  sent_version_ = version_;
+  sum_iteration_ = it;
   ++stats_.contributions;
+  if (tree_.parent >= 0) {
+    up_out_.back() = static_cast<double>(version_);
+    up_pending_ = true;
+    return;
+  }
+  // Rank 0: c_{v+1} = A0^-1 Phi^T r, kept as its own correction (applied and sent down by pull).
+  std::vector<double> c(static_cast<std::size_t>(space_->size()), 0.0);
+  for (std::size_t k = 0; k < up_functions_.size(); ++k) c[static_cast<std::size_t>(up_functions_[k])] = g[k];
+  space_->solve(c);
+  charge_coarse_solve(*space_);
+  ++root_version_;
+  ++stats_.solves;
+  for (std::size_t k = 0; k < down_needed_.size(); ++k) down_in_[k] = c[static_cast<std::size_t>(down_needed_[k])];
+  down_in_.back() = static_cast<double>(root_version_);
 }
 
 void CoarseLevel::after_solve() {
   ++updates_;
   ++solves_since_apply_;
-  contribution_due_ = true;
 }
 
 bool CoarseLevel::may_update() {
@@ -225,62 +254,52 @@ bool CoarseLevel::may_update() {
   return true;
 }
 
-void CoarseLevel::root_pass() {
-  gather_->finish(gathered_.data(), root_version_);
-  // Every rank's newest contribution must be of the current version (computed after it applied
-  // the newest correction; a contribution of an older version does not know that correction).
-  for (int q = 0; q < ranks_; ++q) {
-    const auto n = static_cast<std::size_t>(q);
-    if (gather_->time_level(n) < 0) return;
-    const std::size_t m = functions_of_[n].size();
-    if (static_cast<std::int64_t>(gathered_[gather_at_[n] + m]) != root_version_) return;
-  }
-  {
-    std::vector<double> c(static_cast<std::size_t>(space_->size()), 0.0);
-    for (int q = 0; q < ranks_; ++q) {  // Phi^T r = sum over ranks of their contributions
-      const auto n = static_cast<std::size_t>(q);
-      const auto& f = functions_of_[n];
-      for (std::size_t k = 0; k < f.size(); ++k) c[static_cast<std::size_t>(f[k])] += gathered_[gather_at_[n] + k];
-    }
-    space_->solve(c);  // c_{v+1} = A0^-1 Phi^T r
-    charge_coarse_solve(*space_);
-    ++root_version_;
-    ++stats_.solves;
-    for (int q = 0; q < ranks_; ++q) {
-      const auto n = static_cast<std::size_t>(q);
-      const auto& need = needed_of_[n];
-      for (std::size_t k = 0; k < need.size(); ++k) scatter_buffer_[scatter_at_[n] + k] = c[static_cast<std::size_t>(need[k])];
-      scatter_buffer_[scatter_at_[n] + need.size()] = gathered_[gather_at_[n] + functions_of_[n].size() + 1];
-    }
-    scatter_pending_ = true;
-  }
-}
-
 bool CoarseLevel::pull(std::int64_t it, double* x) {
   core::Stopwatch t;
-  scatter_->finish(correction_.data(), it);
-  const std::int64_t level = scatter_->time_level(0);
+  const auto send_down = [&] {
+    if (tree_.children.empty()) return;
+    const long skipped = scatter_->stats().sends_skipped;
+    scatter_->start(down_out_.data(), version_);
+    down_pending_ = scatter_->stats().sends_skipped != skipped;  // a child's slot busy: again next pass
+  };
+  if (down_pending_) send_down();
+  std::int64_t level = root_version_;
+  if (tree_.parent >= 0) {
+    scatter_->finish(down_in_.data(), it);
+    level = std::max<std::int64_t>(scatter_->time_level(0), 0);
+  }
   bool applied = false;
   if (level > version_) {
-    // Versions come one at a time: rank 0 makes v + 1 only from contributions of version v.
+    // Versions come one at a time: rank 0 makes v + 1 only from sums of version v, which every
+    // rank made after it applied v.
     const std::size_t n = needed_.size();
+    std::vector<double> cn(n);
+    for (std::size_t k = 0; k < n; ++k) cn[k] = down_in_[static_cast<std::size_t>(own_down_pos_[k])];
     const auto own = static_cast<std::size_t>(sub_.own_begin());
-    for (std::size_t i = 0; i < r_.size(); ++i) x[own + i] += row_dot(own_, i, correction_.data());  // u_i += (Phi c)_i
+    for (std::size_t i = 0; i < r_.size(); ++i) x[own + i] += row_dot(own_, i, cn.data());  // u_i += (Phi c)_i
+    version_ = level;
+    // Forward c_{v+1} to the children, each its subtree's functions.
+    double forwarded = 0;
+    for (std::size_t j = 0; j < tree_.children.size(); ++j) {
+      const auto& pos = child_down_pos_[j];
+      double* out = down_out_.data() + child_down_at_[j];
+      for (std::size_t k = 0; k < pos.size(); ++k) out[k] = down_in_[static_cast<std::size_t>(pos[k])];
+      out[pos.size()] = static_cast<double>(level);
+      forwarded += static_cast<double>(pos.size());
+    }
+    send_down();
     std::vector<double> next = cumulative_.back();  // U_{v+1} = U_v + c_{v+1}
-    for (std::size_t k = 0; k < n; ++k) next[k] += correction_[k];
+    for (std::size_t k = 0; k < n; ++k) next[k] += cn[k];
     cumulative_.push_back(std::move(next));
     constexpr std::size_t kept = 16;  // versions a halo value may lag and still be lifted exactly
     if (cumulative_.size() > kept) {
       cumulative_.pop_front();
       ++front_version_;
     }
-    version_ = level;
-    stats_.delay.record(it - static_cast<std::int64_t>(correction_[n]));
+    stats_.delay.record(it - sum_iteration_);
     ++stats_.corrections;
     solves_since_apply_ = 0;
-    contribution_due_ = false;
-    applied_since_contribution_ = true;
-    core::charge("schwarz.residual", static_cast<double>(r_.size()));
+    core::charge("schwarz.residual", static_cast<double>(r_.size()) + forwarded / 10.0);
     applied = true;
   }
   stats_.seconds += t.seconds();
@@ -289,26 +308,21 @@ bool CoarseLevel::pull(std::int64_t it, double* x) {
 
 void CoarseLevel::contribute_and_solve(std::int64_t it, const double* b_ext, const double* x) {
   core::Stopwatch t;
-  // The coarse residual of this rank's values as they stand, after at least one local solve on
-  // the newest correction; or, at rest (no update since the last pass: at its limit), as they are.
-  const bool at_rest = updates_ == updates_at_pull_ && applied_since_contribution_;
-  if ((contribution_due_ && solves_since_apply_ >= 1) || at_rest) {
-    contribute(it, b_ext, x);
-    contribution_due_ = false;
-  }
+  // At rest: no update since the last pass (at its limit, or held), so the values are final for
+  // this version; otherwise at least one local solve on the newest correction.
+  const bool at_rest = updates_ == updates_at_pull_;
   updates_at_pull_ = updates_;
-  if (contribution_pending_) {
-    const long skipped = gather_->stats().sends_skipped;
-    gather_->start(contribution_.data(), ++contribution_level_);
-    contribution_pending_ = gather_->stats().sends_skipped != skipped;  // no free slot: again next pass
+  if (!tree_.children.empty()) gather_->finish(up_in_.data(), it);
+  if (sent_version_ < version_ && (solves_since_apply_ >= 1 || at_rest)) {
+    bool children_in = true;  // every child's newest sum is of this version
+    for (std::size_t j = 0; j < tree_.children.size() && children_in; ++j)
+      children_in = gather_->time_level(child_index(j)) == version_ + 1;
+    if (children_in) sum_up(it, b_ext, x);
   }
-  if (rank_ == 0) {
-    root_pass();
-    if (scatter_pending_) {
-      const long skipped = scatter_->stats().sends_skipped;
-      scatter_->start(scatter_buffer_.data(), root_version_);
-      scatter_pending_ = scatter_->stats().sends_skipped != skipped;
-    }
+  if (up_pending_) {
+    const long skipped = gather_->stats().sends_skipped;
+    gather_->start(up_out_.data(), sent_version_ + 1);  // time level: the version + 1 (levels start at 1)
+    up_pending_ = gather_->stats().sends_skipped != skipped;  // no free slot: again next pass
   }
   stats_.seconds += t.seconds();
 }

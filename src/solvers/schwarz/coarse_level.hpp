@@ -12,17 +12,20 @@
 // Asynchronous (after Glusa, Boman, Chow, Rajamanickam and Szyld, 2020, and the asynchronous
 // multiplicative coarse-space correction of Gbikpi-Benissan and Magoulès, 2023): the coarse
 // solutions are numbered (versions); u = f + Phi U_v on a rank that has applied versions up to v
-// (U_v = c_1 + ... + c_v). After each local solve a rank sends its part of Phi^T (b - A u), tagged
-// with its version, to rank 0 over the run's transport (a comm::PlanExchange in async mode: the
-// newest whole message). Rank 0 solves A0 c_{v+1} = sum of the contributions as soon as every
-// rank's newest contribution was computed at version v after at least one local solve (or at
-// rest: a rank at its limit, which no longer solves), and sends c_{v+1}, restricted to the
-// functions each rank's rows and ghosts touch, to every rank. A rank applies it once: its own rows
-// u_i += (Phi c)_i. Halo values carry their sender's version; a value of an older version is
-// lifted to the reader's by Phi (U_v - U_s) at its row, so every update reads one consistent u.
-// With --coarse-reuse r >= 1 a rank makes at most r local solves on one coarse solution, then
-// holds its updates (IterationDriver's may_update) until the next arrives. The delay of an applied
-// correction is the rank's iterations since the contribution it was built from.
+// (U_v = c_1 + ... + c_v). The ranks form a tree of fan-in K rooted at rank 0 (comm::rank_tree,
+// --coarse-fan-in; K >= P - 1: rank 0 the parent of every rank). A rank that has applied version v
+// and made at least one local solve since (or is at rest: at its limit, it no longer solves) and
+// whose children have sent their subtrees' sums of version v adds its own part of Phi^T (b - A u)
+// to theirs, once per version, and sends the sum up over the run's transport (a comm::PlanExchange
+// in async mode: the newest whole message). Rank 0, once its sum is complete, solves
+// A0 c_{v+1} = Phi^T r; each rank applies c_{v+1} to its own rows, u_i += (Phi c)_i, and forwards
+// it to its children, each restricted to the functions its subtree's rows and ghosts touch. So a
+// coarse cycle costs rank 0 K messages each way, not P, and takes about 2 log_K P hops. Halo values
+// carry their sender's version; a value of an older version is lifted to the reader's by
+// Phi (U_v - U_s) at its row, so every update reads one consistent u. With --coarse-reuse r >= 1 a
+// rank makes at most r local solves on one coarse solution, then holds its updates
+// (IterationDriver's may_update) until the next arrives. The delay of an applied correction is the
+// rank's iterations since the sum it sent up for it.
 #include <mpi.h>
 
 #include <cstdint>
@@ -33,6 +36,7 @@
 
 #include "desync/communication/halo_plan.hpp"
 #include "desync/communication/plan_exchange.hpp"
+#include "desync/communication/rank_tree.hpp"
 #include "desync/communication/transport_config.hpp"
 #include "desync/linalg/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
@@ -43,18 +47,18 @@ namespace desync::solvers::detail {
 struct CoarseLevelStats {
   long corrections = 0;     ///< coarse corrections applied to this rank's rows
   long solves = 0;          ///< coarse solves made here (sync: every rank; async: rank 0)
-  long contributions = 0;   ///< async: residual contributions sent to rank 0
+  long contributions = 0;   ///< async: coarse residual sums made (sent up the tree, or solved at rank 0)
   long held = 0;            ///< async: passes whose update waited for a newer coarse solution
   double seconds = 0;       ///< time in the coarse level (residuals, restrictions, solves, messages)
-  comm::DelayStats delay;   ///< async: this rank's iterations between a contribution and its correction
+  comm::DelayStats delay;   ///< async: this rank's iterations between its sum and the correction built from it
 };
 
 class CoarseLevel {
  public:
   /// Collective over A.comm: builds the coarse space (CoarseSpace) and Phi's rows at the
-  /// subdomain's ghosts.
+  /// subdomain's ghosts. reuse: --coarse-reuse; fan_in: --coarse-fan-in (async, >= 1).
   CoarseLevel(const linalg::DistributedCsr& A, const linalg::OverlappingSubdomain& sub,
-              const linalg::CoarseOptions& options, int reuse);
+              const linalg::CoarseOptions& options, int reuse, int fan_in);
   ~CoarseLevel();
 
   const linalg::CoarseSpace& space() const { return *space_; }
@@ -64,22 +68,24 @@ class CoarseLevel {
   /// corrected), ghost: the ghost buffer (corrected in place). Collective.
   void correct_sync(const double* b_ext, double* x, double* ghost);
 
-  /// Asynchronous: opens the two exchanges (contributions to rank 0, corrections from it) over
-  /// `transport`. Collective.
+  /// Asynchronous: opens the two exchanges of the tree (sums up to the parent, corrections down to
+  /// the children) over `transport`. Collective.
   void open_async(const comm::TransportConfig& transport);
   /// Closes them (collective), nothing left pending, after every rank has applied the newest
   /// correction to x (so the final iterate is one version everywhere). `it`: this rank's iteration.
   void close_async(std::int64_t it, double* x);
   /// The version this rank has applied.
   std::int64_t version() const { return version_; }
+  /// async: this rank's place in the tree (open_async).
+  const comm::RankTree& tree() const { return tree_; }
   /// One pass, first half: takes the newest correction and applies it to x's owned rows. True if
   /// one was applied (the ghosts must be lifted again).
   bool pull(std::int64_t it, double* x);
-  /// Second half: contributes the coarse residual of this rank's values x when a local solve has
-  /// been made since the last contribution (or the rank is at rest), sends what is pending, and on
-  /// rank 0 solves when the contributions allow.
+  /// Second half: once per version, when this rank has made a local solve since it applied the
+  /// version (or is at rest) and its children's sums of that version are in, adds its coarse
+  /// residual (of its values x) to them and sends the sum up (rank 0: solves); sends what is pending.
   void contribute_and_solve(std::int64_t it, const double* b_ext, const double* x);
-  /// After a local solve: a contribution is due.
+  /// After a local solve.
   void after_solve();
   /// False while --coarse-reuse r local solves have been made on the current coarse solution.
   bool may_update();
@@ -90,14 +96,15 @@ class CoarseLevel {
  private:
   // r = b - A u on the owned rows (u from x and ghost).
   void residual(const double* b_ext, const double* x, const double* ghost, std::vector<double>& r) const;
-  void contribute(std::int64_t it, const double* b_ext, const double* x);
-  void root_pass();
+  void sum_up(std::int64_t it, const double* b_ext, const double* x);
+  // The plan index of child j in the tree's exchanges (the parent first, where there is one).
+  std::size_t child_index(std::size_t j) const { return j + (tree_.parent >= 0 ? 1 : 0); }
 
   MPI_Comm comm_;
   int rank_ = 0, ranks_ = 1;
   const linalg::OverlappingSubdomain& sub_;
   std::unique_ptr<linalg::CoarseSpace> space_;
-  int reuse_ = 0;
+  int reuse_ = 0, fan_in_ = 1;
   // Phi at the owned rows and at the ghosts, columns as positions in needed_ (the functions this
   // rank's rows and ghosts touch, ascending).
   std::vector<int> needed_;
@@ -115,19 +122,28 @@ class CoarseLevel {
   std::int64_t front_version_ = 0;
   long solves_since_apply_ = 0;
   long updates_ = 0, updates_at_pull_ = -1;
-  bool applied_since_contribution_ = true;   // contributed nothing at the current version yet
-  bool contribution_due_ = false;            // a local solve since the last contribution
-  std::vector<double> contribution_;         // [this rank's part of Phi^T r at contributed_..., version, iteration]
-  bool contribution_pending_ = false;
-  std::int64_t contribution_level_ = 0;
+  comm::RankTree tree_;
+  // Up the tree: the subtree's functions (ascending; the union of contributed_ over the subtree),
+  // where this rank's and each child's functions sit in it, the children's sums as received
+  // ([sum at the child's functions..., version] per child, at child_up_at_) and this rank's sum
+  // ([sum at up_functions_..., version]).
+  std::vector<int> up_functions_, own_up_pos_;
+  std::vector<std::vector<int>> child_up_pos_;
+  std::vector<std::size_t> child_up_at_;
+  std::vector<double> up_in_, up_out_;
+  std::int64_t sent_version_ = -1;       // the version of the last sum made
+  std::int64_t sum_iteration_ = 0;       // the iteration it was made at
+  bool up_pending_ = false;
+  // Down: the functions the subtree needs (the union of needed_), where this rank's and each
+  // child's sit in it, the correction as received ([c at down_needed_..., version]) and the
+  // children's pieces ([c at the child's functions..., version] per child, at child_down_at_).
+  std::vector<int> down_needed_, own_down_pos_;
+  std::vector<std::vector<int>> child_down_pos_;
+  std::vector<std::size_t> child_down_at_;
+  std::vector<double> down_in_, down_out_;
+  bool down_pending_ = false;
   std::unique_ptr<comm::PlanExchange> gather_, scatter_;
-  std::vector<double> correction_;  // [c at needed_..., the iteration of the contribution it answers]
-  // Rank 0 only.
-  std::vector<std::vector<int>> functions_of_, needed_of_;  // per rank: its local functions, its needed_
-  std::vector<std::size_t> gather_at_, scatter_at_;
-  std::vector<double> gathered_, scatter_buffer_;
-  std::int64_t root_version_ = 0;
-  bool scatter_pending_ = false;
+  std::int64_t root_version_ = 0;  // rank 0: the newest coarse solution made
 };
 
 }  // namespace desync::solvers::detail

@@ -60,11 +60,14 @@ struct AlgebraicSchwarzOptions {
   core::IdlePolicy idle = core::IdlePolicy::skip;
   /// The coarse level (two-level Schwarz; kind none: one level). Sync: the hybrid iteration, the
   /// coarse correction multiplicative before each round of local solves; async: the coarse
-  /// problem solved on rank 0 from the ranks' newest residual contributions (see the top).
+  /// problem solved on rank 0 from the ranks' residuals summed up a tree (see the top).
   linalg::CoarseOptions coarse;
   /// async with a coarse level: a rank runs at most this many local solves on one coarse solution
   /// before it waits for the next (0: never waits).
   int coarse_reuse = 0;
+  /// async with a coarse level: the fan-in of the tree the residual sums go up and the corrections
+  /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
+  int coarse_fan_in = 8;
   bool asynchronous() const { return mode != comm::HaloMode::sync; }
   linalg::OverlapOptions overlap_options() const { return {overlap, robin, local_solver, {}}; }
 };
@@ -88,6 +91,7 @@ struct AlgebraicSchwarzResult {
   std::string coarse_solver;  ///< "dense-lu", "mumps", "cholmod-simplicial-rank0", ... (linalg::CoarseSolver::name)
   struct CoarseCounts {
     long corrections = 0, solves = 0, contributions = 0, held = 0;
+    int tree_height = 0;  ///< async: the height of the coarse level's tree (0: one rank, or sync)
     double seconds = 0;
     comm::DelayStats delay;
   } coarse;

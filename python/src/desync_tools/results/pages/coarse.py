@@ -80,8 +80,8 @@ def weak_real_growth(data):
     doc = _real(data)
     ranks = [g * g for g in doc["config"]["grids"]]
 
-    def g(label):
-        a, b = _real_run(doc, label, ranks[0]), _real_run(doc, label, ranks[-1])
+    def g(label, lo=ranks[0]):
+        a, b = _real_run(doc, label, lo), _real_run(doc, label, ranks[-1])
         if not a or not b or not a.get("ok") or not b.get("ok") or not (a["converged"] and b["converged"]):
             return "– (not converged)"
         return fixed(b["iterations"]["max"] / a["iterations"]["max"]) + "×"
@@ -96,7 +96,11 @@ def weak_real_growth(data):
             f"{g('cg asm gdsw')}, Nicolaides {g('cg asm nicolaides')}. With `--alpha auto` one level grows "
             f"{g('schwarz sync none alpha auto')} and GDSW sync {g('schwarz sync gdsw alpha auto')}; "
             f"{diverged('auto')} of the {n['auto']} `--alpha auto` runs diverged, {diverged('inf')} of the "
-            f"{n['inf']} `--alpha inf` ones")
+            f"{n['inf']} `--alpha inf` ones. From {ranks[1]} to {ranks[-1]} ranks (from the first count with a "
+            f"subdomain that touches no boundary), classical sync Schwarz: one level "
+            f"{g('schwarz sync none alpha inf', ranks[1])}, GDSW {g('schwarz sync gdsw alpha inf', ranks[1])}, "
+            f"Nicolaides {g('schwarz sync nicolaides alpha inf', ranks[1])}; CG + ASM with GDSW "
+            f"{g('cg asm gdsw', ranks[1])}")
 
 
 # ---------------------------------------------------------------- simulated weak scaling
@@ -167,6 +171,13 @@ def weak_sim_verdict(data):
             parts.append(f"GDSW {mode} {fixed(g)}× from {lo} to {at} ranks (within 1.5× there: "
                          f"{'yes' if ok and g <= WEAK_TARGET else 'no'}); no {hi}-rank result, so the target "
                          f"is not measured")
+    cycles = [(p, _sim_find(rows, "async", "gdsw", p)) for p in ranks]
+    cycles = [(p, r["coarse"]["coarse_solves"]) for p, r in cycles if _done(r) and "coarse" in r]
+    if len(cycles) > 1:
+        g = cycles[-1][1] / cycles[0][1]
+        parts.append(f"GDSW async's coarse cycles (rank 0's solves: {' / '.join(str(n) for _, n in cycles)} at "
+                     f"{' / '.join(str(p) for p, _ in cycles)} ranks) {fixed(g)}× from {cycles[0][0]} to "
+                     f"{cycles[-1][0]} ranks ({'within' if g <= WEAK_TARGET else 'beyond'} 1.5×)")
     for coarse, what in (("none auto", "one level, `--alpha auto`"), ("none", "one level, `--alpha inf`"),
                          ("nicolaides", "Nicolaides")):
         for mode in ("sync", "async"):
@@ -190,7 +201,17 @@ def sim_time_reading(data):
     return (f"at {p} ranks sync GDSW takes {_sim.ms(g['time'])} ms ({_its(g['iterations'])} iterations of "
             f"{_sim.ms(_sim.per_iteration(g))} ms) and sync one level with `--alpha auto` {_sim.ms(o['time'])} ms "
             f"({_its(o['iterations'])} of {_sim.ms(_sim.per_iteration(o))} ms): {fixed(g['time'] / o['time'])}× "
-            f"the one-level time")
+            f"the one-level time" + _async_time_reading(rows, p))
+
+
+def _async_time_reading(rows, p):
+    """Async GDSW's simulated time at p ranks against the one-level runs with --alpha auto."""
+    a = _sim_find(rows, "async", "gdsw", p)
+    s1, a1 = _sim_find(rows, "sync", "none auto", p), _sim_find(rows, "async", "none auto", p)
+    if not _done(a) or not _done(s1) or not _done(a1):
+        return ""
+    return (f"; async GDSW takes {_sim.ms(a['time'])} ms, {fixed(a['time'] / s1['time'])}× sync one level's time and "
+            f"{fixed(a['time'] / a1['time'])}× async one level's ({_sim.ms(a1['time'])} ms)")
 
 
 @value("coarse.sim_per_iteration")
@@ -277,15 +298,54 @@ def noise_verdict(data):
     return "; ".join(parts) + f": {verdict}"
 
 
+@value("coarse.async_cycle")
+def async_cycle(data):
+    """The asynchronous GDSW runs' coarse cycles (rank 0's solves) against the synchronous iteration's
+    (one per iteration), the tree they ran on and the simulated time per cycle, at each rank count
+    where both finished."""
+    weak = _sim_rows(data)
+    parts = []
+    for p in sorted({r["ranks"] for r in weak}):
+        s, a = _sim_find(weak, "sync", "gdsw", p), _sim_find(weak, "async", "gdsw", p)
+        if not _done(s) or not _done(a) or "coarse" not in a:
+            continue
+        c = a["coarse"]
+        n = c["coarse_solves"]
+        parts.append(f"at {p} ranks {n} coarse cycles (fan-in {c['coarse_fan_in']}, tree height "
+                     f"{c['coarse_tree_height']}; {_sim.ms(a['time'] / n)} ms each, a correction applied "
+                     f"{fixed(c['coarse_delay']['mean'])} iterations after the sum it answers, mean) against sync's "
+                     f"{_its(s['iterations'])} of {_sim.ms(_sim.per_iteration(s))} ms")
+    return "; ".join(parts) if parts else "not measured"
+
+
+def _variants(data, mode, suffix):
+    """(run, reference) for the study coarse-noise's GDSW runs labelled '... <suffix>' that finished,
+    each with the finished run of the same mode and ranks of the study coarse-weak."""
+    weak = _sim_rows(data)
+    for r in _noise_rows(data):
+        ref = _sim_find(weak, mode, "gdsw", r["ranks"])
+        if r["label"].endswith(" " + suffix) and _done(r) and _done(ref):
+            yield r, ref
+
+
+@value("coarse.tree_effect")
+def tree_effect(data):
+    """Asynchronous GDSW on a flat tree (rank 0 exchanging with every rank) against the default tree."""
+    out = []
+    for r, tree in _variants(data, "async", "flat tree"):
+        flat, fan = r["coarse"], tree["coarse"]
+        out.append(f"at {r['ranks']} ranks {_sim.ms(r['time'])} ms on the flat tree ({flat['coarse_solves']} "
+                   f"coarse cycles, {_sim.ms(r['time'] / flat['coarse_solves'])} ms each) against "
+                   f"{_sim.ms(tree['time'])} ms with fan-in {fan['coarse_fan_in']} ({fan['coarse_solves']} cycles, "
+                   f"{_sim.ms(tree['time'] / fan['coarse_solves'])} ms each): {fixed(r['time'] / tree['time'])}×")
+    return "; ".join(out) if out else "not measured"
+
+
 @value("coarse.reduce_model")
 def reduce_model(data):
     """Synchronous GDSW with SMPI's default (linear) MPI_Reduce against the study's binomial tree."""
-    noise, weak = _noise_rows(data), _sim_rows(data)
     out = []
-    for r in noise:
-        tree = _sim_find(weak, "sync", "gdsw", r["ranks"])
-        if not r["label"].endswith(" linear reduce") or not _done(r) or not _done(tree):
-            continue
+    for r, tree in _variants(data, "sync", "linear reduce"):
         same = "the same" if r["iterations"] == tree["iterations"] else "not the same"
         out.append(f"at {r['ranks']} ranks {_sim.ms(r['time'])} ms with SMPI's linear reduce against "
                    f"{_sim.ms(tree['time'])} ms with the binomial tree ({fixed(r['time'] / tree['time'])}×; {same} "
