@@ -261,9 +261,11 @@ def studies(full):
                       "--coarse-ranks", "1"], ["--cfg", "maxmin/precision:1e-4"]))
         # The asynchronous GDSW run again on a flat tree (--coarse-fan-in P - 1: rank 0 takes every
         # rank's sum and sends every rank its correction): what the tree of the default fan-in saves.
-        rows.append(("schwarz async gdsw P=256 flat tree", 256,
-                     ["schwarz", "--mode", "async", "--local", str(COARSE_LOCAL), "--alpha", "inf", "--coarse", "gdsw",
-                      "--coarse-ranks", "1", "--coarse-fan-in", "255"], coarse_sim(256, "gdsw", "async")))
+        # The same with fan-in 2, 4 and 16 (the default 8 is the study coarse-weak's run).
+        for k, name in ((255, "flat tree"), (2, "fan-in 2"), (4, "fan-in 4"), (16, "fan-in 16")):
+            rows.append((f"schwarz async gdsw P=256 {name}", 256,
+                         ["schwarz", "--mode", "async", "--local", str(COARSE_LOCAL), "--alpha", "inf", "--coarse",
+                          "gdsw", "--coarse-ranks", "1", "--coarse-fan-in", str(k)], coarse_sim(256, "gdsw", "async")))
         out.append(("coarse-noise", "two-level Schwarz under jitter", rows))
     return out
 

@@ -341,6 +341,32 @@ def tree_effect(data):
     return "; ".join(out) if out else "not measured"
 
 
+@value("coarse.fan_in_sweep")
+def fan_in_sweep(data):
+    """Asynchronous GDSW's simulated time by the coarse tree's fan-in, at each rank count where the
+    study coarse-noise has runs labelled 'fan-in K' or 'flat tree' (with the coarse-weak run at the
+    default fan-in)."""
+    weak = _sim_rows(data)
+    by_ranks = {}
+    for r in _noise_rows(data):
+        label = r["label"]
+        tree = label.endswith(" flat tree") or " fan-in " in label
+        if label.startswith("schwarz async gdsw ") and tree and _done(r) and "coarse" in r:
+            by_ranks.setdefault(r["ranks"], []).append(r)
+    out = []
+    for p, runs in sorted(by_ranks.items()):
+        default = _sim_find(weak, "async", "gdsw", p)
+        if _done(default) and "coarse" in default:
+            runs = runs + [default]
+        runs.sort(key=lambda r: r["coarse"]["coarse_fan_in"])
+        best = min(runs, key=lambda r: r["time"])
+        cells = [f"{r['coarse']['coarse_fan_in']}{' (flat)' if r['coarse']['coarse_fan_in'] >= p - 1 else ''}: "
+                 f"{_sim.ms(r['time'])} ms (height {r['coarse']['coarse_tree_height']}, "
+                 f"{r['coarse']['coarse_solves']} cycles)" for r in runs]
+        out.append(f"at {p} ranks, fan-in {'; '.join(cells)}; the fastest fan-in {best['coarse']['coarse_fan_in']}")
+    return "; ".join(out) if out else "not measured"
+
+
 @value("coarse.reduce_model")
 def reduce_model(data):
     """Synchronous GDSW with SMPI's default (linear) MPI_Reduce against the study's binomial tree."""
