@@ -12,10 +12,17 @@ namespace desync::solvers::detail {
 
 namespace {
 
+// The position of each entry of `list` in `in` (ascending, holding every entry).
+std::vector<int> positions(const std::vector<int>& list, const std::vector<int>& in) {
+  std::vector<int> p(list.size());
+  for (std::size_t k = 0; k < list.size(); ++k)
+    p[k] = static_cast<int>(std::lower_bound(in.begin(), in.end(), list[k]) - in.begin());
+  return p;
+}
+
 // Column k of a compressed Phi row set becomes its position in `needed` (ascending).
 void to_positions(linalg::CoarseSpace::Rows& rows, const std::vector<int>& needed) {
-  for (int& c : rows.cols)
-    c = static_cast<int>(std::lower_bound(needed.begin(), needed.end(), c) - needed.begin());
+  rows.cols = positions(rows.cols, needed);
 }
 
 // out[i] += sum_k phi(i, k) v[k] over the rows of `rows` (columns positions in v).
@@ -137,12 +144,6 @@ void CoarseLevel::open_async(const comm::TransportConfig& transport) {
     MPI_Send(down_needed_.data(), n[1], MPI_INT, tree_.parent, 2, tc);
   }
   MPI_Comm_free(&tc);
-  const auto positions = [](const std::vector<int>& list, const std::vector<int>& in) {
-    std::vector<int> p(list.size());
-    for (std::size_t k = 0; k < list.size(); ++k)
-      p[k] = static_cast<int>(std::lower_bound(in.begin(), in.end(), list[k]) - in.begin());
-    return p;
-  };
   own_up_pos_ = positions(contributed_, up_functions_);
   own_down_pos_ = positions(needed_, down_needed_);
   // Messages: up [sum at the subtree's functions..., version], down [c at the functions the
@@ -160,6 +161,10 @@ void CoarseLevel::open_async(const comm::TransportConfig& transport) {
     down.neighbours.push_back(std::move(from));
   }
   std::size_t ua = 0, da = 0;
+  child_up_pos_.clear();
+  child_down_pos_.clear();
+  child_up_at_.clear();
+  child_down_at_.clear();
   for (std::size_t j = 0; j < m; ++j) {
     child_up_pos_.push_back(positions(child_up[j], up_functions_));
     child_down_pos_.push_back(positions(child_down[j], down_needed_));
