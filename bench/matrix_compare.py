@@ -25,6 +25,7 @@ matrix's A.petsc, b.petsc, x.petsc; TOL: --tol, 1e-8 relative residual everywher
      petsc  cg-hypre            PETSC ... -solver cg -pc hypre (BoomerAMG; fails where PETSc lacks hypre)
  (f) two-level Schwarz (--coarse gdsw) beside its one-level form, PETSc's GMRES + RAS and its AMG
      desync cg1-asm, cg1-asm-gdsw           DESYNC cg --pc asm --overlap D [--coarse gdsw] --matrix A --rhs b
+     desync cg1-asm-gdsw-wide               as cg1-asm-gdsw with --overlap W (--wide-overlap, default 8)
      desync gmres-ras-gdsw                  as gmres-ras, with --coarse gdsw
      desync schwarz-sync-gdsw, -async-gdsw  as schwarz-sync, schwarz-async, with --coarse gdsw
      and desync gmres-ras, schwarz-sync, schwarz-async, petsc gmres-ras, cg-gamg, cg-hypre
@@ -96,12 +97,13 @@ DESYNC_CONFIGS = {
     # (f): desync cg (the CG solver of `desync cg`) one- and two-level, and the others with the GDSW coarse space
     "cg1-asm": ("f", "cg", "cg", False, True),
     "cg1-asm-gdsw": ("f", "cg", "cg", False, True),
+    "cg1-asm-gdsw-wide": ("f", "cg", "cg", False, True),
     "gmres-ras-gdsw": ("f", "krylov", "gmres", False, False),
     "schwarz-sync-gdsw": ("f", "schwarz", "sync", False, False),
     "schwarz-async-gdsw": ("f", "schwarz", "async", False, False),
 }
 # The coarse space of a desync configuration (--coarse; the others give none)
-COARSE = {"cg1-asm-gdsw": "gdsw", "gmres-ras-gdsw": "gdsw", "schwarz-sync-gdsw": "gdsw", "schwarz-async-gdsw": "gdsw"}
+COARSE = {"cg1-asm-gdsw": "gdsw", "cg1-asm-gdsw-wide": "gdsw", "gmres-ras-gdsw": "gdsw", "schwarz-sync-gdsw": "gdsw", "schwarz-async-gdsw": "gdsw"}
 # The pairs of the table: (group, desync config, PETSc config)
 PAIRS = (("a", "schwarz-sync", "rich-ras-localstop"), ("a", "schwarz-sync", "rich-ras"),
          ("b", "gmres-ras", "gmres-ras"), ("c", "cg-asm", "cg-asm"))
@@ -131,6 +133,8 @@ def parse_args(argv):
     p.add_argument("--sides", default="petsc,desync", help="petsc, desync or both (default both)")
     p.add_argument("--tol", type=float, default=1e-8, help="relative residual tolerance for all (default 1e-8)")
     p.add_argument("--overlap", type=int, default=1, help="Schwarz overlap delta, both sides (default 1)")
+    p.add_argument("--wide-overlap", type=int, default=8,
+                   help="the overlap of (f)'s cg1-asm-gdsw-wide, desync alone (default 8)")
     p.add_argument("--restart", type=int, default=30, help="GMRES restart, both sides (default 30)")
     p.add_argument("--slow-rank", type=int, default=1, help="the slowed rank of the -slow runs (default 1)")
     p.add_argument("--slow-factor", type=float, default=2.0, help="its slow-down (default 2)")
@@ -151,8 +155,8 @@ def parse_args(argv):
         p.error(f"--ranks must be comma-separated positive integers, not {a.ranks!r}")
     if not a.ranks or min(a.ranks) < 1:
         p.error("--ranks must name positive rank counts")
-    if a.reps < 1 or a.overlap < 0 or a.restart < 1:
-        p.error("--reps and --restart must be >= 1, --overlap >= 0")
+    if a.reps < 1 or a.overlap < 0 or a.wide_overlap < 0 or a.restart < 1:
+        p.error("--reps and --restart must be >= 1, --overlap and --wide-overlap >= 0")
     if not (0 < a.tol < 1):
         p.error("--tol must be in (0, 1)")
     if a.petsc is None:
@@ -247,7 +251,8 @@ def command(args, cfg, matrix, json_path):
     _, sub, mode, slow, _ = DESYNC_CONFIGS[name]
     system = ["--matrix", A] + (["--rhs", b] if b else [])
     if sub == "cg":
-        cmd = launch + [args.desync, "cg", "--pc", "asm", "--overlap", str(args.overlap)] + system
+        overlap = args.wide_overlap if name == "cg1-asm-gdsw-wide" else args.overlap
+        cmd = launch + [args.desync, "cg", "--pc", "asm", "--overlap", str(overlap)] + system
     elif sub == "krylov":
         cmd = launch + [args.desync, "krylov", "--method", mode, "--pc", "ras" if mode == "gmres" else "asm",
                         "--overlap", str(args.overlap)] + (["--restart", str(args.restart)] if mode == "gmres" else [])
@@ -512,7 +517,8 @@ def main(argv):
             "benchmark": "desync matrix_compare",
             "config": {"desync": args.desync, "petsc": args.petsc, "mpirun": args.mpirun, "matrices": args.matrices,
                        "only": args.only, "ranks": args.ranks, "reps": args.reps, "groups": args.groups,
-                       "sides": args.sides, "tol": args.tol, "overlap": args.overlap, "restart": args.restart,
+                       "sides": args.sides, "tol": args.tol, "overlap": args.overlap,
+                       "wide_overlap": args.wide_overlap, "restart": args.restart,
                        "slow_rank": args.slow_rank, "slow_factor": args.slow_factor, "time_limit": args.time_limit,
                        "petsc_maxit": args.petsc_maxit, "timeout": args.timeout, "desync_extra": args.desync_extra,
                        "petsc_extra": args.petsc_extra},

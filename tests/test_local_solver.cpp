@@ -37,6 +37,31 @@ LocalCsr grid2d(int n, double wind = 0.0, double shift = 0.0) {
   return a;
 }
 
+// 7-point matrix on an n x n x nz grid.
+LocalCsr grid3d(int n, int nz) {
+  LocalCsr a;
+  a.rows = static_cast<std::int64_t>(n) * n * nz;
+  a.row_ptr.push_back(0);
+  for (int z = 0; z < nz; ++z)
+    for (int y = 0; y < n; ++y)
+      for (int x = 0; x < n; ++x) {
+        const int i = (z * n + y) * n + x;
+        auto add = [&](int j, double v) {
+          a.col.push_back(j);
+          a.val.push_back(v);
+        };
+        if (z > 0) add(i - n * n, -1.0);
+        if (y > 0) add(i - n, -1.0);
+        if (x > 0) add(i - 1, -1.0);
+        add(i, 6.0);
+        if (x < n - 1) add(i + 1, -1.0);
+        if (y < n - 1) add(i + n, -1.0);
+        if (z < nz - 1) add(i + n * n, -1.0);
+        a.row_ptr.push_back(static_cast<std::int64_t>(a.col.size()));
+      }
+  return a;
+}
+
 // ||b - A x||_inf / ||b||_inf
 double residual(const LocalCsr& a, const std::vector<double>& x, const std::vector<double>& b) {
   double r = 0, bn = 0;
@@ -97,15 +122,35 @@ TEST(LocalSolver, AutoPicksCholmodSimplicialForSmallSpdAndUmfpackOtherwise) {
   EXPECT_NE(fallback->reason().find("not positive definite"), std::string::npos) << fallback->reason();
 }
 
-TEST(LocalSolver, AutoRunsATrialOnLargeBlocks) {
-  const LocalCsr a = grid2d(150);  // 22500 rows >= auto_trial_rows
-  auto s = make_local_solver(a, LocalSolverKind::automatic);
-  EXPECT_TRUE(s->kind() == LocalSolverKind::cholmod_simplicial || s->kind() == LocalSolverKind::cholmod_supernodal);
-  EXPECT_NE(s->reason().find("trial: simplicial"), std::string::npos) << s->reason();
-  const auto b = rhs(a.rows);
-  std::vector<double> x(b.size());
-  s->solve(b.data(), x.data());
-  EXPECT_LT(residual(a, x, b), 1e-10);  // cond(A) ~ 1e4 here
+TEST(LocalSolver, AutoOnLargeBlocksTrialsOnly3D) {
+  using desync::linalg::LocalSolverUse;
+  auto solves = [](const LocalCsr& a, desync::linalg::LocalSolver& s) {
+    const auto b = rhs(a.rows);
+    std::vector<double> x(b.size());
+    s.solve(b.data(), x.data());
+    EXPECT_LT(residual(a, x, b), 1e-10) << s.reason();  // cond(A) ~ 1e4 here
+  };
+  // 2D, 22500 rows >= auto_trial_rows: the analysis counts ~80 flops per entry of L, below
+  // supernodal_flops_per_entry, so simplicial without a trial, for either use.
+  const LocalCsr a2 = grid2d(150);
+  for (auto use : {LocalSolverUse::many_solves, LocalSolverUse::few_solves}) {
+    auto s = make_local_solver(a2, LocalSolverKind::automatic, use);
+    EXPECT_EQ(s->kind(), LocalSolverKind::cholmod_simplicial) << s->reason();
+    EXPECT_NE(s->reason().find("flops per factor entry"), std::string::npos) << s->reason();
+    EXPECT_EQ(s->reason().find("trial: simplicial"), std::string::npos) << s->reason();
+    solves(a2, *s);
+  }
+  // 3D, 20328 rows, ~440 flops per entry: above the switch; solved many times, both modes are
+  // factored and timed; solved a few times, supernodal (the faster factorisation) without a trial.
+  const LocalCsr a3 = grid3d(22, 42);
+  auto many = make_local_solver(a3, LocalSolverKind::automatic);
+  EXPECT_NE(many->reason().find("trial: simplicial"), std::string::npos) << many->reason();
+  EXPECT_TRUE(many->kind() == LocalSolverKind::cholmod_simplicial || many->kind() == LocalSolverKind::cholmod_supernodal);
+  solves(a3, *many);
+  auto few = make_local_solver(a3, LocalSolverKind::automatic, LocalSolverUse::few_solves);
+  EXPECT_EQ(few->kind(), LocalSolverKind::cholmod_supernodal) << few->reason();
+  EXPECT_EQ(few->reason().find("trial"), std::string::npos) << few->reason();
+  solves(a3, *few);
 }
 
 TEST(LocalSolver, ErrorsNameTheProblem) {

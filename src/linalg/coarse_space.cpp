@@ -338,7 +338,7 @@ void CoarseSpace::build_gdsw(const DistributedCsr& A, const std::vector<std::vec
     std::unique_ptr<LocalSolver> solver;
     std::string failure;
     try {
-      solver = make_local_solver(aii, LocalSolverKind::automatic);
+      solver = make_local_solver(aii, LocalSolverKind::automatic, LocalSolverUse::few_solves);
     } catch (const std::exception& e) {
       failure = fmt::format("--coarse gdsw: rank {}: the interior block of its subdomain ({} rows) cannot be factored: {}",
                             rank_, aii.rows, e.what());

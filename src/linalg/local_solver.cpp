@@ -22,12 +22,14 @@ namespace {
 // triangle of the CSC matrix, i.e. the lower triangle of the rows, is read).
 class CholmodSolver final : public LocalSolver {
  public:
-  CholmodSolver(const LocalCsr& a, bool supernodal) {
+  // mode: CHOLMOD_SIMPLICIAL, CHOLMOD_SUPERNODAL, or CHOLMOD_AUTO (CHOLMOD's analysis chooses:
+  // supernodal where its factorisation does at least supernodal_flops_per_entry flops per entry of L).
+  CholmodSolver(const LocalCsr& a, int mode) {
     core::Stopwatch clock;
     cholmod_start(&c_);
     c_.print = 0;
-    c_.supernodal = supernodal ? CHOLMOD_SUPERNODAL : CHOLMOD_SIMPLICIAL;
-    kind_ = supernodal ? LocalSolverKind::cholmod_supernodal : LocalSolverKind::cholmod_simplicial;
+    c_.supernodal = mode;
+    c_.supernodal_switch = supernodal_flops_per_entry;
     rows_ = a.rows;
     const auto n = static_cast<std::size_t>(a.rows);
     const auto nnz = static_cast<std::size_t>(a.row_ptr.empty() ? 0 : a.row_ptr.back());
@@ -39,6 +41,10 @@ class CholmodSolver final : public LocalSolver {
     std::copy(a.val.begin(), a.val.end(), static_cast<double*>(A->x));
     L_ = cholmod_analyze(A, &c_);
     const bool analysed = L_ != nullptr;
+    if (analysed) {
+      kind_ = L_->is_super ? LocalSolverKind::cholmod_supernodal : LocalSolverKind::cholmod_simplicial;
+      flops_per_entry_ = c_.lnz > 0 ? c_.fl / c_.lnz : 0.0;
+    }
     if (analysed) cholmod_factorize(A, L_, &c_);
     cholmod_free_sparse(&A, &c_);
     if (!analysed || c_.status == CHOLMOD_OUT_OF_MEMORY) fail(fmt::format("CHOLMOD ran out of memory ({} rows)", n));
@@ -60,6 +66,8 @@ class CholmodSolver final : public LocalSolver {
     factor_seconds_ = clock.seconds();
   }
   ~CholmodSolver() override { release(); }
+  /// The analysis's factorisation flops per entry of L.
+  double flops_per_entry() const { return flops_per_entry_; }
 
   void solve(const double* b, double* x) override {
     cholmod_dense B{};
@@ -90,6 +98,7 @@ class CholmodSolver final : public LocalSolver {
   cholmod_factor* L_ = nullptr;
   cholmod_dense *X_ = nullptr, *Y_ = nullptr, *E_ = nullptr;  // solution and workspace, reused
   bool released_ = false;
+  double flops_per_entry_ = 0;
 };
 
 // UMFPACK takes compressed columns; the CSR arrays of A are the CSC arrays of A^T, so the solves
@@ -189,10 +198,10 @@ bool symmetric_positive_diagonal(const LocalCsr& a) {
   return true;
 }
 
-std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind) {
+std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind, LocalSolverUse use) {
   switch (kind) {
-    case LocalSolverKind::cholmod_simplicial: return std::make_unique<CholmodSolver>(a, false);
-    case LocalSolverKind::cholmod_supernodal: return std::make_unique<CholmodSolver>(a, true);
+    case LocalSolverKind::cholmod_simplicial: return std::make_unique<CholmodSolver>(a, CHOLMOD_SIMPLICIAL);
+    case LocalSolverKind::cholmod_supernodal: return std::make_unique<CholmodSolver>(a, CHOLMOD_SUPERNODAL);
     case LocalSolverKind::umfpack: return std::make_unique<UmfpackSolver>(a);
     case LocalSolverKind::automatic: break;
   }
@@ -203,17 +212,33 @@ std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKin
     reason = fmt::format("not symmetric or a diagonal entry <= 0, {} rows", a.rows);
   } else {
     try {
-      s = std::make_unique<CholmodSolver>(a, false);
-      reason = fmt::format("symmetric, positive diagonal, {} rows", a.rows);
-      if (a.rows >= auto_trial_rows) {
-        const double simplicial = time_solve(*s);
-        auto super = std::make_unique<CholmodSolver>(a, true);
-        const double supernodal = time_solve(*super);
-        const double factored = s->factor_seconds() + super->factor_seconds();
-        reason += fmt::format("; trial: simplicial {:.3g} ms, supernodal {:.3g} ms per solve", 1e3 * simplicial,
-                              1e3 * supernodal);
-        if (supernodal < simplicial) s = std::move(super);
-        s->factor_seconds_ = factored;
+      const bool trial = use == LocalSolverUse::many_solves && a.rows >= auto_trial_rows;
+      if (!trial && use == LocalSolverUse::many_solves) {
+        s = std::make_unique<CholmodSolver>(a, CHOLMOD_SIMPLICIAL);
+        reason = fmt::format("symmetric, positive diagonal, {} rows", a.rows);
+      } else {
+        // One analysis decides by the flops per entry of L (2D blocks ~170: simplicial; 3D ~600 and
+        // up: supernodal); a block solved many times then has its two modes' solves timed, unless
+        // the analysis chose simplicial, whose solves measured faster on every block tried
+        // (local_solver.hpp).
+        auto first = std::make_unique<CholmodSolver>(a, CHOLMOD_AUTO);
+        reason = fmt::format("symmetric, positive diagonal, {} rows, {:.0f} flops per factor entry", a.rows,
+                             first->flops_per_entry());
+        const bool super = first->kind() == LocalSolverKind::cholmod_supernodal;
+        if (trial && super) {
+          const double supernodal = time_solve(*first);
+          auto simple = std::make_unique<CholmodSolver>(a, CHOLMOD_SIMPLICIAL);
+          const double simplicial = time_solve(*simple);
+          const double factored = first->factor_seconds() + simple->factor_seconds();
+          reason += fmt::format("; trial: simplicial {:.3g} ms, supernodal {:.3g} ms per solve", 1e3 * simplicial,
+                                1e3 * supernodal);
+          s = supernodal < simplicial ? std::unique_ptr<LocalSolver>(std::move(first))
+                                      : std::unique_ptr<LocalSolver>(std::move(simple));
+          s->factor_seconds_ = factored;
+        } else {
+          if (trial) reason += fmt::format(" (< {:.0f}: simplicial, no trial)", supernodal_flops_per_entry);
+          s = std::move(first);
+        }
       }
     } catch (const FactorisationError& e) {
       s = std::make_unique<UmfpackSolver>(a);

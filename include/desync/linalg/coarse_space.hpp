@@ -18,7 +18,8 @@
 //               is 1 on its rows, 0 on the rest of the interface, and extended into every
 //               subdomain's interior rows by the local discrete harmonic extension
 //               phi_I = -A_II^-1 A_IG phi_G (interior rows couple to their own rank's rows only, so
-//               the extension is a local solve). With near-kernel vectors z_k, each component C has
+//               the extension is a local solve; A_II is factored once for these few solves,
+//               LocalSolverUse::few_solves). With near-kernel vectors z_k, each component C has
 //               one function per z_k, z_k on C's rows and 0 on the rest of the interface, extended
 //               alike (Dohrmann, Klawonn and Widlund, 2008, section 3; FROSch does the same).
 //

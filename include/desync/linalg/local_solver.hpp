@@ -9,10 +9,17 @@
 //                        a matrix that is not symmetric, or has a diagonal entry <= 0, goes to UMFPACK;
 //                        otherwise CHOLMOD: simplicial on blocks of fewer than auto_trial_rows rows
 //                        (the subdomains of a Schwarz run, where the supernodal mode measured 2-2.4x
-//                        slower per solve, docs/benchmarks.md), and on larger ones whichever of the
+//                        slower per solve, docs/benchmarks.md). On larger ones CHOLMOD's analysis
+//                        counts the factorisation's flops per entry of L: below
+//                        supernodal_flops_per_entry (2D blocks, ~170) simplicial, whose solves
+//                        measured 1.6x faster than supernodal ones on a 131,000-row 2D block with
+//                        the reference BLAS and OpenBLAS alike; above it (3D blocks) whichever of the
 //                        two modes solves faster in a measured trial (both factored, three solves
-//                        each timed). A symmetric matrix that CHOLMOD finds not positive definite falls
-//                        back to UMFPACK.
+//                        each timed). A block factored for a few solves only (LocalSolverUse::few_solves,
+//                        GDSW's interior block) gets the analysis's choice without a trial, the mode
+//                        that factors faster: supernodal measured 1.8x and 2.5x faster on 3D blocks of
+//                        32,000 and 64,000 rows, simplicial 2x on the 2D one (reference BLAS). A symmetric matrix that CHOLMOD
+//                        finds not positive definite falls back to UMFPACK.
 //
 // Every error is a FactorisationError (sparse_cholesky.hpp) without rank or size: callers add them.
 #include <cstdint>
@@ -42,6 +49,13 @@ inline LocalSolverKind parse_local_solver(const std::string& name) {
 
 /// auto: blocks of at least this many rows get the measured trial between CHOLMOD's two modes.
 inline constexpr std::int64_t auto_trial_rows = 20000;
+/// auto: CHOLMOD's supernodal mode where its analysis counts at least this many factorisation flops
+/// per entry of L (CHOLMOD's supernodal_switch; its own default, 40, assumes a tuned BLAS).
+inline constexpr double supernodal_flops_per_entry = 400;
+
+/// What a factorisation is for: solved every iteration (the trial between CHOLMOD's modes pays),
+/// or a few times at set-up (one factorisation, the mode CHOLMOD's analysis chooses).
+enum class LocalSolverUse { many_solves, few_solves };
 
 class LocalSolver {
  public:
@@ -64,13 +78,15 @@ class LocalSolver {
   std::int64_t rows_ = 0, factor_nonzeros_ = 0;
   double factor_seconds_ = 0;
   std::string reason_ = "requested";
-  friend std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr&, LocalSolverKind);
+  friend std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr&, LocalSolverKind, LocalSolverUse);
 };
 
-/// Factors `a` (square scalar CSR, columns ascending in each row) with `kind`. Throws
+/// Factors `a` (square scalar CSR, columns ascending in each row) with `kind` (auto: chosen for
+/// `use`, see above). Throws
 /// FactorisationError: "singular matrix (UMFPACK: ...)", "not positive definite (...)" (a CHOLMOD
 /// kind asked for explicitly), "out of memory".
-std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind);
+std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind,
+                                               LocalSolverUse use = LocalSolverUse::many_solves);
 
 /// Whether a equals its transpose exactly (pattern and values) and every diagonal entry is > 0:
 /// what auto needs to try CHOLMOD.

@@ -383,6 +383,7 @@ def reduce_model(data):
 
 TTS_METHODS = [  # (side, config, what)
     ("desync", "cg1-asm-gdsw", "desync `cg --pc asm --coarse gdsw`"),
+    ("desync", "cg1-asm-gdsw-wide", "desync `cg --pc asm --coarse gdsw`, wide overlap"),
     ("desync", "gmres-ras-gdsw", "desync `krylov gmres --pc ras --coarse gdsw`"),
     ("desync", "schwarz-sync-gdsw", "desync `schwarz --coarse gdsw`, sync"),
     ("desync", "schwarz-async-gdsw", "desync `schwarz --coarse gdsw`, async"),
@@ -394,7 +395,7 @@ TTS_METHODS = [  # (side, config, what)
     ("petsc", "cg-gamg", "PETSc CG + GAMG"),
     ("petsc", "cg-hypre", "PETSc CG + BoomerAMG (hypre)"),
 ]
-TWO_LEVEL = ("cg1-asm-gdsw", "gmres-ras-gdsw", "schwarz-sync-gdsw", "schwarz-async-gdsw")
+TWO_LEVEL = ("cg1-asm-gdsw", "cg1-asm-gdsw-wide", "gmres-ras-gdsw", "schwarz-sync-gdsw", "schwarz-async-gdsw")
 
 
 def _tts_docs(data):
@@ -456,7 +457,8 @@ def tts_setup(data):
     c = docs[0]["config"]
     ver = docs[0].get("petsc_version")
     ver = ver[0] if isinstance(ver, list) and ver else ver
-    return (f"{c['ranks'][0]} ranks (one core each), tolerance {c['tol']:g}, overlap {c['overlap']}, GMRES restart "
+    wide = f" (wide overlap: {c['wide_overlap']})" if "wide_overlap" in c else ""
+    return (f"{c['ranks'][0]} ranks (one core each), tolerance {c['tol']:g}, overlap {c['overlap']}{wide}, GMRES restart "
             f"{c['restart']}, median of {c['reps']} interleaved repetitions, {ver or 'PETSc'}")
 
 
@@ -493,6 +495,28 @@ def tts_verdict(data):
     return (f"on `{m}` at {doc['config']['ranks'][0]} ranks the best two-level method, {what} (medians over its "
             f"{c['converged']} of {c['runs']} runs that converged), takes {fixed(r)}× CG + GAMG's set-up + solve "
             f"({fixed(rs)}× its solve alone): {'within' if r <= TTS_TARGET else 'not within'} {TTS_TARGET:g}×")
+
+
+@value("coarse.tts_unconverged")
+def tts_unconverged(data):
+    """The runs counted as not converged: how many reached the time limit, and how far above the
+    tolerance the true residual of the others (every rank met its local test) ended."""
+    limit, local, worst = 0, 0, 0.0
+    for doc in _tts_docs(data):
+        tol = doc["config"]["tol"]
+        for r in doc["runs"]:
+            if not r.get("ok") or r["converged"]:
+                continue
+            if r.get("stop_reason") == "tolerance_reached":
+                local += 1
+                worst = max(worst, r["true_residual"] / tol)
+            else:
+                limit += 1
+    reached = "no run reached the time limit" if limit == 0 else f"{limit} runs stopped before the tolerance"
+    if local == 0:
+        return reached
+    return (f"{reached}; {local} asynchronous runs met every rank's local test while the true residual at "
+            f"the end was above the tolerance (up to {fixed(worst)}× it)")
 
 
 @value("coarse.tts_load")
