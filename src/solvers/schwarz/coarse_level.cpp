@@ -252,11 +252,9 @@ void CoarseLevel::after_solve() {
 }
 
 bool CoarseLevel::may_update() {
-  if (reuse_ > 0 && solves_since_apply_ >= reuse_) {
-    ++stats_.held;
-    return false;
-  }
-  return true;
+  held_ = reuse_ > 0 && solves_since_apply_ >= reuse_;
+  if (held_) ++stats_.held;
+  return !held_;
 }
 
 bool CoarseLevel::pull(std::int64_t it, double* x) {
@@ -313,9 +311,14 @@ bool CoarseLevel::pull(std::int64_t it, double* x) {
 
 void CoarseLevel::contribute_and_solve(std::int64_t it, const double* b_ext, const double* x) {
   core::Stopwatch t;
-  // At rest: no update since the last pass (at its limit, or held), so the values are final for
-  // this version; otherwise at least one local solve on the newest correction.
-  const bool at_rest = updates_ == updates_at_pull_;
+  // At rest: no update since the last pass although none was held back (at its limit: it no longer
+  // solves), so the values are final for this version; otherwise at least one local solve on the
+  // newest correction. A pass held by --coarse-reuse is not rest: the rank solves again once the
+  // next correction is in, and its sum must come after that solve (a sum taken before it, on the
+  // values the correction was computed from, would have the next correction undo what the solve
+  // did: with --coarse-reuse 1 the iteration diverged on 4 ranks).
+  const bool at_rest = updates_ == updates_at_pull_ && !held_;
+  held_ = false;
   updates_at_pull_ = updates_;
   if (!tree_.children.empty()) gather_->finish(up_in_.data(), it);
   if (sent_version_ < version_ && (solves_since_apply_ >= 1 || at_rest)) {

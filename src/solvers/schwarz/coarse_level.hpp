@@ -122,6 +122,7 @@ class CoarseLevel {
   std::int64_t front_version_ = 0;
   long solves_since_apply_ = 0;
   long updates_ = 0, updates_at_pull_ = -1;
+  bool held_ = false;  // may_update refused the last pass's update (--coarse-reuse)
   comm::RankTree tree_;
   // Up the tree: the subtree's functions (ascending; the union of contributed_ over the subtree),
   // where this rank's and each child's functions sit in it, the children's sums as received
