@@ -266,6 +266,20 @@ def studies(full):
             rows.append((f"schwarz async gdsw P=256 {name}", 256,
                          ["schwarz", "--mode", "async", "--local", str(COARSE_LOCAL), "--alpha", "inf", "--coarse",
                           "gdsw", "--coarse-ranks", "1", "--coarse-fan-in", str(k)], coarse_sim(256, "gdsw", "async")))
+        # Fan-in 16, the fastest at 256 ranks, again at 1024.
+        rows.append(("schwarz async gdsw P=1024 fan-in 16", 1024,
+                     ["schwarz", "--mode", "async", "--local", str(COARSE_LOCAL), "--alpha", "inf", "--coarse", "gdsw",
+                      "--coarse-ranks", "1", "--coarse-fan-in", "16"], coarse_sim(1024, "gdsw", "async")))
+        # The asynchronous GDSW run with --coarse-reuse r: at most r local solves on one coarse
+        # solution, then a rank holds its updates until the next arrives; what bounding them does to
+        # the counts and the time. r = 1 is not run at 1024 ranks: a held rank polls in steps of at
+        # most 1 us of simulated time (core::PollBackoff), so at 64 ranks it took 60 s of host time
+        # against 9 without --coarse-reuse, and at 1024 it would take hours.
+        for r, counts in ((8, COARSE_RANKS), (1, COARSE_RANKS[:2])):
+            for p in counts:
+                rows.append((f"schwarz async gdsw P={p} reuse {r}", p,
+                             ["schwarz", "--mode", "async", "--local", str(COARSE_LOCAL), "--alpha", "inf", "--coarse",
+                              "gdsw", "--coarse-ranks", "1", "--coarse-reuse", str(r)], coarse_sim(p, "gdsw", "async")))
         out.append(("coarse-noise", "two-level Schwarz under jitter", rows))
     return out
 
@@ -335,8 +349,8 @@ def run(args, ranks, argv, extra):
             row["delay"] = rec["details"]["delay"]
         if "coarse_solves" in rec["details"]:  # two-level: coarse cycles (async: rank 0's solves) and their delays
             d = rec["details"]
-            row["coarse"] = {k: d[k] for k in ("coarse_solves", "coarse_delay", "coarse_fan_in", "coarse_tree_height")
-                             if k in d}
+            row["coarse"] = {k: d[k] for k in ("coarse_solves", "coarse_delay", "coarse_fan_in", "coarse_tree_height",
+                                               "coarse_held") if k in d}
         if rec.get("solver") == "pde":
             # the moments of Figure 6, the error against the synchronous run (--paired), and Equation
             # 3's delay term (pde_bench.boundary_term)

@@ -342,7 +342,10 @@ void CoarseLevel::lift(const comm::HaloPlan& plan, std::size_t ghosts, const dou
     const auto& recv = plan.neighbours[j].recv;
     for (const auto g : recv) ghost[g] = raw[g];
     // The sender's version; one older than this rank's is lifted by Phi (U_v - U_s) at its rows
-    // (one beyond the versions kept is lifted from the oldest kept).
+    // (one beyond the versions kept is lifted from the oldest kept). One newer (at most v + 1: rank
+    // 0 makes v + 2 only from sums every rank made on v + 1) is read as it is, c_{v+1} not yet known
+    // here: holding the local solves until c_{v+1} arrives instead measured no gain (asynchronous
+    // GDSW, 64 simulated ranks: 2.76 ms against 2.73).
     const std::int64_t s = std::max(static_cast<std::int64_t>(raw[ghosts + j]), front_version_);
     if (s >= version_) continue;
     if (s != d_from) {

@@ -367,6 +367,41 @@ def fan_in_sweep(data):
     return "; ".join(out) if out else "not measured"
 
 
+@value("coarse.reuse_effect")
+def reuse_effect(data):
+    """Asynchronous GDSW with --coarse-reuse r (the study coarse-noise's runs labelled 'reuse r')
+    against the coarse-weak run without it: time, the most local solves of a rank and the coarse
+    cycles at each count, and the growth of the local solves from the smallest count to the largest."""
+    weak = _sim_rows(data)
+    by_reuse = {}
+    for r in _noise_rows(data):
+        label = r["label"]
+        if label.startswith("schwarz async gdsw ") and " reuse " in label:
+            by_reuse.setdefault(int(label.rsplit(" ", 1)[1]), []).append(r)
+    out = []
+    for reuse, runs in sorted(by_reuse.items()):
+        cells, done = [], []
+        for r in sorted(runs, key=lambda r: r["ranks"]):
+            ref = _sim_find(weak, "async", "gdsw", r["ranks"])
+            if not _done(r) or not _done(ref):
+                cells.append(f"at {r['ranks']} ranks {_missing(r) or _missing(ref)}")
+                continue
+            done.append(r)
+            sync = _sim_find(weak, "sync", "gdsw", r["ranks"])
+            versus = f"; sync: {_sim.ms(sync['time'])} ms, {_its(sync['iterations'], False)}" if _done(sync) else ""
+            cells.append(f"at {r['ranks']} ranks {_sim.ms(r['time'])} ms, at most {_its(r['iterations'], False)} local "
+                         f"solves, {r['coarse']['coarse_solves']} coarse cycles (without: {_sim.ms(ref['time'])} ms, "
+                         f"{_its(ref['iterations'], False)}, {ref['coarse']['coarse_solves']}{versus})")
+        text = f"`--coarse-reuse {reuse}`: " + "; ".join(cells)
+        if len(done) >= 2:
+            a, b = done[0], done[-1]
+            growth = b["iterations"]["max"] / a["iterations"]["max"]
+            text += (f"; local solves {fixed(growth)}× from {a['ranks']} to {b['ranks']} ranks "
+                     f"({'within' if growth <= WEAK_TARGET else 'not within'} {WEAK_TARGET:g}×)")
+        out.append(text)
+    return "; ".join(out) if out else "not measured"
+
+
 @value("coarse.reduce_model")
 def reduce_model(data):
     """Synchronous GDSW with SMPI's default (linear) MPI_Reduce against the study's binomial tree."""
