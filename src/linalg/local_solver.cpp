@@ -44,8 +44,8 @@ class CholmodSolver final : public LocalSolver {
     if (analysed) {
       kind_ = L_->is_super ? LocalSolverKind::cholmod_supernodal : LocalSolverKind::cholmod_simplicial;
       flops_per_entry_ = c_.lnz > 0 ? c_.fl / c_.lnz : 0.0;
+      cholmod_factorize(A, L_, &c_);
     }
-    if (analysed) cholmod_factorize(A, L_, &c_);
     cholmod_free_sparse(&A, &c_);
     if (!analysed || c_.status == CHOLMOD_OUT_OF_MEMORY) fail(fmt::format("CHOLMOD ran out of memory ({} rows)", n));
     // A simplicial LDL^T succeeds on an indefinite matrix: a D_jj <= 0 is the leading minor j + 1
@@ -212,20 +212,20 @@ std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKin
     reason = fmt::format("not symmetric or a diagonal entry <= 0, {} rows", a.rows);
   } else {
     try {
-      const bool trial = use == LocalSolverUse::many_solves && a.rows >= auto_trial_rows;
-      if (!trial && use == LocalSolverUse::many_solves) {
+      const bool many = use == LocalSolverUse::many_solves;
+      if (many && a.rows < auto_trial_rows) {
         s = std::make_unique<CholmodSolver>(a, CHOLMOD_SIMPLICIAL);
         reason = fmt::format("symmetric, positive diagonal, {} rows", a.rows);
       } else {
-        // One analysis decides by the flops per entry of L (2D blocks ~170: simplicial; 3D ~600 and
-        // up: supernodal); a block solved many times then has its two modes' solves timed, unless
-        // the analysis chose simplicial, whose solves measured faster on every block tried
+        // One analysis decides by the flops per entry of L (2D blocks ~80-170: simplicial; 3D ~400
+        // and up: supernodal); a block solved many times then has its two modes' solves timed,
+        // unless the analysis chose simplicial, whose solves measured faster on every block tried
         // (local_solver.hpp).
         auto first = std::make_unique<CholmodSolver>(a, CHOLMOD_AUTO);
         reason = fmt::format("symmetric, positive diagonal, {} rows, {:.0f} flops per factor entry", a.rows,
                              first->flops_per_entry());
         const bool super = first->kind() == LocalSolverKind::cholmod_supernodal;
-        if (trial && super) {
+        if (many && super) {
           const double supernodal = time_solve(*first);
           auto simple = std::make_unique<CholmodSolver>(a, CHOLMOD_SIMPLICIAL);
           const double simplicial = time_solve(*simple);
@@ -236,7 +236,7 @@ std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKin
                                       : std::unique_ptr<LocalSolver>(std::move(simple));
           s->factor_seconds_ = factored;
         } else {
-          if (trial) reason += fmt::format(" (< {:.0f}: simplicial, no trial)", supernodal_flops_per_entry);
+          if (many) reason += fmt::format(" (< {:.0f}: simplicial, no trial)", supernodal_flops_per_entry);
           s = std::move(first);
         }
       }

@@ -11,15 +11,15 @@
 //                        (the subdomains of a Schwarz run, where the supernodal mode measured 2-2.4x
 //                        slower per solve, docs/benchmarks.md). On larger ones CHOLMOD's analysis
 //                        counts the factorisation's flops per entry of L: below
-//                        supernodal_flops_per_entry (2D blocks, ~170) simplicial, whose solves
+//                        supernodal_flops_per_entry (2D blocks, ~80-170) simplicial, whose solves
 //                        measured 1.6x faster than supernodal ones on a 131,000-row 2D block with
 //                        the reference BLAS and OpenBLAS alike; above it (3D blocks) whichever of the
 //                        two modes solves faster in a measured trial (both factored, three solves
 //                        each timed). A block factored for a few solves only (LocalSolverUse::few_solves,
 //                        GDSW's interior block) gets the analysis's choice without a trial, the mode
 //                        that factors faster: supernodal measured 1.8x and 2.5x faster on 3D blocks of
-//                        32,000 and 64,000 rows, simplicial 2x on the 2D one (reference BLAS). A symmetric matrix that CHOLMOD
-//                        finds not positive definite falls back to UMFPACK.
+//                        32,000 and 64,000 rows, simplicial 2x on the 2D one (reference BLAS). A
+//                        symmetric matrix that CHOLMOD finds not positive definite falls back to UMFPACK.
 //
 // Every error is a FactorisationError (sparse_cholesky.hpp) without rank or size: callers add them.
 #include <cstdint>
