@@ -336,6 +336,57 @@ TEST(PlanExchange, MalformedPlanIsAnInputErrorOnEveryRank) {
   EXPECT_THROW(PlanExchange(comm, plan, PlanExchangeConfig{}), InputError);
 }
 
+// A rare sender's last message must arrive although the sender never sends again: under the
+// overlap completion schemes a put is announced at the next call on its channel, so a sender
+// that calls progress() once and then makes no channel call (it waits in a barrier, as the
+// asynchronous coarse level's root closed) must still have delivered it. Without progress() the
+// receiver waits forever (the livelock of two-level Schwarz over rma overlap-local); here it
+// gives up after 10 s and the test fails.
+TEST(PlanExchange, ProgressAnnouncesARareSendersLastMessage) {
+  TestComm comm;
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  if (size < 2) GTEST_SKIP() << "needs 2 ranks";
+  desync::comm::HaloPlan plan;
+  plan.rank = rank;
+  desync::comm::PlanNeighbour nb;
+  if (rank == 0) {
+    nb.peer = 1;
+    nb.send = {0, 1};
+    plan.neighbours.push_back(nb);
+  } else if (rank == 1) {
+    nb.peer = 0;
+    nb.recv = {0, 1};
+    plan.neighbours.push_back(nb);
+  }
+  PlanExchangeConfig cfg;
+  cfg.mode = HaloMode::async;
+  desync_test::apply_transport(cfg);
+  PlanExchange ex(comm, plan, cfg);
+  std::vector<double> x = {3.0, 4.0};
+  std::vector<double> got = {0.0, 0.0};
+  int arrived = 1;
+  if (rank == 0) {
+    ex.start(x.data(), 7);
+    ex.progress();  // no further call on the exchange until every rank is past the barrier
+  } else if (rank == 1) {
+    arrived = 0;
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (!arrived && std::chrono::steady_clock::now() < until) {
+      ex.finish(got.data(), 7);
+      arrived = ex.time_level(0) == 7 ? 1 : 0;
+      if (!arrived) std::this_thread::yield();
+    }
+  }
+  MPI_Barrier(comm);
+  ex.close();
+  if (rank == 1) {
+    EXPECT_EQ(arrived, 1) << "the sender's only message never arrived";
+    EXPECT_EQ(got, x);
+  }
+}
+
 // ---------------------------------------------------------------------------------------------
 // Bounded staleness (the weakly-synchronous exchange).
 

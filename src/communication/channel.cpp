@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <limits>
 #include <numeric>
 #include <string>
 
@@ -20,10 +21,15 @@ constexpr int max_channel_tag = 4096;
 // Each channel tag t owns four MPI tags: data, handshake, close counts, spare (see transport_p2p.cpp).
 int handshake_tag(int t) { return 4 * t + 1; }
 
+// A piece's header (ChannelCore::header_doubles doubles): its time level, its index, and the two
+// round tags of the data (Channel::set_round_tags): the sender's version and its echo.
 struct Header {
   std::int64_t time_level;
   std::int64_t chunk;
+  std::int64_t version;
+  std::int64_t echo;
 };
+static_assert(sizeof(Header) == detail::ChannelCore::header_doubles * sizeof(double));
 }  // namespace
 
 // ----------------------------------------------------------------------------------------------
@@ -53,7 +59,7 @@ namespace detail {
 
 void ChannelCore::pack(double* out, std::int64_t time_level) const {
   for (std::size_t c = 0; c < pieces(); ++c) {
-    const Header h{time_level, static_cast<std::int64_t>(c)};
+    const Header h{time_level, static_cast<std::int64_t>(c), out_version, out_echo};
     std::memcpy(out, &h, sizeof h);
     std::memcpy(out + header_doubles, staging.data() + chunk_begin[c], piece_size(c) * sizeof(double));
     out += piece_size(c) + header_doubles;
@@ -61,7 +67,7 @@ void ChannelCore::pack(double* out, std::int64_t time_level) const {
 }
 
 void ChannelCore::pack_header(double* out, std::int64_t time_level) const {
-  const Header h{time_level, 0};
+  const Header h{time_level, 0, out_version, out_echo};
   std::memcpy(out, &h, sizeof h);
 }
 
@@ -86,6 +92,8 @@ void ChannelCore::arrived_piece(const double* piece) {
       for (std::size_t m = chunk_begin[c]; m < chunk_begin[c + 1]; ++m)
         std::atomic_ref<double>(image[m]).store(payload[m - chunk_begin[c]], std::memory_order_relaxed);
       chunk_level[c] = h.time_level;
+      chunk_version[c] = h.version;
+      chunk_echo[c] = h.echo;
       level = std::max(level, h.time_level);
     }
     stats.messages_arrived = stats.pieces_arrived / static_cast<long>(pieces());
@@ -93,8 +101,25 @@ void ChannelCore::arrived_piece(const double* piece) {
     return;
   }
   const std::size_t victim = take_arrival(h.time_level);
-  if (victim != static_cast<std::size_t>(-1))
+  if (victim != static_cast<std::size_t>(-1)) {
+    std::memcpy(ring[victim].data.data(), &h, sizeof h);  // the header too: the tags are read on delivery
     std::memcpy(ring[victim].data.data() + header_doubles, payload, config.message_size * sizeof(double));
+  }
+}
+
+std::array<std::int64_t, 2> ChannelCore::tags_in() const {
+  if (config.mode == ChannelMode::racy) {  // the oldest of the pieces held
+    std::array<std::int64_t, 2> t{std::numeric_limits<std::int64_t>::max(), std::numeric_limits<std::int64_t>::max()};
+    for (std::size_t c = 0; c < pieces(); ++c) {
+      t[0] = std::min(t[0], chunk_version[c]);
+      t[1] = std::min(t[1], chunk_echo[c]);
+    }
+    return t;
+  }
+  if (level < 0) return {-1, -1};
+  Header h;
+  std::memcpy(&h, ring[delivered].data.data(), sizeof h);
+  return {h.version, h.echo};
 }
 
 void ChannelCore::arrived_in_place(std::vector<double>& packed) {
@@ -224,6 +249,8 @@ void Channel::configure(const ChannelConfig& config) {
     c.chunk_begin[static_cast<std::size_t>(k)] =
         k == chunks ? config.message_size : static_cast<std::size_t>(decomposition::block_start(n, chunks, k));
   c.chunk_level.assign(static_cast<std::size_t>(chunks), -1);
+  c.chunk_version.assign(static_cast<std::size_t>(chunks), -1);
+  c.chunk_echo.assign(static_cast<std::size_t>(chunks), -1);
   c.staging.assign(config.message_size, 0.0);
   if (config.mode == ChannelMode::racy) {
     c.image.assign(config.message_size, 0.0);

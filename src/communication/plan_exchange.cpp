@@ -9,6 +9,7 @@
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/core/waiting.hpp"
 
 namespace desync::comm {
 
@@ -100,6 +101,7 @@ PlanExchange::PlanExchange(MPI_Comm comm, HaloPlan plan, PlanExchangeConfig conf
   loopback_.resize(count);
   loopback_level_.assign(count, -1);
   awaited_.assign(count, 0);
+  used_version_.assign(count, -1);  // nothing read yet: the first messages (the initial iterate) echo -1
   send_runs_.reserve(count);
   recv_runs_.reserve(count);
   for (const auto& nb : plan_.neighbours) {
@@ -230,6 +232,9 @@ void PlanExchange::start(const double* x, std::int64_t time_level) {
       ++stats_.sends_skipped;
       continue;
     }
+    // Round tags: this rank's version, and the version of n's data the iterate was made from (to a
+    // neighbour that sends nothing here, any: the data never depended on it).
+    ch.set_round_tags(stats_.rounds, nb.recv.empty() ? std::numeric_limits<std::int64_t>::max() : used_version_[n]);
     send_runs_[n].gather(x, ch.send_buffer(), config_.threads);  // the pack, threaded for large messages
     core::charge("halo.element", static_cast<double>(m));  // simulated cluster: the pack's cost
     ch.send(time_level);
@@ -261,6 +266,14 @@ bool PlanExchange::progress_pass() {
 bool PlanExchange::poll() {
   if (config_.progress == Progress::thread || closed_) return false;
   return progress_pass();
+}
+
+void PlanExchange::progress() {
+  if (collective_ || closed_ || phase_.load(std::memory_order_acquire) != idle) return;
+  // can_recv() completes this channel's deferred sends (next_call), and every deferred send of this
+  // process when nothing new arrived on it (a send-only channel: always).
+  for (auto& ch : channels_)
+    if (ch) ch->can_recv();
 }
 
 void PlanExchange::hand_back() {
@@ -341,6 +354,7 @@ void PlanExchange::finish(double* dest, std::int64_t own_level) {
     collective_level_ = started_level_;
   }
   if (config_.mode == HaloMode::sync && config_.wait_all && started_) {
+    core::WaitScope waiting("every neighbour's halo message of the level it needs (synchronous exchange, wait-all)");
     while (!progress_pass()) {  // every neighbour at once, in the order they arrive
     }
   }
@@ -354,6 +368,9 @@ void PlanExchange::finish(double* dest, std::int64_t own_level) {
       if (!plan_.neighbours[n].recv.empty()) stats_.delay.record(0);  // the level of this exchange
     } else {
       pull_neighbour(n, own_level);
+      // The version of n's data the next update reads (ExchangeStats::rounds); its initial
+      // values, before any message, count as version 0.
+      if (!plan_.neighbours[n].recv.empty()) used_version_[n] = std::max<std::int64_t>(channels_[n]->tag_version(), 0);
     }
     if (dest) install_neighbour(n, dest);
   }
@@ -366,6 +383,11 @@ void PlanExchange::finish(double* dest, std::int64_t own_level) {
   }
   stats_.messages_discarded = discarded;
   if (config_.mode == HaloMode::racy) stats_.messages_received = arrived;
+  // A round: every neighbour that sends here has sent data made from this rank's current version.
+  bool all = true;
+  for (std::size_t n = 0; n < channels_.size() && all; ++n)
+    if (channels_[n] && !plan_.neighbours[n].recv.empty()) all = channels_[n]->tag_echo() >= stats_.rounds;
+  if (all) ++stats_.rounds;
 }
 
 void PlanExchange::install_neighbour(std::size_t n, double* dest) const {

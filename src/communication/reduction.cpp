@@ -181,6 +181,7 @@ class TreeReduction final : public NonblockingReduction {
 
   void finish() override {
     if (active_) {  // only reached on error paths: complete the round so nothing stays pending
+      core::WaitScope waiting("the other ranks' parts of a non-blocking reduction (completing it at the end)");
       while (!test()) {
       }
     }
@@ -294,6 +295,7 @@ class DoublingReduction final : public NonblockingReduction {
 
   void finish() override {
     if (active_) {  // only reached on error paths: complete the round so nothing stays pending
+      core::WaitScope waiting("the other ranks' parts of a non-blocking reduction (completing it at the end)");
       while (!test()) {
       }
     }

@@ -350,6 +350,9 @@ SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const Over
       firstkind = false;
     }
   if (o.robin != 0) description_ += fmt::format(", robin {}", o.robin);
+  // The transport the exchanges were built with (not the argument: what they use).
+  const comm::Transport used = restrict_->config().transport.kind;
+  if (used != comm::Transport::p2p) description_ += fmt::format(", exchanges over {}", comm::to_string(used));
   if (o.coarse.kind != CoarseKind::none) {
     coarse_ = std::make_unique<CoarseSpace>(A, o.coarse);
     description_ += ", " + coarse_->description();

@@ -300,7 +300,32 @@ std::string record_json_text(const RunRecord& r) { return record_document(r).dum
 
 // ---- the end of a run -------------------------------------------------------------------------
 
-int finish_run(MPI_Comm comm, const RunRecord& r, bool quiet, const std::string& json_path, std::string io_error) {
+namespace {
+
+// A stop on the convergence test that the run's own true residual contradicts is not
+// "tolerance_reached": the summary and the record say what happened and what to do.
+RunRecord settle_verdict(const RunRecord& r) {
+  RunRecord s = r;
+  if (r.stop_reason != core::StopReason::converged || r.converged) return s;
+  s.stop_reason = core::StopReason::unconfirmed;
+  const bool krylov = r.solver == "cg" || r.solver == "krylov";
+  const std::string remedy =
+      krylov ? "the recursive residual drifted from the true one: ask for a smaller --rtol"
+             : "the test read interface values that other ranks had changed since (asynchronous or racy "
+               "exchanges, --halo-period > 1); --polish continues with synchronous iterations until the true "
+               "residual meets the tolerance";
+  std::string note = fmt::format(
+      "not converged: the convergence test met the tolerance (last tested {:.3e}) but the true residual of "
+      "the final iterate is {:.3e}, above the tolerance {:.1e}; {}",
+      r.tested_residual, r.true_residual, r.tolerance, remedy);
+  s.message = r.message.empty() ? note : note + ". " + r.message;
+  return s;
+}
+
+}  // namespace
+
+int finish_run(MPI_Comm comm, const RunRecord& record, bool quiet, const std::string& json_path, std::string io_error) {
+  const RunRecord r = settle_verdict(record);
   int rank = 0;
   MPI_Comm_rank(comm, &rank);
   if (rank == 0 && !quiet) {

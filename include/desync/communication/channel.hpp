@@ -124,7 +124,7 @@ class TransportBackend;
 /// The transport-independent state of one channel end: staging area, receive image, the ring of
 /// retained time levels, racy piece levels and statistics. Backends feed arrivals into it.
 struct ChannelCore {
-  static constexpr std::size_t header_doubles = 2;  ///< packed header: time level, piece index
+  static constexpr std::size_t header_doubles = 4;  ///< packed header: time level, piece index, version, echo
 
   /// One retained whole message, kept packed (ChannelCore::pack's layout: header, then payload) so
   /// that a transport can hand over the buffer it received into instead of copying it
@@ -141,6 +141,8 @@ struct ChannelCore {
   std::vector<double> image;  ///< racy: the receive image (atomic element access)
   std::vector<std::size_t> chunk_begin;
   std::vector<std::int64_t> chunk_level;
+  std::vector<std::int64_t> chunk_version, chunk_echo;  ///< racy: the round tags each piece held carried
+  std::int64_t out_version = -1, out_echo = -1;  ///< the round tags of the messages sent from now on
   std::int64_t level = -1;  ///< delivered level (async, bounded) or newest piece level (racy)
   // async, bounded: T + 1 entries. ring[delivered] is the receive image (the message delivered
   // last, never overwritten until the next delivery); the other T hold the T newest arrivals. An
@@ -165,6 +167,9 @@ struct ChannelCore {
   void pack_header(double* out, std::int64_t time_level) const;
   /// Feeds one arrived packed piece (header + payload) into the ring or the racy image.
   void arrived_piece(const double* piece);
+  /// The round tags (version, echo) of the data held: the delivered message's (async), the oldest
+  /// of its pieces' (racy); -1 before any.
+  std::array<std::int64_t, 2> tags_in() const;
   /// Feeds a whole packed message (as pack() wrote it).
   void arrived_message(const double* packed);
   /// async and bounded modes, one piece: takes the whole packed message in `packed` (packed_size()
@@ -237,6 +242,18 @@ class Channel {
   }
   /// Time level of the last delivered message (async) or newest piece (racy); -1 before any.
   std::int64_t time_level() const { return core_.level; }
+  /// Round tags: two numbers the caller attaches to the messages it sends from now on (in their
+  /// header), read back at the other end with the data they came with. comm::PlanExchange sends its
+  /// version (the rounds it has completed) and its echo (the version of the peer's data its
+  /// iterate was computed from); see ExchangeStats::rounds.
+  void set_round_tags(std::int64_t version, std::int64_t echo) {
+    core_.out_version = version;
+    core_.out_echo = echo;
+  }
+  /// The round tags of the data held (async: the delivered message's; racy: the oldest of the
+  /// pieces'); -1 before any data.
+  std::int64_t tag_version() const { return core_.tags_in()[0]; }
+  std::int64_t tag_echo() const { return core_.tags_in()[1]; }
   /// racy: number of pieces, their element ranges and the time level of each (-1: none yet).
   int chunks() const { return static_cast<int>(core_.pieces()); }
   std::size_t chunk_begin(int c) const { return core_.chunk_begin[static_cast<std::size_t>(c)]; }

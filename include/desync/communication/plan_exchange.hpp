@@ -88,6 +88,18 @@ struct ExchangeStats {
   long exchanges = 0;   ///< start() calls
   double bytes_sent = 0;
   long polls = 0;       ///< poll() passes, the progress thread's included
+  /// Rounds of news, also this rank's version: every message carries its sender's version and its
+  /// echo, the version of the receiver's data the sender's iterate was made from (the initial
+  /// values count as version 0; the initial iterate itself, made from nothing, echoes -1). A
+  /// finish() after which every remote neighbour that sends here holds data echoing this rank's
+  /// current version completes a round (with no such neighbour, every finish() does). An
+  /// asynchronous convergence test counts a local residual only on a new round: then the
+  /// neighbours' data reacts to what this rank's iterate came from. Data a neighbour made without
+  /// news from here (a fast rank re-solving against a slow rank's old values, a rank resending what
+  /// it had, a rank at rest) is what the iterate was already made from, and a residual against it
+  /// measures how well this rank solved for it (zero for an exact subdomain solve without overlap),
+  /// not how far the iterate is from the solution.
+  long rounds = 0;
 };
 
 struct PlanExchangeConfig {
@@ -153,6 +165,15 @@ class PlanExchange {
   /// neighbour's message for this exchange has arrived (sync), or something new arrived from each
   /// (async); racy: always true. Progress::thread: false (the thread owns the channels).
   bool poll();
+  /// One progress pass over every channel of this exchange, outside any start()/finish() pair:
+  /// takes in what has arrived (delivering nothing) and completes this end's deferred sends. The
+  /// overlap completion schemes announce a put at the next call on its channel, or when this
+  /// process finds nothing new on some channel; an exchange that sends rarely (the sums and
+  /// corrections of a tree) calls this on the passes after a send, and in every round of a loop
+  /// that waits for its peers, so that its last message never waits for a next one that may not
+  /// come. No effect with engines neighbor and blocking, with the progress thread running, or
+  /// after close().
+  void progress();
   /// Split phase, second half: takes the neighbours' data and writes it to dest[recv offsets]
   /// (dest may be x itself, as for a field with its halo). sync: waits for time level `own_level`
   /// from every neighbour (the level given to start() by every rank); async: the newest whole
@@ -211,6 +232,8 @@ class PlanExchange {
   std::vector<std::vector<double>> loopback_;   // local neighbours: the values packed by start()
   std::vector<std::int64_t> loopback_level_;
   std::vector<char> awaited_;                   // this exchange still waits for neighbour n
+  // ExchangeStats::rounds: per neighbour, the version of its data the last finish() installed.
+  std::vector<std::int64_t> used_version_;
   std::int64_t started_level_ = -1;
   std::int64_t collective_level_ = -1;  // engines neighbor and blocking: the level last received
   std::size_t rotation_ = 0;  // round_robin: the neighbour the current exchange visits first

@@ -12,10 +12,14 @@ enum class StopReason {
   breakdown,   ///< a division by a quantity that must be positive was not (e.g. (p, Ap) <= 0 in CG)
   pc_failed,   ///< the preconditioner could not be set up or applied
   stagnated,   ///< no further progress possible (e.g. the true residual stays above the tolerance)
+  /// The convergence test met the tolerance but the true residual of the final iterate does not:
+  /// the test read values other ranks had changed since, or a recursive residual that drifted.
+  /// Set by the run layer (run::finish_run), never by a solver: a solver's test says converged.
+  unconfirmed,
 };
 
 /// "tolerance_reached", "max_iters", "time_limit", "non_finite", "diverged", "breakdown", "pc_failed",
-/// "stagnated".
+/// "stagnated", "true_residual_above_tol".
 constexpr const char* to_string(StopReason s) {
   switch (s) {
     case StopReason::converged: return "tolerance_reached";
@@ -26,6 +30,7 @@ constexpr const char* to_string(StopReason s) {
     case StopReason::breakdown: return "breakdown";
     case StopReason::pc_failed: return "pc_failed";
     case StopReason::stagnated: return "stagnated";
+    case StopReason::unconfirmed: return "true_residual_above_tol";
   }
   return "?";
 }

@@ -22,8 +22,9 @@ namespace desync::core {
 ///          core of its own; where ranks share cores, a neighbour that waits gets to run.
 ///   skip   no update where the update's result depends only on the external values (a subdomain
 ///          solve reproduces the current iterate bit for bit): the pass does not count as an
-///          iteration; the rank yields its core, keeps receiving and testing, and updates once a
-///          convergence test needs the residual of the current iterate.
+///          iteration; the rank yields its core and keeps receiving and testing (a residual of
+///          the unchanged iterate against the values it was made from would not count: see
+///          comm::ExchangeStats::rounds).
 enum class IdlePolicy { spin, yield, skip };
 inline constexpr Named<IdlePolicy> idle_policy_names[] = {
     {IdlePolicy::spin, "spin"}, {IdlePolicy::yield, "yield"}, {IdlePolicy::skip, "skip"}};

@@ -240,6 +240,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   // The preconditioner polls too where a poll can advance something: the recursive doubling.
   s.pc_poll_interval = spmv.progress == linalg::Progress::test && s.doubling ? test_interval : 0;
   transport_cli.apply(spmv.transport);
+  s.pc_transport = spmv.transport;  // asm / ras: the preconditioner's exchanges over the same transport
 
   system_cli.check();
   from_matrix = system_cli.given();

@@ -33,6 +33,7 @@ inline RankFields& driven_rank_fields(RankFields& f, const solvers::RankStats& s
       .integer("iterations", s.iterations)
       .integer("polish_iterations", s.polish_iterations)
       .integer("reductions", s.reductions)
+      .integer("refuted_stops", s.refuted_stops)
       .integer("idle_passes", s.idle_passes)
       .integer("messages_sent", s.halo.messages_sent)
       .integer("messages_received", s.halo.messages_received)

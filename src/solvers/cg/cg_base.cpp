@@ -120,7 +120,7 @@ bool CgBase::start() {
   {
     Timed tm(times().setup);
     try {
-      pc_ = make_preconditioner(o_.pc, A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver, o_.pc_coarse});
+      pc_ = make_preconditioner(o_.pc, A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver, o_.pc_coarse, o_.pc_transport});
       pc_cost_ = pc_cost_kind(pc_->kind());
       res_.pc_description = pc_->description();
       // Progress control: each poll inside an application charges its rows (simulated cluster)

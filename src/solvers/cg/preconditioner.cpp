@@ -219,7 +219,8 @@ std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::O
     o.solver = schwarz.local_solver;
     o.coarse = schwarz.coarse;
     return std::make_unique<SchwarzPc>(
-        kind, std::make_unique<linalg::SchwarzPreconditioner>(*schwarz.matrix, o, kind == PcKind::restricted_schwarz));
+        kind, std::make_unique<linalg::SchwarzPreconditioner>(*schwarz.matrix, o, kind == PcKind::restricted_schwarz,
+                                                      schwarz.transport));
   }
   int rank = 0;
   MPI_Comm_rank(A.comm(), &rank);

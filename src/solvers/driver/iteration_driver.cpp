@@ -52,7 +52,10 @@ void IterationDriver::start() {
   if (source_norm_ == 0.0) source_norm_ = 1.0;  // no source: report the plain residual norm
   // Baseline of the divergence safeguard: the true residual of the initial guess, computed
   // synchronously before the solve (an asynchronous first test may already be perturbed).
-  initial_residual_ = std::max(true_residual(), opt_.iteration.tol);
+  initial_local_sq_ = problem_.true_residual_sq();
+  double r2 = initial_local_sq_;
+  comm::allreduce_sum(comm_, std::span<double>(&r2, 1));
+  initial_residual_ = std::max(std::sqrt(r2) / source_norm_, opt_.iteration.tol);
   // The local criterion's reference (every_rank_local): ||b_p||^2 as Yamazaki et al. (2019, 4.3),
   // unless some rank has no source at all (a subdomain away from the source disc of laplace3d, say),
   // where ||r_p|| < tol ||b_p|| = 0 could never hold. Then every rank uses
@@ -231,20 +234,48 @@ void IterationDriver::run_async(LocalIteration& local) {
   bool local_done = false;  // reached max_iters or time_limit: wait for the global decision
   core::PollBackoff waiting, held_wait;
   bool non_finite = false;
-  bool fresh_residual = false;  // this iteration's update computed the local residual
-  double last_local_sq = 0;
+  bool fresh_residual = false;  // this iteration's update computed a local residual that counts
+  // Before any residual counts: this rank's part of the initial guess's true residual.
+  double last_local_sq = initial_local_sq_;
+  // Which local residuals count. The residual an update computes is that of the current iterate
+  // with the external values installed now. If some neighbour has sent nothing new since the
+  // iterate was computed, that residual measures how well this rank solved for values it already
+  // had, not the distance to the solution: zero by construction for an exact subdomain solve
+  // without overlap (a rank that rests reads 0 and, by the minimum-residual rule, would stay
+  // converged for good), and driven to zero by a fast rank's sweeps against a slow neighbour's
+  // old values. So a residual counts (is tested, voted, judged by the minimum-residual rule) only
+  // on an update that sees a new round: something new from every neighbour since the previous
+  // update (ExchangeStats::rounds). It then includes the effect of every neighbour's latest change.
+  long round_at_update = -1;
   // IdlePolicy::skip. The update's candidate depends on the external values alone
   // (update_repeats_without_new_data), so after any update the iterate is the fixed point of the
-  // values it was computed from: until something new arrives, another update would reproduce it.
-  // An update made with nothing new (a repeat) computes, if it computes one, the residual of the
-  // current iterate itself.
+  // values it was computed from: until something new arrives, another update would reproduce it,
+  // and its residual would not count: such a pass is skipped.
   long received_at_update = -1;  // external messages received when the last update ran (-1: none yet)
   bool repeated = false;         // the last update was a repeat: the iterate went out unchanged before it
-  bool residual_known = false;   // the last update was a repeat and computed the residual
   std::int64_t rest_passes = 0;  // skipped passes since the last update
   bool skipping = false;         // the last pass made no update
   bool resend = false;           // the last push left a neighbour without the current iterate (no free slot)
   std::optional<core::WaitScope> awaiting_decision;  // at a limit: the watchdog names what this rank waits for
+  // Passes held back by the solver (may_update) count neither as iterations nor as rest, so no limit
+  // ends them: the watchdog does, if they never end (a coarse correction that never comes).
+  std::optional<core::WaitScope> held_back;
+  // A stop on the test is confirmed by the true residual of the current iterate (synchronous,
+  // collective: every rank reads the same decision). The test reads local residuals against values
+  // their neighbours may have changed since; when the true residual refutes it, the phase goes on
+  // with the test started afresh (the minimum-residual rule forgets its minima), at most
+  // max_refuted_stops times; then the stop stands and the record says the true residual is above
+  // the tolerance (run::finish_run).
+  const auto confirmed = [&](StopReason stop) {
+    if (stop != StopReason::converged || st.refuted_stops >= max_refuted_stops) return true;
+    core::Stopwatch t_true;
+    const double r = true_residual();
+    st.time.reduction += t_true.seconds();
+    if (r <= opt_.iteration.tol) return true;
+    ++st.refuted_stops;
+    min_local_sq_ = HUGE_VAL;
+    return false;
+  };
   // The iteration limit: max_iters updates, or (skip) max_iters passes in a row without one.
   const auto at_iteration_limit = [&] { return it >= opt_.iteration.max_iters || rest_passes >= opt_.iteration.max_iters; };
   for (;;) {
@@ -261,13 +292,16 @@ void IterationDriver::run_async(LocalIteration& local) {
       st.time.halo += t_halo.seconds();
       const long received = local.exchange_stats().messages_received;
       const bool idle = received_at_update >= 0 && received == received_at_update;
-      const bool test_open = !untested && (tree ? !tree->voted() : !reduction->active());  // a vote can go out
       const bool perturbing = noise_.perturb_now(it);
-      // At rest: an update would reproduce the iterate. It is skipped unless an open test needs the
-      // residual of the current iterate and none has been computed: then one update computes it.
+      // At rest: an update would reproduce the iterate (and its residual would not count): skipped.
       const bool at_rest = may_skip && idle && !perturbing;
       const bool held = !local.may_update();  // the solver holds this update back
-      skipping = held || (at_rest && (residual_known || !test_open));
+      if (!held)
+        held_back.reset();
+      else if (!held_back)
+        held_back.emplace("the solver to let it update again (a two-level Schwarz rank holding its local solves "
+                          "for a newer coarse correction, --coarse-reuse)");
+      skipping = held || at_rest;
       if (idle) {
         ++st.idle_passes;
         // Nothing new: give the core up once, so that a rank sharing it (more ranks than cores)
@@ -275,10 +309,9 @@ void IterationDriver::run_async(LocalIteration& local) {
         if (opt_.idle != IdlePolicy::spin) std::this_thread::yield();
       }
       if (skipping) {
-        // The known residual of the unchanged iterate serves any test that is open. A rank that
-        // rests max_iters passes in a row (its tolerance below what its data allows, say) stops as
-        // at max_iters: --max-iters bounds a run whose ranks all rest.
-        fresh_residual = !held && residual_known && test_open;
+        // A rank that rests max_iters passes in a row stops as at max_iters: --max-iters bounds a
+        // run whose ranks all rest.
+        fresh_residual = false;
         if (!held) ++rest_passes;  // a held pass waits for the solver, not for news: it does not count
         if (held) {
           // Only polls until the solver lets it update: give the core up (a rank sharing it may be
@@ -291,18 +324,21 @@ void IterationDriver::run_async(LocalIteration& local) {
         rest_passes = 0;
         held_wait = core::PollBackoff();  // the next hold starts its backoff afresh
         received_at_update = received;
+        const long round = local.exchange_stats().rounds;
+        const bool new_round = round > round_at_update;  // something new from every neighbour
+        round_at_update = round;
         perturb(local, it);
-        fresh_residual = !untested && (tree || !reduction->active()) && (it >= next_test_ || at_rest);
+        fresh_residual = new_round && !untested && (tree || !reduction->active()) && it >= next_test_;
         async_update(local, it, fresh_residual, last_local_sq);
         non_finite = non_finite || !std::isfinite(last_local_sq);
         repeated = idle;
-        residual_known = idle && fresh_residual && !perturbing;
         local.advance();
         ++it;
         if (at_iteration_limit() || over_time()) local_done = true;
       }
     } else {
       fresh_residual = false;
+      held_back.reset();  // scopes close in the reverse order of opening
       // Keep receiving so that neighbours' sends complete; no new updates. Nothing else to do
       // until the decision comes: on a simulated cluster the clock moves on (core::PollBackoff).
       if (!awaiting_decision)
@@ -352,7 +388,9 @@ void IterationDriver::run_async(LocalIteration& local) {
         std::copy(tree->result().begin(), tree->result().end(), votes);
         // Every rank voted, each for a reason decide() reads: it always names one.
         result_.stop = decide(votes, it).value_or(StopReason::max_iters);
-        break;
+        if (confirmed(result_.stop)) break;
+        tree->close();  // a vote counts once: a new tree for the test afresh (collective)
+        tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);
       }
       continue;
     }
@@ -368,7 +406,7 @@ void IterationDriver::run_async(LocalIteration& local) {
     if (done) {
       if (const auto stop = completed_test(*reduction, it)) {
         result_.stop = *stop;
-        break;
+        if (confirmed(*stop)) break;
       }
     }
   }

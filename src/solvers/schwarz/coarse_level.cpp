@@ -7,6 +7,7 @@
 
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/core/waiting.hpp"
 
 namespace desync::solvers::detail {
 
@@ -193,10 +194,19 @@ void CoarseLevel::close_async(std::int64_t it, double* x) {
   // The run is over: every rank takes the corrections it has not applied yet (at most the newest
   // one, rank 0's, on its way down the tree), so that the final iterate is one version everywhere.
   // Collective.
+  // Every round makes progress on both exchanges: a correction sent down (or a sum sent up) is
+  // announced at the next call on its channel under the overlap completion schemes, and a parent
+  // with nothing left to send makes no other call on them (without this, the child waited for its
+  // last correction forever: a livelock, every allreduce completing). The rounds are one wait for
+  // the watchdog (DESYNC_WAIT_LIMIT): a round that never ends the loop is reported, not repeated
+  // forever.
   std::int64_t target = rank_ == 0 ? root_version_ : version_;
   MPI_Allreduce(MPI_IN_PLACE, &target, 1, MPI_INT64_T, MPI_MAX, comm_);
+  core::WaitScope closing("the newest coarse correction to reach every rank (closing the asynchronous coarse level)");
   for (int all_there = 0; !all_there;) {
     pull(it, x);  // applies and forwards (again, while a child's slot was busy)
+    if (gather_) gather_->progress();
+    if (scatter_) scatter_->progress();
     int here = version_ >= target && !down_pending_ ? 1 : 0;
     MPI_Allreduce(&here, &all_there, 1, MPI_INT, MPI_LAND, comm_);
   }
@@ -264,8 +274,14 @@ bool CoarseLevel::pull(std::int64_t it, double* x) {
     const long skipped = scatter_->stats().sends_skipped;
     scatter_->start(down_out_.data(), version_);
     down_pending_ = scatter_->stats().sends_skipped != skipped;  // a child's slot busy: again next pass
+    down_unannounced_ = true;
   };
-  if (down_pending_) send_down();
+  if (down_pending_) {
+    send_down();
+  } else if (down_unannounced_) {
+    scatter_->progress();  // the last correction sent is announced now, not with the next one
+    down_unannounced_ = false;
+  }
   std::int64_t level = root_version_;
   if (tree_.parent >= 0) {
     scatter_->finish(down_in_.data(), it);
@@ -331,6 +347,10 @@ void CoarseLevel::contribute_and_solve(std::int64_t it, const double* b_ext, con
     const long skipped = gather_->stats().sends_skipped;
     gather_->start(up_out_.data(), sent_version_ + 1);  // time level: the version + 1 (levels start at 1)
     up_pending_ = gather_->stats().sends_skipped != skipped;  // no free slot: again next pass
+    up_unannounced_ = true;
+  } else if (up_unannounced_) {
+    gather_->progress();  // the last sum sent is announced now, not with the next one
+    up_unannounced_ = false;
   }
   stats_.seconds += t.seconds();
 }

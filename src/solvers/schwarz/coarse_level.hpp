@@ -143,6 +143,9 @@ class CoarseLevel {
   std::vector<std::size_t> child_down_at_;
   std::vector<double> down_in_, down_out_;
   bool down_pending_ = false;
+  // A sum (up) or a correction (down) was sent and may not be announced yet (the overlap completion
+  // schemes announce a put at the next call on its channel): the next pass calls progress() on it.
+  bool up_unannounced_ = false, down_unannounced_ = false;
   std::unique_ptr<comm::PlanExchange> gather_, scatter_;
   std::int64_t root_version_ = 0;  // rank 0: the newest coarse solution made
 };

@@ -91,6 +91,8 @@ struct CgOptions {
   linalg::LocalSolverKind pc_local_solver = linalg::LocalSolverKind::automatic;
   /// asm and ras: the coarse level (none: one-level; linalg/coarse_space.hpp).
   linalg::CoarseOptions pc_coarse;
+  /// asm and ras: how the preconditioner's exchanges move data (the ghost exchange's --transport).
+  comm::TransportConfig pc_transport;
   /// tol on ||r|| / ||b||; max_iters; time_limit (agreed on through the reductions);
   /// divergence_factor: stop when ||r|| > this times max(||b||, ||r_0||). CG tests every
   /// iteration and has no polish phase or injected noise: check_every, polish and noise do not

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "desync/communication/transport_config.hpp"
 #include "desync/core/names.hpp"
 #include "desync/linalg/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
@@ -99,6 +100,8 @@ struct SchwarzPcSetup {
   int overlap = 1;
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
   linalg::CoarseOptions coarse;  ///< the coarse level (two-level Schwarz)
+  /// How the restriction and prolongation exchanges move data: the operator's --transport.
+  comm::TransportConfig transport;
 };
 
 /// Builds the preconditioner of `kind` for `A` (local work only, but asm and ras: collective).

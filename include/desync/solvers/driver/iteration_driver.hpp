@@ -17,6 +17,13 @@
 //          previous start, tested once per iteration; every rank stops on the same completed sum.
 //          A rank at max_iters or time_limit stops updating but keeps pulling and reducing until
 //          the test that carries its vote completes.
+//          A local residual counts (is tested, voted, judged) only when its update sees a new round
+//          of the exchange (comm::ExchangeStats::rounds: every neighbour's data reacts to this
+//          rank's current version); one against data the iterate was already made from says how
+//          well the rank solved for it, not how far the iterate is from the solution. A stop on
+//          the test is confirmed by the true residual of the current iterate (collective); if that
+//          is above tol the stop is refuted and the phase goes on with a fresh test, at most
+//          max_refuted_stops times (RankStats::refuted_stops).
 //          With tree_termination (StopRule::every_rank_local only) the votes go instead to the
 //          binary-tree termination detection of Yamazaki et al. (2019, Figure 3,
 //          comm::TreeTermination): a rank votes once, when it is locally converged (the minimum-
@@ -95,6 +102,10 @@ struct DriverOptions {
 /// The most points IterationResult::rank_history keeps: beyond, every other point is dropped and
 /// only every second test is recorded from then on (and so on).
 inline constexpr std::size_t rank_history_cap = 4096;
+
+/// async: how often the true residual may refute a stop on the convergence test before the stop
+/// stands (as CG's residual replacements before `stagnated`).
+inline constexpr long max_refuted_stops = 20;
 
 enum class IterationPhase { main, polish };
 
@@ -255,6 +266,7 @@ class IterationDriver {
   double local_reference_sq_ = 0;              // every_rank_local: the local criterion's ||b_p||^2 (start())
   double min_local_sq_ = HUGE_VAL;             // every_rank_local: the smallest local residual^2 so far
   double initial_residual_ = 1;
+  double initial_local_sq_ = 0;                // this rank's part of the initial guess's true residual^2
   double last_tested_ = 0;
   double clock_offset_ = 0;            // rank 0's clock minus this rank's, taken at the end of start()
   std::int64_t local_stride_ = 1, local_tests_ = 0;  // rank_history thinning

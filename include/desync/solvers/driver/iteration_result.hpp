@@ -35,6 +35,8 @@ struct RankStats {
   std::int64_t iterations = 0;         ///< sweeps done by the main (sync or async) phase
   std::int64_t polish_iterations = 0;  ///< synchronous sweeps added by --polish
   long reductions = 0;                 ///< convergence tests completed
+  /// async: stops on the convergence test that the true residual refuted (the phase went on)
+  long refuted_stops = 0;
   /// async: passes in which nothing new had arrived since the rank's last update (IdlePolicy);
   /// with --idle skip these made no update and are not in `iterations`.
   std::int64_t idle_passes = 0;
