@@ -388,9 +388,11 @@ void IterationDriver::run_async(LocalIteration& local) {
         std::copy(tree->result().begin(), tree->result().end(), votes);
         // Every rank voted, each for a reason decide() reads: it always names one.
         result_.stop = decide(votes, it).value_or(StopReason::max_iters);
+        // Closed before the collective true residual: closing completes the decision's way down the
+        // tree (under the overlap schemes its puts wait for the next call on their channels).
+        tree->close();
         if (confirmed(result_.stop)) break;
-        tree->close();  // a vote counts once: a new tree for the test afresh (collective)
-        tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);
+        tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);  // a test afresh
       }
       continue;
     }

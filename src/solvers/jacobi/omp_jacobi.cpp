@@ -28,6 +28,12 @@ using decomposition::Index3;
 
 namespace {
 
+/// test_hooks::set_omp_thread_hook's hook (empty: none).
+test_hooks::OmpThreadHook& omp_thread_hook() {
+  static test_hooks::OmpThreadHook hook;
+  return hook;
+}
+
 /// An OpenMP lock (Bethune et al. (2011) use omp_set_lock / omp_unset_lock), usable with std::lock_guard.
 class OmpLock {
  public:
@@ -307,6 +313,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     std::atomic<int> threads_done{0};
     std::atomic<bool> timed_out{false}, non_finite{false};
     std::vector<std::int64_t> thread_iterations;
+    test_hooks::OmpThreadHook hook;  // test_hooks::set_omp_thread_hook's, copied when the run starts
 
     // The first thread to call this decides why a one-rank run stops.
     void claim(StopReason reason, double residual) {
@@ -574,6 +581,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     // Nobody writes the rank's field (below, after its loop) before every thread has its copy.
 #pragma omp barrier
     for (;;) {
+      if (sh.hook) sh.hook(t, false);
       if (sh.stop_flag.load(std::memory_order_acquire)) break;
       if (t == 0 && sh.hybrid) rank_halo_traffic(sh, me);
       me.fresh = false;
@@ -584,6 +592,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
         break;
       }
     }
+    if (sh.hook) sh.hook(t, true);
     sh.thread_iterations[me.ts] = me.it;
     // The slab's final iterate back into the rank's field (disjoint planes per thread).
     std::memcpy(plane(u_, me.slab.k0), plane(*me.c, 0), static_cast<std::size_t>(me.slab.nz) * plane_size * sizeof(double));
@@ -628,6 +637,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
 
   void run_async() {
     AsyncShared sh(threads_, opt_.mode == comm::HaloMode::racy, grid_.size() > 1);
+    sh.hook = omp_thread_hook();
     set_up_async(sh);
 #pragma omp parallel num_threads(threads_) default(shared)
     thread_run(sh);
@@ -651,5 +661,7 @@ IterationResult solve_jacobi_omp(const decomposition::CartGrid& grid, const prob
   OmpJacobiRun run(grid, problem, options, u);
   return run.run();
 }
+
+void test_hooks::set_omp_thread_hook(OmpThreadHook hook) { omp_thread_hook() = std::move(hook); }
 
 }  // namespace desync::solvers

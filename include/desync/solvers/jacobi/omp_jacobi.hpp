@@ -44,6 +44,8 @@
 // --polish phase (synchronous, threaded) are computed as by the MPI solver. Statistics: the rank's
 // `iterations` is the fewest sweeps any of its threads made (thread extremes in
 // thread_iterations_min / _max); the time split is thread 0's.
+#include <functional>
+
 #include "desync/solvers/jacobi/jacobi.hpp"
 
 namespace desync::solvers {
@@ -53,5 +55,19 @@ namespace desync::solvers {
 /// threads, or if the OpenMP runtime gives fewer threads than asked for.
 IterationResult solve_jacobi_omp(const decomposition::CartGrid& grid, const problems::Laplace3D& problem,
                               const JacobiOptions& options, decomposition::Field& u);
+
+namespace test_hooks {
+
+/// Test hook (tests/test_omp_jacobi.cpp): lets a test fix how the threads of an asynchronous or
+/// racy run interleave, so that what it asserts does not depend on the scheduler. While a hook is
+/// set, every thread of such a run calls hook(thread, false) at the top of each pass of its loop,
+/// before it looks at the stop flag (so before each sweep), and hook(thread, true) once after it
+/// has left the loop. A std::barrier of `threads` participants (arrive_and_wait, then
+/// arrive_and_drop when leaving) makes the threads sweep in lockstep. The hook is copied when a run
+/// starts; an empty one (the default) costs one untaken branch per sweep. Not for production use.
+using OmpThreadHook = std::function<void(int thread, bool leaving)>;
+void set_omp_thread_hook(OmpThreadHook hook);
+
+}  // namespace test_hooks
 
 }  // namespace desync::solvers
