@@ -81,6 +81,7 @@ class ScalarIteration : public solvers::LocalIteration {
   comm::ExchangeStats exchange_stats() const override {
     comm::ExchangeStats s;
     s.messages_sent = sent_in_phase + (phase == IterationPhase::polish ? 1000000 : 0);
+    s.rounds = pulls;  // no neighbour sends here: every pull is a round (comm::ExchangeStats::rounds)
     return s;
   }
   void close_exchange() override { ++closes; }

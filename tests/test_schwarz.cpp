@@ -308,7 +308,9 @@ TEST_F(SchwarzRuns, AsyncIallreduceTerminationAndRankHistories) {
   for (const auto& h : t.run.rank_history) smallest = std::min(smallest, h.residual);
   if (static_cast<std::size_t>(t.run.stats.iterations) < solvers::rank_history_cap) {
     EXPECT_LT(smallest, o.iteration.tol);
-    EXPECT_EQ(t.run.rank_history.size(), static_cast<std::size_t>(t.run.stats.iterations));  // every iteration
+    // A residual is recorded where it counts: on an update that sees a new round of the exchange
+    // (every neighbour's data made from this rank's current version), at most every iteration.
+    EXPECT_LE(t.run.rank_history.size(), static_cast<std::size_t>(t.run.stats.iterations));
   }
   EXPECT_GT(t.run.source_share, 0.0);
   EXPECT_LE(t.run.source_share, 1.0);

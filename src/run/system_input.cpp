@@ -184,6 +184,32 @@ linalg::PartitionOptions supplied_partition(const SuppliedSystem& in, int seed) 
   return o;
 }
 
+namespace {
+
+// A row without a non-zero entry makes A singular whatever the method: refused at input (exit code
+// 2, every rank alike), naming the first such row in the file's numbering, before a method or a
+// preconditioner meets it in its own way (a zero pivot, a zero diagonal, a "converged" Krylov run).
+void refuse_empty_rows(const linalg::DistributedCsr& A) {
+  const auto bs = static_cast<std::size_t>(A.block_size);
+  std::int64_t first = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t i = 0; i < A.local_block_rows() && first == std::numeric_limits<std::int64_t>::max(); ++i) {
+    for (std::size_t r = 0; r < bs; ++r) {
+      bool any = false;
+      for (auto p = A.row_ptr[static_cast<std::size_t>(i)]; p < A.row_ptr[static_cast<std::size_t>(i) + 1] && !any; ++p)
+        for (std::size_t c = 0; c < bs && !any; ++c) any = A.val[static_cast<std::size_t>(p) * bs * bs + r * bs + c] != 0.0;
+      if (!any) {
+        first = (A.first_block_row() + i) * A.block_size + static_cast<std::int64_t>(r);
+        break;
+      }
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &first, 1, MPI_INT64_T, MPI_MIN, A.comm);
+  if (first != std::numeric_limits<std::int64_t>::max())
+    throw InputError(fmt::format("row {} (0-based) of the matrix has no non-zero entry: the matrix is singular", first));
+}
+
+}  // namespace
+
 LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli) {
   LoadedSystem s;
   core::Stopwatch read_clock;
@@ -192,6 +218,7 @@ LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli) {
   bool supplied_rhs = false;
   linalg::DistributedCsr input =
       supplied ? supplied_matrix(comm, *supplied, b, supplied_rhs) : linalg::read_matrix(comm, cli.matrix);
+  refuse_empty_rows(input);
   if (supplied_rhs) {
     s.rhs_is_a_times_one = false;
   } else if (!cli.rhs.empty()) {

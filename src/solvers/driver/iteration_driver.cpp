@@ -293,8 +293,13 @@ void IterationDriver::run_async(LocalIteration& local) {
       const long received = local.exchange_stats().messages_received;
       const bool idle = received_at_update >= 0 && received == received_at_update;
       const bool perturbing = noise_.perturb_now(it);
-      // At rest: an update would reproduce the iterate (and its residual would not count): skipped.
-      const bool at_rest = may_skip && idle && !perturbing;
+      const long round = local.exchange_stats().rounds;
+      const bool new_round = round > round_at_update;  // news from every neighbour since the last update
+      const bool test_open = !untested && (tree ? !tree->voted() : !reduction->active());  // a vote can go out
+      // At rest: an update would reproduce the iterate and its residual would not count, so it is
+      // skipped; unless a round came without a message (no neighbour sends here) while a test is
+      // open: then one update computes the residual that counts.
+      const bool at_rest = may_skip && idle && !perturbing && !(new_round && test_open);
       const bool held = !local.may_update();  // the solver holds this update back
       if (!held)
         held_back.reset();
@@ -324,8 +329,6 @@ void IterationDriver::run_async(LocalIteration& local) {
         rest_passes = 0;
         held_wait = core::PollBackoff();  // the next hold starts its backoff afresh
         received_at_update = received;
-        const long round = local.exchange_stats().rounds;
-        const bool new_round = round > round_at_update;  // something new from every neighbour
         round_at_update = round;
         perturb(local, it);
         fresh_residual = new_round && !untested && (tree || !reduction->active()) && it >= next_test_;
