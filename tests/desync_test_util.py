@@ -53,6 +53,24 @@ def run_desync(args, ranks, command, *options, expect_code=0, extra=(), timeout=
     return proc
 
 
+def run_checks(description, checks, done, pass_workdir=False):
+    """The main of a check script made of named checks: `SCRIPT [options] [CHECK ...]` runs the named
+    ones (default: all), each as checks[name](args) (pass_workdir: (args, args.workdir)), then
+    concludes with `done`."""
+    import os
+
+    ap = arguments(description)
+    ap.add_argument("checks", nargs="*", default=[], help=" | ".join(checks))
+    args = ap.parse_args()
+    for name in args.checks:
+        if name not in checks:
+            ap.error(f"unknown check '{name}' (expected {', '.join(checks)})")
+    os.makedirs(args.workdir, exist_ok=True)
+    for name in args.checks or checks:
+        checks[name](*((args, args.workdir) if pass_workdir else (args,)))
+    return conclude(done)
+
+
 def conclude(message):
     """The exit status of a check: 1 with the number of failures, or 0 after printing `message`."""
     if FAILURES:

@@ -28,7 +28,7 @@ import random
 import subprocess
 import sys
 
-from desync_test_util import arguments, check, conclude
+from desync_test_util import check, run_checks
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, "..", "scripts"))
@@ -157,16 +157,7 @@ CHECKS = {"coarse-rma": check_coarse_rma, "coarse-p2p": check_coarse_p2p, "overl
 
 
 def main():
-    ap = arguments(__doc__)
-    ap.add_argument("checks", nargs="*", default=[])
-    args = ap.parse_args()
-    for name in args.checks:
-        if name not in CHECKS:
-            ap.error(f"unknown check {name!r}: expected any of {', '.join(CHECKS)}")
-    os.makedirs(args.workdir, exist_ok=True)
-    for name in args.checks or CHECKS:
-        CHECKS[name](args)
-    return conclude("asynchronous runs on generated matrices: every answer checked from its saved solution")
+    return run_checks(__doc__, CHECKS, "asynchronous runs on generated matrices: every answer checked from its saved solution")
 
 
 if __name__ == "__main__":

@@ -26,7 +26,7 @@ import os
 import struct
 import sys
 
-from desync_test_util import arguments, check, conclude, run_desync
+from desync_test_util import check, run_checks, run_desync
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DATA = os.path.join(HERE, "data", "matrices")
@@ -224,16 +224,7 @@ CHECKS = {
 
 
 def main():
-    ap = arguments(__doc__)
-    ap.add_argument("checks", nargs="*", default=[], help=" | ".join(CHECKS))
-    args = ap.parse_args()
-    for name in args.checks:
-        if name not in CHECKS:
-            ap.error(f"unknown check '{name}' (expected {', '.join(CHECKS)})")
-    os.makedirs(args.workdir, exist_ok=True)
-    for name in args.checks or CHECKS:
-        CHECKS[name](args, args.workdir)
-    return conclude("matrix runs: every check passed")
+    return run_checks(__doc__, CHECKS, "matrix runs: every check passed", pass_workdir=True)
 
 
 if __name__ == "__main__":
