@@ -695,7 +695,8 @@ def draw_matrix(rng, transports, max_ranks, features):
 # The Python draws' driver, written into each such run's folder: `mpirun -np P PYTHON solve.py
 # MATRIX RHS|- SOLVER --option value ...` runs desync.solve with the command line's options
 # (--partition as solve's partition, --json and --save as json= and save=) and exits with the
-# command line's code (2 and one 'desync: error:' line on rank 0 for bad input, 3 numerical, 4 other).
+# command line's code (2 and one 'desync: error:' line on rank 0 for bad input, 3 numerical (the
+# library prints that message itself), 4 other).
 PY_DRIVER = r'''"""One soak draw through desync.solve (written by desync's scripts/soak.py)."""
 import sys
 
@@ -724,8 +725,8 @@ def main():
         b = None if rhs == "-" else np.load(rhs)
     try:
         result = desync.solve(A, b, solver=solver, partition=partition, **opts)
-    except desync.NumericalError as e:
-        code, message = 3, str(e)
+    except desync.NumericalError:
+        return 3  # the library has printed its message ('desync: error: ...') on rank 0
     except ValueError as e:
         code, message = 2, str(e)
     except RuntimeError as e:
@@ -852,7 +853,7 @@ def run_one(cmd, solver, timeout, balance=None, per_message=None, case=None):
             if len(errors) != 1:
                 return False, f"exit code 2 with {len(errors)} 'desync: error:' lines, expected one: {tail}", info
             return True, "", info
-        if case and case.get("may_diverge") and proc.returncode == 3 and len(errors) == 1 and "diverg" in errors[0]:
+        if case and case.get("may_diverge") and proc.returncode == 3 and len(set(errors)) == 1 and "diverg" in errors[0]:
             # a draw whose method can diverge (the Robin variant): exit code 3 with one message saying so
             info["message"] = tail
             return True, "", info
@@ -961,8 +962,13 @@ def probe_features(args, workdir):
     # every flush waits for the target to be scheduled, and an asynchronous run on a slow-converging
     # system takes minutes (docs/channel.md). Its one-sided draws use at most 2 ranks, as the MPICH
     # test suites do (tests/CMakeLists.txt, _solver_ranks).
-    p = subprocess.run([args.mpirun, "--version"], capture_output=True, text=True, env=child_env())
-    features["one_sided_ranks"] = 2 if "HYDRA" in p.stdout + p.stderr or "mpich" in args.mpirun.lower() else 4
+    try:  # (--mpirun is a shell-like line: the launcher and its flags, as CMake passes it)
+        p = subprocess.run(shlex.split(args.mpirun) + ["--version"], capture_output=True, text=True, timeout=60,
+                           env=child_env())
+        version = p.stdout + p.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    features["one_sided_ranks"] = 2 if "HYDRA" in version or "mpich" in args.mpirun.lower() else 4
     return features
 
 
