@@ -95,6 +95,33 @@ def limit_args(rng):
     return []
 
 
+def jacobi_async_args(rng, mode):
+    """An asynchronous Jacobi draw's loop options (built-in problem or --matrix)."""
+    if mode == "sync":
+        return []
+    args = ["--inflight", str(rng.choice((1, 2, 4))), "--idle", rng.choice(("yield", "spin")),
+            "--reduction", rng.choice(("iallreduce", "tree", "doubling")),
+            "--check-every", str(rng.choice((1, 10, 100)))]
+    if rng.random() < 0.5:
+        args.append("--polish")
+    return args
+
+
+def schwarz_loop_args(rng, mode, untested, ranks):
+    """A Schwarz draw's loop options (built-in problem or --matrix): asynchronous --inflight, --idle,
+    --check-every and --polish, the noise, and the limits (one always where --termination none)."""
+    args = []
+    if mode == "async":
+        args += ["--inflight", str(rng.choice((1, 2, 4))), "--idle", rng.choice(("skip", "skip", "yield", "spin")),
+                 "--check-every", str(rng.choice((1, 1, 5)))]
+        if rng.random() < 0.3:
+            args.append("--polish")
+    limits = limit_args(rng)
+    if untested and not limits:
+        limits = ["--max-iters", str(rng.choice((3, 10, 40)))] if rng.random() < 0.5 else ["--time-limit", "0.05"]
+    return args + noise_args(rng, ranks) + limits
+
+
 def draw(rng, transports, max_ranks=4):
     """One random run: (solver, ranks, transport, args after the solver name)."""
     solver = rng.choice(SOLVERS)
@@ -104,12 +131,7 @@ def draw(rng, transports, max_ranks=4):
         mode = rng.choice(("sync", "async", "racy"))
         args = ["--mode", mode, "--local", str(rng.choice((4, 6, 8, 10))),
                 "--tol", rng.choice(("1e-3", "1e-4", "1e-6"))]
-        if mode != "sync":
-            args += ["--inflight", str(rng.choice((1, 2, 4))), "--idle", rng.choice(("yield", "spin")),
-                     "--reduction", rng.choice(("iallreduce", "tree", "doubling")),
-                     "--check-every", str(rng.choice((1, 10, 100)))]
-            if rng.random() < 0.5:
-                args.append("--polish")
+        args += jacobi_async_args(rng, mode)
         args += noise_args(rng, ranks) + limit_args(rng)
     elif solver == "schwarz":
         mode = rng.choice(("sync", "async"))
@@ -123,17 +145,9 @@ def draw(rng, transports, max_ranks=4):
         untested = rng.random() < 0.1
         if untested:
             args += ["--termination", "none"]
-        if mode == "async":
-            if not untested:
-                args += ["--termination", rng.choice(("tree", "iallreduce"))]
-            args += ["--inflight", str(rng.choice((1, 2, 4))), "--idle", rng.choice(("skip", "skip", "yield", "spin")),
-                     "--check-every", str(rng.choice((1, 1, 5)))]
-            if rng.random() < 0.3:
-                args.append("--polish")
-        limits = limit_args(rng)
-        if untested and not limits:
-            limits = ["--max-iters", str(rng.choice((3, 10, 40)))] if rng.random() < 0.5 else ["--time-limit", "0.05"]
-        args += noise_args(rng, ranks) + limits
+        if mode == "async" and not untested:
+            args += ["--termination", rng.choice(("tree", "iallreduce"))]
+        args += schwarz_loop_args(rng, mode, untested, ranks)
     elif solver == "pde":
         mode = rng.choice(("sync", "bounded"))
         if rng.random() < 0.5:
@@ -592,12 +606,7 @@ def draw_matrix(rng, transports, max_ranks, features):
         # (a knn matrix's Jacobi iteration matrix has a spectral radius near 0.999: 10^4 sweeps for 1e-4)
         tol = rng.choice(("1e-3", "1e-4", "1e-6"))
         args = ["--mode", mode, "--variant", rng.choice(("point", "block")), "--tol", tol]
-        if mode != "sync":
-            args += ["--inflight", str(rng.choice((1, 2, 4))), "--idle", rng.choice(("yield", "spin")),
-                     "--reduction", rng.choice(("iallreduce", "tree", "doubling")),
-                     "--check-every", str(rng.choice((1, 10, 100)))]
-            if rng.random() < 0.5:
-                args.append("--polish")
+        args += jacobi_async_args(rng, mode)
         if rng.random() < 0.1:
             args += ["--spectral-steps", rng.choice(("0", "60"))]
         args += noise_args(rng, ranks) + limit_args(rng)
@@ -635,15 +644,7 @@ def draw_matrix(rng, transports, max_ranks, features):
             args += ["--termination", "allreduce"]
         if mode == "sync" and rng.random() < 0.3:
             args += ["--sync-wait", rng.choice(("one", "all"))]
-        if mode == "async":
-            args += ["--inflight", str(rng.choice((1, 2, 4))), "--idle", rng.choice(("skip", "skip", "yield", "spin")),
-                     "--check-every", str(rng.choice((1, 1, 5)))]
-            if rng.random() < 0.3:
-                args.append("--polish")
-        limits = limit_args(rng)
-        if untested and not limits:
-            limits = ["--max-iters", str(rng.choice((3, 10, 40)))] if rng.random() < 0.5 else ["--time-limit", "0.05"]
-        args += noise_args(rng, ranks) + limits
+        args += schwarz_loop_args(rng, mode, untested, ranks)
     else:
         solver = "krylov"
         if spd or ("refuse" in props and rng.random() < 0.5):
