@@ -53,9 +53,9 @@ def run_desync(args, ranks, command, *options, expect_code=0, extra=(), timeout=
     return proc
 
 
-def run_checks(description, checks, done, pass_workdir=False):
+def run_checks(description, checks, done, pass_workdir=False, default=None):
     """The main of a check script made of named checks: `SCRIPT [options] [CHECK ...]` runs the named
-    ones (default: all), each as checks[name](args) (pass_workdir: (args, args.workdir)), then
+    ones (default: `default`, or all), each as checks[name](args) (pass_workdir: (args, args.workdir)), then
     concludes with `done`."""
     import os
 
@@ -66,7 +66,7 @@ def run_checks(description, checks, done, pass_workdir=False):
         if name not in checks:
             ap.error(f"unknown check '{name}' (expected {', '.join(checks)})")
     os.makedirs(args.workdir, exist_ok=True)
-    for name in args.checks or checks:
+    for name in args.checks or default or checks:
         checks[name](*((args, args.workdir) if pass_workdir else (args,)))
     return conclude(done)
 
