@@ -1002,6 +1002,10 @@ def cmd_run(args):
         case = None
         if matrix:
             d = draw_matrix(mrng, transports, args.max_ranks, features)
+            if args.no_async_coarse and d["solver"] == "schwarz" and "--coarse" in d["args"] \
+                    and d["args"][d["args"].index("--mode") + 1] == "async":
+                n -= 1  # not drawn: the next draw takes its number
+                continue
             if d["api"] == "python" and no_python:
                 d["api"] = "cli"
             solver = d["solver"]
@@ -1160,6 +1164,9 @@ def main(argv=None):
     r.add_argument("--minutes", type=float, default=None, help="stop drawing new runs after this many minutes")
     r.add_argument("--seed", type=int, default=1)
     r.add_argument("--max-ranks", type=int, default=4)
+    r.add_argument("--no-async-coarse", action="store_true",
+                   help="leave out asynchronous two-level Schwarz draws (make test's short soak: that iteration "
+                        "can still diverge on these systems, an open defect; the release soak draws them)")
     r.add_argument("--inputs", choices=("all", "builtin", "matrix"), default="all",
                    help="draw the built-in problems, generated matrices (--matrix), or both, half and half "
                         "(default all)")
