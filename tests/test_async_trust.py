@@ -6,14 +6,15 @@ the matrices are generated here (scripts/soak.py's generators):
 
   test_async_trust.py --desync PATH --mpiexec PATH [--np-flag -n] [--preflag X ...] --workdir DIR [CHECK ...]
 
-CHECK is any of (default: all but coarse-p2p):
+CHECK is any of (default: all):
 
   coarse-rma     two-level Schwarz, async, over rma with the overlap completion schemes and both
                  terminations (2 ranks, METIS) on a k-nearest-neighbour graph Laplacian: it hung
                  (the root's last coarse correction was never announced) in 4 of 8 tries
-  coarse-p2p     the same over p2p with iallreduce termination: it diverged or stopped unconverged, and
-                 still diverges in some runs (the divergence safeguard, exit code 3): not among the
-                 default checks until that is fixed
+  coarse-p2p     the same over p2p with iallreduce termination, 5 runs each of Nicolaides and GDSW: it
+                 diverged (exit code 3) or stopped above the tolerance in 5 of 10 runs while each
+                 coarse correction landed on an iterate the local solves had moved since its residual
+                 was taken (now --coarse-reuse 0 alone, not the default)
   overlap0       async Schwarz with --overlap 0 (one level and GDSW, p2p and rma) on cell-centred
                  diffusion with log-normal coefficients: it stopped after 3-4 iterations on a local
                  residual of 1e-15 with a true residual of 0.1
@@ -59,7 +60,7 @@ def diffusion_system(workdir):
     return A, b, path, rhs
 
 
-def run_checked(args, system, ranks, command, tol, expect_converged=True, may_diverge=False):
+def run_checked(args, system, ranks, command, tol, expect_converged=True):
     """Runs `desync COMMAND --matrix --rhs --tol --save --json` and checks it from the saved solution."""
     A, b, path, rhs = system
     save = os.path.join(args.workdir, "x.npy")
@@ -75,8 +76,6 @@ def run_checked(args, system, ranks, command, tol, expect_converged=True, may_di
     except subprocess.TimeoutExpired:
         check(False, f"{text}: no answer in {TIMEOUT} s (hang or livelock)")
         return None
-    if may_diverge and proc.returncode == 3 and "diverging" in proc.stderr:
-        return None  # an answer, not a hang: the divergence safeguard stopped it (see check_coarse_rma)
     if not check(proc.returncode in (0, 1), f"{text}: exit code {proc.returncode}"):
         print(proc.stdout, proc.stderr, sep="\n", file=sys.stderr)
         return None
@@ -97,23 +96,19 @@ def run_checked(args, system, ranks, command, tol, expect_converged=True, may_di
 
 
 def check_coarse_rma(args):
-    # The livelock is what this checks: every run ends in time with an answer checked from its
-    # saved solution. Asynchronous two-level Schwarz can still diverge on this system (coarse-p2p,
-    # not among the default checks): the safeguard's exit code 3 is accepted here.
     system = knn_system(args.workdir)
     for scheme in ("overlap-local", "flush-local", "overlap"):
         for termination in ("iallreduce", "tree"):
             for coarse in ("nicolaides", "gdsw"):
                 run_checked(args, system, 2, ["schwarz", "--partition", "metis", "--mode", "async", "--overlap",
                                               "1", "--max-iters", "20000", "--termination", termination,
-                                              "--transport", "rma", "--rma-sync", scheme, "--coarse", coarse], 1e-6,
-                             may_diverge=True)
+                                              "--transport", "rma", "--rma-sync", scheme, "--coarse", coarse], 1e-6)
 
 
 def check_coarse_p2p(args):
     system = knn_system(args.workdir)
     for coarse in ("nicolaides", "gdsw"):
-        for _ in range(2):
+        for _ in range(5):
             run_checked(args, system, 2, ["schwarz", "--partition", "metis", "--mode", "async", "--overlap", "1",
                                           "--max-iters", "20000", "--termination", "iallreduce", "--transport",
                                           "p2p", "--coarse", coarse], 1e-6)
@@ -162,7 +157,7 @@ def check_contradicted(args):
 
 CHECKS = {"coarse-rma": check_coarse_rma, "coarse-p2p": check_coarse_p2p, "overlap0": check_overlap0,
           "racy-slow": check_racy_slow, "contradicted": check_contradicted}
-DEFAULT = [name for name in CHECKS if name != "coarse-p2p"]
+DEFAULT = list(CHECKS)
 
 
 def main():

@@ -411,6 +411,7 @@ int JacobiCommand::run_matrix(MPI_Comm comm) {
     detail::describe_system(r, details, sys, system_cli);
     details["variant"] = variant;
     details["spectral_radius"] = std::isnan(result.spectral_radius) ? nlohmann::json() : nlohmann::json(result.spectral_radius);
+    details["spectral_bound"] = result.spectral_bound;
     details["spectral_steps"] = result.spectral_steps;
     details["spectral_seconds"] = result.spectral_seconds;
     details["setup_seconds"] = result.setup_seconds;
@@ -422,9 +423,12 @@ int JacobiCommand::run_matrix(MPI_Comm comm) {
     r.headline = fmt::format("{} Jacobi, mode {}, transport {}{}", variant, mode, transport_text,
                              solver.mode == comm::HaloMode::sync ? "" : ", reduction " + red);
     if (result.spectral_steps > 0)
-      r.setup_lines.push_back({"spectral radius", fmt::format("about {:.6f} (iteration matrix I - M^-1 A, {} power steps, "
+      r.setup_lines.push_back({"spectral radius", fmt::format("about {:.6f} (iteration matrix I - M^-1 A, {} power steps in {}, "
                                                               "{:.3f} s)",
                                                               result.spectral_radius, result.spectral_steps,
+                                                              result.spectral_bound ? "M's norm: a lower bound"
+                                                                                    : "the 2-norm: A not symmetric or M "
+                                                                                      "not positive definite, not a bound",
                                                               result.spectral_seconds)});
     if (!kinds.empty()) {
       std::string list;

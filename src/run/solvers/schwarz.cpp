@@ -94,12 +94,13 @@ class SchwarzCommand final : public SolverCommand {
   std::string local_solver = "auto";  // --local-solver (with --matrix)
   std::string export_dir;           // --export-system
   std::string coarse = "none";      // --coarse
-  int coarse_reuse = 0;             // --coarse-reuse (async)
+  int coarse_reuse = 1;             // --coarse-reuse (async)
   int coarse_fan_in = 8;            // --coarse-fan-in (async)
   int coarse_ranks = 0;             // --coarse-ranks
   std::string near_kernel;          // --near-kernel FILE (with --matrix)
   CLI::Option* coarse_opt_ = nullptr;
   CLI::Option* fan_in_opt_ = nullptr;
+  CLI::Option* reuse_opt_ = nullptr;
   CLI::Option* alpha_opt_ = nullptr;
   std::vector<CLI::Option*> grid_options_, matrix_options_;
 };
@@ -149,9 +150,10 @@ void SchwarzCommand::add_options(CLI::App& app) {
       "--near-kernel", near_kernel,
       "With --matrix and --coarse: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m "
       "file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant"));
-  app.add_option("--coarse-reuse", coarse_reuse,
+  reuse_opt_ = app.add_option("--coarse-reuse", coarse_reuse,
                  "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
-                 "for the next (0: never waits)")
+                 "for the next; its residual sum follows the last, so each correction lands on the iterate it was "
+                 "computed from (0: never waits, the corrections add to the local solves' progress: may diverge)")
       ->capture_default_str();
   fan_in_opt_ = app.add_option("--coarse-fan-in", coarse_fan_in,
                  "async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its "
@@ -198,8 +200,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
   const linalg::CoarseKind coarse_kind = linalg::parse_coarse(coarse);
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
-  if (coarse_reuse > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
+  if (reuse_opt_->count() > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse nicolaides|gdsw");
+  if (coarse_kind == linalg::CoarseKind::none || !async) coarse_reuse = 0;  // the record: nothing held
   if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1", coarse_fan_in));
   if (fan_in_opt_->count() > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
     throw InputError("--coarse-fan-in goes with --mode async and --coarse nicolaides|gdsw");
@@ -535,6 +538,11 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   r.options = effective();
   r.tolerance = solver.iteration.tol;
   detail::fill_from_driver(r, comm, result.run);
+  if (r.stop_reason == core::StopReason::diverged && o.mode == comm::HaloMode::async &&
+      o.coarse.kind != linalg::CoarseKind::none && o.coarse_reuse == 0)
+    r.message += " (--coarse-reuse 0 adds each coarse correction to the progress the local solves made since its "
+                 "residual was taken, an additive two-level iteration that may diverge; --coarse-reuse 1, the "
+                 "default, applies it to the iterate it was computed from)";
   solvers::SchwarzResult as_grid;  // the per-rank fields of the grid run, from the algebraic result
   as_grid.run = result.run;
   as_grid.factor_nonzeros = result.factor_nonzeros;

@@ -269,6 +269,7 @@ void IterationDriver::run_async(LocalIteration& local) {
   const auto confirmed = [&](StopReason stop) {
     if (stop != StopReason::converged || st.refuted_stops >= max_refuted_stops) return true;
     core::Stopwatch t_true;
+    local.settle();  // the iterate the phase would end with (close_exchange() changes it no more)
     const double r = true_residual();
     st.time.reduction += t_true.seconds();
     if (r <= opt_.iteration.tol) return true;

@@ -166,6 +166,9 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
     if (async_coarse_) coarse_->close_async(last_it_, x_.data());
     async_coarse_ = false;
   }
+  void settle() override {
+    if (async_coarse_) coarse_->settle(last_it_, x_.data());
+  }
   bool may_update() override { return !async_coarse_ || coarse_->may_update(); }
   // advance(): u_i <- y_p,i on the own rows (the rest of y_p is read by nobody: restricted Schwarz).
   void perturb(double value) override { x_[own_] = value; }

@@ -191,9 +191,17 @@ void CoarseLevel::open_async(const comm::TransportConfig& transport) {
 }
 
 void CoarseLevel::close_async(std::int64_t it, double* x) {
-  // The run is over: every rank takes the corrections it has not applied yet (at most the newest
-  // one, rank 0's, on its way down the tree), so that the final iterate is one version everywhere.
-  // Collective.
+  // The run is over: the final iterate is one version everywhere (settle; a no-op after the
+  // settle that confirmed the stop: no sum is made in between), then nothing is left pending.
+  settle(it, x);
+  if (gather_) gather_->close();
+  if (scatter_) scatter_->close();
+}
+
+void CoarseLevel::settle(std::int64_t it, double* x) {
+  // Every rank takes the corrections it has not applied yet (at most the newest one, rank 0's, on
+  // its way down the tree): a correction applied on some ranks' rows and not on others' leaves an
+  // iterate no rank ever read. No sum is made here, so no version is made either.
   // Every round makes progress on both exchanges: a correction sent down (or a sum sent up) is
   // announced at the next call on its channel under the overlap completion schemes, and a parent
   // with nothing left to send makes no other call on them (without this, the child waited for its
@@ -210,8 +218,6 @@ void CoarseLevel::close_async(std::int64_t it, double* x) {
     int here = version_ >= target && !down_pending_ ? 1 : 0;
     MPI_Allreduce(&here, &all_there, 1, MPI_INT, MPI_LAND, comm_);
   }
-  if (gather_) gather_->close();
-  if (scatter_) scatter_->close();
 }
 
 void CoarseLevel::sum_up(std::int64_t it, const double* b_ext, const double* x) {
@@ -333,11 +339,20 @@ void CoarseLevel::contribute_and_solve(std::int64_t it, const double* b_ext, con
   // next correction is in, and its sum must come after that solve (a sum taken before it, on the
   // values the correction was computed from, would have the next correction undo what the solve
   // did: with --coarse-reuse 1 the iteration diverged on 4 ranks).
+  // With --coarse-reuse r >= 1 the sum is taken after the r-th solve, the last before the rank
+  // holds: the rank's values then stay as they were summed until the correction built from them
+  // arrives, so the correction is applied to the iterate it was computed from, the hybrid's
+  // multiplicative coarse step (Toselli and Widlund, 2005, section 2.5.2) with asynchronous local
+  // solves between. With r = 0 (never wait) the sum is taken after the first solve and the rank
+  // goes on solving: the correction then lands on an iterate the local solves have moved since, the
+  // two corrections add up (an additive two-level iteration), and as a stationary iteration that may
+  // diverge (measured: a k-nearest-neighbour graph Laplacian, 2 ranks, diverged in 1 of 10 runs and
+  // stopped unconverged in 4 more; r = 1 converged in 28 iterations in each of 10).
   const bool at_rest = updates_ == updates_at_pull_ && !held_;
   held_ = false;
   updates_at_pull_ = updates_;
   if (!tree_.children.empty()) gather_->finish(up_in_.data(), it);
-  if (sent_version_ < version_ && (solves_since_apply_ >= 1 || at_rest)) {
+  if (sent_version_ < version_ && (solves_since_apply_ >= std::max(reuse_, 1) || at_rest)) {
     bool children_in = true;  // every child's newest sum is of this version
     for (std::size_t j = 0; j < tree_.children.size() && children_in; ++j)
       children_in = gather_->time_level(child_index(j)) == version_ + 1;

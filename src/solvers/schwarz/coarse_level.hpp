@@ -74,6 +74,10 @@ class CoarseLevel {
   /// Closes them (collective), nothing left pending, after every rank has applied the newest
   /// correction to x (so the final iterate is one version everywhere). `it`: this rank's iteration.
   void close_async(std::int64_t it, double* x);
+  /// Collective, the exchanges left open: every rank takes the corrections it has not applied yet
+  /// (at most the newest, on its way down the tree), so that x is one version everywhere. Before a
+  /// stop is confirmed (the true residual is then the final iterate's) and in close_async.
+  void settle(std::int64_t it, double* x);
   /// The version this rank has applied.
   std::int64_t version() const { return version_; }
   /// async: this rank's place in the tree (open_async).

@@ -150,6 +150,10 @@ class LocalIteration : public LocalProblem {
   virtual comm::ExchangeStats exchange_stats() const = 0;
   /// Collective between neighbours: drains and closes the open exchange.
   virtual void close_exchange() = 0;
+  /// async, collective, before the true residual confirms a stop: brings the iterate to the state
+  /// close_exchange() would leave it in (two-level Schwarz: every rank on the newest coarse
+  /// correction), so that the residual confirmed is the final iterate's. The exchange stays open.
+  virtual void settle() {}
   /// One local iteration (a sweep, a subdomain solve) from the current iterate into a candidate.
   /// want_residual: return this rank's part of the squared residual of the current iterate (the
   /// one the update starts from) with the external values installed now; otherwise return 0.

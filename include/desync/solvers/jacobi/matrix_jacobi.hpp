@@ -27,8 +27,11 @@
 // Before iterating, the spectral radius of the iteration matrix G = I - M^-1 A (M = D, or the block
 // diagonal) is estimated by a synchronous power iteration (spectral_steps steps of v <- G v / ||G v||
 // from a fixed pseudo-random vector drawn per row key, so the same under any partition; estimate:
-// the geometric mean of ||G v|| / ||v|| over the last quarter of the steps). G v is one update with
-// b = 0. If the estimate is >= 1 + 1e-6 synchronous Jacobi diverges (Bethune et al., 2011, section 2:
+// the geometric mean of ||G v|| / ||v|| over the last quarter of the steps). The norm is M's,
+// ||v||_M^2 = v^T M v, where A is symmetric and M positive definite (G is then self-adjoint in it:
+// the estimate never exceeds rho(G)), else the 2-norm (a non-normal G can read above rho(G): that
+// estimate is reported and stops nothing). G v is one update with
+// b = 0. If M's estimate is >= 1 + 1e-6 synchronous Jacobi diverges (Bethune et al., 2011, section 2:
 // it converges iff rho(G) < 1), and the run does not iterate: the result is StopReason::diverged
 // with the message "Jacobi diverges on this matrix: the spectral radius of its iteration matrix is
 // about 1.37 (>= 1)". If the estimate is within 1e-6 of 1 and the run reaches max_iters, the stop is
@@ -85,6 +88,10 @@ struct MatrixJacobiResult {
   /// Estimate of the spectral radius of G = I - M^-1 A (the same on every rank); NaN when
   /// spectral_steps is 0.
   double spectral_radius = 0;
+  /// True where the estimate is a lower bound of rho(G) (A symmetric, M positive definite: M's
+  /// norm), so an estimate >= 1 proves divergence; false for the 2-norm estimate of any other
+  /// matrix, which can read above rho(G) and stops nothing (the driver's safeguard does).
+  bool spectral_bound = false;
   int spectral_steps = 0;
   double spectral_seconds = 0;  ///< the estimate's wall time (max over ranks)
   /// block: every rank's local factorisation, indexed by rank (the same on every rank); empty for point.

@@ -63,8 +63,11 @@ struct AlgebraicSchwarzOptions {
   /// problem solved on rank 0 from the ranks' residuals summed up a tree (see the top).
   linalg::CoarseOptions coarse;
   /// async with a coarse level: a rank runs at most this many local solves on one coarse solution
-  /// before it waits for the next (0: never waits).
-  int coarse_reuse = 0;
+  /// before it waits for the next; its residual sum is taken after the last of them, so each
+  /// correction lands on the iterate it was computed from (the hybrid's multiplicative coarse step).
+  /// 0: never waits: the corrections land on iterates the local solves have moved since (an
+  /// additive two-level iteration, which may diverge; coarse_level.cpp).
+  int coarse_reuse = 1;
   /// async with a coarse level: the fan-in of the tree the residual sums go up and the corrections
   /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
   int coarse_fan_in = 8;
