@@ -74,6 +74,22 @@ void run_pipecg(CgBase& s) {
   std::int64_t k = 0;
   double gamma_old = 0, alpha_old = 0;
   bool first = true;
+  // Restarts (not in the listing): gamma and (p, Ap) = delta - beta gamma / alpha_{k-1} come from
+  // recurrences whose rounding errors grow with the iteration (Cools, Yetkin, Agullo, Giraud and
+  // Vanroose, 2018); near the attainable accuracy they can read <= 0 on a symmetric positive
+  // definite system (the soak: (p, Ap) = -4.5e-08 at iteration 624 where CG converged). Such a
+  // reading restarts the iteration from the true residual, p = u (beta 0), where (p, Ap) = (w, u)
+  // is computed from its vectors; a breakdown is reported when that reading is <= 0 too, or after
+  // max_restarts restarts.
+  constexpr int max_restarts = 10;
+  int restarts = 0;
+  const auto restart = [&] {
+    ++restarts;
+    s.count_replacement();
+    s.recompute_residual(v.r, v.t);
+    rebuild_from_r(false);
+    first = true;
+  };
   for (;;) {
     // gamma_k = (r, u), delta_k = (w, u)  (lines 3-4) and ||r_k||^2: start the reduction
     loc[3] = s.time_flag();
@@ -92,11 +108,16 @@ void run_pipecg(CgBase& s) {
       rebuild_from_r(!first);
       continue;
     }
-    if (!s.positive_gamma(gamma, k)) return;
     // beta_k <- gamma_k / gamma_{k-1} (line 8; beta_0 = 0, line 10);
     // alpha_k <- gamma_k / (delta_k - beta_k gamma_k / alpha_{k-1})  (line 8; alpha_0 = gamma_0 / delta_0, line 10)
     const double beta = first ? 0.0 : gamma / gamma_old;
     const double curvature = first ? delta : delta - beta * gamma / alpha_old;
+    if (!first && restarts < max_restarts && std::isfinite(gamma) && std::isfinite(curvature) &&
+        !(gamma > 0 && curvature > 0)) {
+      restart();  // read from the recurrences: start again from the true residual (above)
+      continue;
+    }
+    if (!s.positive_gamma(gamma, k)) return;
     if (!s.positive_curvature(curvature, k)) return;
     const double alpha = gamma / curvature;
     linalg::Sums d;
