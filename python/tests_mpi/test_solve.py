@@ -169,13 +169,18 @@ def test_given_partition_with_the_matrix_on_rank_0_only():
     agree(r.converged, "the next solve did not converge")
 
 
-def test_numerical_failure_raises_numerical_error():
+def test_numerical_failure_raises_numerical_error(capfd):
     # Jacobi on a matrix whose iteration diverges (spectral radius of D^-1 (L + U) is 2)
     A = sp.csr_matrix(np.array([[1.0, 2.0], [2.0, 1.0]]))
+    capfd.readouterr()
     with pytest.raises(desync.NumericalError) as e:
         desync.solve(on_root(A), None, solver="jacobi", partition="rows") if SIZE <= 2 else \
             desync.solve(on_root(sp.kron(sp.eye(SIZE), A).tocsr()), None, solver="jacobi")
     agree(e.value.result.record["converged"] is False, "record of the failed run")
+    agree("Jacobi diverges" in str(e.value), f"the exception's message: {e.value}")
+    # quiet (the default): the exception says it, nothing is printed (the command line's error line was)
+    err = capfd.readouterr().err
+    agree("desync: error" not in err, f"printed with quiet=True: {err!r}")
 
 
 def test_unconverged_run_returns_converged_false():

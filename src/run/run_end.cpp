@@ -4,6 +4,7 @@
 
 #include "desync/communication/request_ledger.hpp"
 #include "desync/core/error.hpp"
+#include "invocation.hpp"
 
 namespace desync::run {
 
@@ -33,7 +34,8 @@ int exit_code(MPI_Comm comm, const RunEnd& end) {
     return exit_internal;
   }
   if (end.numerical_failure) {
-    if (rank == 0) std::fprintf(stderr, "desync: error: %s\n", end.message.c_str());
+    // (in Python, desync.run/solve raise NumericalError with the record's message instead)
+    if (rank == 0 && !detail::current_invocation()) std::fprintf(stderr, "desync: error: %s\n", end.message.c_str());
     return exit_numerical;
   }
   return end.converged ? exit_converged : exit_not_converged;

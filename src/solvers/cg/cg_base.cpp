@@ -13,7 +13,7 @@ namespace desync::solvers::detail {
 CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgMethodInfo& method, const CgOptions& o, CgResult& res)
     : A_(A), b_(b), x_(x), vector_cost_(method.vector_cost), o_(o), res_(res),
       n_(static_cast<std::size_t>(A.local_size())), nonblocking_(o.nonblocking && method.overlaps_reduction),
-      sum_(A.comm(), nonblocking_, o.doubling) {
+      positive_definite_(method.positive_definite), sum_(A.comm(), nonblocking_, o.doubling) {
   MPI_Comm_rank(A.comm(), &rank_);
 }
 
@@ -120,7 +120,8 @@ bool CgBase::start() {
   {
     Timed tm(times().setup);
     try {
-      pc_ = make_preconditioner(o_.pc, A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver, o_.pc_coarse, o_.pc_transport});
+      pc_ = make_preconditioner(o_.pc, A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver, o_.pc_coarse, o_.pc_transport},
+                                positive_definite_);
       pc_cost_ = pc_cost_kind(pc_->kind());
       res_.pc_description = pc_->description();
       // Progress control: each poll inside an application charges its rows (simulated cluster)

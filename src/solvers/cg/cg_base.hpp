@@ -191,6 +191,7 @@ class CgBase {
   std::size_t n_;
   std::size_t stride_ = (n_ + 7) / 8 * 8 + 72;
   bool nonblocking_;
+  bool positive_definite_;  ///< CgMethodInfo::positive_definite (the preconditioner's requirement)
   linalg::GlobalSum sum_;
   int rank_ = 0;
   std::unique_ptr<Preconditioner> pc_;

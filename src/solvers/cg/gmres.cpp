@@ -273,6 +273,7 @@ CgMethodInfo gmres_method() {
           .description = "restarted GMRES(m), right preconditioned, CGS2: any nonsingular matrix",
           .overlaps_reduction = false,
           .vector_cost = "cg.gmres.vector",
+          .positive_definite = false,
           .run = &run_gmres};
 }
 

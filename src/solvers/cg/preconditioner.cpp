@@ -208,7 +208,7 @@ class SchwarzPc final : public Preconditioner {
 };
 
 std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A,
-                                                    const SchwarzPcSetup& schwarz) {
+                                                    const SchwarzPcSetup& schwarz, bool positive_definite) {
   if (is_schwarz(kind)) {
     if (!schwarz.matrix)
       throw InputError(fmt::format("--pc {} needs an assembled matrix (--matrix, or --operator csr)", to_string(kind)));
@@ -231,7 +231,11 @@ std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::O
     case PcKind::jacobi: {
       std::vector<double> d = A.diagonal();
       for (std::size_t i = 0; i < d.size(); ++i) {
-        if (!(d[i] > 0) || !std::isfinite(d[i]))
+        if (!positive_definite && (d[i] == 0 || !std::isfinite(d[i])))
+          throw PcSetupError(fmt::format("jacobi: diagonal entry {:.6e} of global row {} on rank {} is zero or not "
+                                         "finite; Jacobi preconditioning needs a non-zero diagonal",
+                                         d[i], first + static_cast<std::int64_t>(i), rank));
+        if (positive_definite && (!(d[i] > 0) || !std::isfinite(d[i])))
           throw PcSetupError(fmt::format(
               "jacobi: diagonal entry {:.6e} of global row {} on rank {} is not positive; the matrix is "
               "not symmetric positive definite",

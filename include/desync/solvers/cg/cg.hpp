@@ -43,6 +43,9 @@ struct CgMethodInfo {
   /// ("cg.<name>.vector"; core/simulation.hpp). Its other work is charged to the kinds of the
   /// operator and of the preconditioner.
   std::string vector_cost;
+  /// It needs a symmetric positive definite operator and preconditioner (the CG methods); false:
+  /// any non-singular one (gmres: --pc jacobi then needs a non-zero diagonal, not a positive one).
+  bool positive_definite = true;
   /// Allocates its work vectors, iterates until a stop and leaves the outcome in the solve's result.
   void (*run)(detail::CgBase& solve) = nullptr;
 };

@@ -108,9 +108,10 @@ struct SchwarzPcSetup {
 /// Throws PcSetupError on this rank if it breaks down; the caller agrees on failure across ranks.
 /// asm/ras: InputError (every rank alike) without schwarz.matrix ("--pc asm needs an assembled
 /// matrix (--matrix, or --operator csr)"), for a matrix distributed unlike A, or a singular local
-/// matrix (naming the rank and the subdomain size).
+/// matrix (naming the rank and the subdomain size). positive_definite: the method needs M
+/// symmetric positive definite (jacobi: a positive diagonal); false (gmres): a non-zero one.
 std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A,
-                                                    const SchwarzPcSetup& schwarz = {});
+                                                    const SchwarzPcSetup& schwarz = {}, bool positive_definite = true);
 
 /// Zero fill-in incomplete Cholesky factor of a symmetric local matrix (only its lower triangle,
 /// diagonal included, is read). Throws PcSetupError naming the row of a pivot that is not positive
