@@ -740,8 +740,8 @@ def main():
         b = None if rhs == "-" else np.load(rhs)
     try:
         result = desync.solve(A, b, solver=solver, partition=partition, **opts)
-    except desync.NumericalError:
-        return 3  # the library has printed its message ('desync: error: ...') on rank 0
+    except desync.NumericalError as e:
+        code, message = 3, str(e)  # (the library prints nothing: the exception carries its message)
     except ValueError as e:
         code, message = 2, str(e)
     except RuntimeError as e:

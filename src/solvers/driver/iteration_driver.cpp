@@ -104,7 +104,14 @@ IterationResult IterationDriver::run(const SyncLoop& sync_loop, const AsyncLoop&
     st.time.polish += polish_clock.seconds() - polish_split.finish;
     st.time.finish += polish_split.finish;
   }
-  result_.converged = !main_failed && result_.true_residual <= opt_.iteration.tol;
+  if (!std::isfinite(result_.true_residual) && !failed(result_.stop)) {
+    // A run no test watched (--termination none) or one stopped by a limit while it diverged: the
+    // final iterate overflowed, which is a numerical failure whatever stopped the run.
+    result_.message = fmt::format("the final iterate is not finite (NaN or Inf; the run stopped on {}): diverging",
+                                  core::to_string(result_.stop));
+    result_.stop = StopReason::non_finite;
+  }
+  result_.converged = !failed(result_.stop) && !main_failed && result_.true_residual <= opt_.iteration.tol;
   problem_.finish();
   st.time.total = clock_.seconds();
   return std::move(result_);
