@@ -1137,6 +1137,12 @@ def cmd_summary(args):
               + f"{seconds / 60:.1f} minutes of runs\n")
         for title, key in (("solver", 0), ("ranks", 1), ("transport", 2)):
             table(title, count(results, lambda r: describe(r["command"])[key]))
+        # The exit-1 runs by why they stopped: a limit the draw set, or none (the default limits, a
+        # stop the true residual contradicted).
+        def stopped(r):
+            drawn = any(w in r["command"] for w in ("--max-iters", "--time-limit", "--termination none"))
+            return f"{r.get('stop')}{' (drawn limit)' if drawn else ''}"
+        table("exit 1: stop", count([r for r in results if r.get("rc") == 1], stopped))
         if not any(r.get("input", "builtin") != "builtin" for r in results):
             continue
         # solver x input: one row per input, one column per solver
