@@ -762,10 +762,17 @@ TEST(Cg, IndefiniteMatrixBreaksDownWithAClearMessage) {  // the CG methods; gmre
       EXPECT_FALSE(r.converged);
       EXPECT_TRUE(solvers::is_numerical_failure(r.stop));
     }
-    // jacobi: negative diagonal entry; IC(0): negative pivot
+    // jacobi: negative diagonal entry (gmres needs a non-zero one only: M^-1 A = I, solved at
+    // once); IC(0): negative pivot
     for (auto pc : {PcKind::jacobi, PcKind::bjacobi_ic0}) {
       o.pc = pc;
+      std::fill(x.begin(), x.end(), 0.0);
       const auto f = solvers::solve_cg(*op, b, x, o);
+      if (m == "gmres" && pc == PcKind::jacobi) {
+        EXPECT_TRUE(f.converged) << f.message;
+        EXPECT_LE(f.iterations, 1);
+        continue;
+      }
       EXPECT_EQ(f.stop, core::StopReason::pc_failed) << label(m, pc);
       EXPECT_NE(f.message.find(pc == PcKind::jacobi ? "diagonal" : "pivot"), std::string::npos) << f.message;
     }
