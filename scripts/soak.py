@@ -124,11 +124,14 @@ def schwarz_loop_args(rng, mode, untested, ranks):
     return args + noise_args(rng, ranks) + limits
 
 
-def draw(rng, transports, max_ranks=4):
-    """One random run: (solver, ranks, transport, args after the solver name)."""
+def draw(rng, transports, max_ranks=4, one_sided_ranks=4):
+    """One random run: (solver, ranks, transport, args after the solver name). one_sided_ranks: the
+    most ranks of a draw over rma or shmem (MPICH: 2, as draw_matrix)."""
     solver = rng.choice(SOLVERS)
     ranks = rng.randint(1, max_ranks)
     transport, targs = transport_args(rng, transports)
+    if transport != "p2p":
+        ranks = min(ranks, one_sided_ranks)
     if solver == "jacobi":
         mode = rng.choice(("sync", "async", "racy"))
         args = ["--mode", mode, "--local", str(rng.choice((4, 6, 8, 10))),
@@ -1025,7 +1028,7 @@ def cmd_run(args):
                          partition=(d["args"][d["args"].index("--partition") + 1] if "--partition" in d["args"]
                                     else "rows"))
         else:
-            solver, ranks, transport, sargs = draw(rng, transports, args.max_ranks)
+            solver, ranks, transport, sargs = draw(rng, transports, args.max_ranks, features.get("one_sided_ranks", 4))
             cmd = launcher(args, ranks, transport) + [args.desync, solver] + sargs
             entry.update(input="builtin")
         ok, why, info = run_one(cmd, solver, args.timeout, case=case)
