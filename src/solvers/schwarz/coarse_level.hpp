@@ -14,7 +14,7 @@
 // solutions are numbered (versions); u = f + Phi U_v on a rank that has applied versions up to v
 // (U_v = c_1 + ... + c_v). The ranks form a tree of fan-in K rooted at rank 0 (comm::rank_tree,
 // --coarse-fan-in; K >= P - 1: rank 0 the parent of every rank). A rank that has applied version v
-// and made at least one local solve since (or is at rest: at its limit, it no longer solves) and
+// and made max(r, 1) local solves since (r = --coarse-reuse; or is at rest: at its limit) and
 // whose children have sent their subtrees' sums of version v adds its own part of Phi^T (b - A u)
 // to theirs, once per version, and sends the sum up over the run's transport (a comm::PlanExchange
 // in async mode: the newest whole message). Rank 0, once its sum is complete, solves
@@ -24,7 +24,8 @@
 // carry their sender's version; a value of an older version is lifted to the reader's by
 // Phi (U_v - U_s) at its row, so every update reads one consistent u. With --coarse-reuse r >= 1 a
 // rank makes at most r local solves on one coarse solution, then holds its updates
-// (IterationDriver's may_update) until the next arrives. The delay of an applied correction is the
+// (IterationDriver's may_update) until the next arrives: its sum follows the r-th solve, so each
+// correction lands on the values it was computed from (r = 0: never holds, an additive form). The delay of an applied correction is the
 // rank's iterations since the sum it sent up for it.
 #include <mpi.h>
 
