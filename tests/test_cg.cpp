@@ -221,11 +221,11 @@ TEST(CgRegistry, EveryMethodIsComplete) {
     SCOPED_TRACE(m.name);
     EXPECT_FALSE(m.description.empty());
     EXPECT_NE(m.run, nullptr);
-    EXPECT_EQ(m.vector_cost, "cg." + m.name + ".vector");  // the calibration's naming
+    EXPECT_EQ(m.vector_cost.name, "cg." + m.name + ".vector");  // the calibration's naming
     EXPECT_EQ(std::count(kinds.begin(), kinds.end(), m.vector_cost), 1);
     EXPECT_EQ(&solvers::find_cg_method(m.name), &m);
   }
-  for (const auto& k : solvers::pc_cost_kinds()) EXPECT_EQ(std::count(kinds.begin(), kinds.end(), k), 1) << k;
+  for (const auto& k : solvers::pc_cost_kinds()) EXPECT_EQ(std::count(kinds.begin(), kinds.end(), k), 1) << k.name;
 }
 
 TEST(CgRegistry, UnknownNamesAndDuplicatesAreRefused) {

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Two-level Schwarz keeps CG's iteration counts flat as subdomains multiply (linalg/coarse_space.hpp):
+"""Two-level Schwarz keeps CG's iteration counts flat as subdomains multiply (solvers/schwarz/coarse/coarse_space.hpp):
 the 2D Poisson matrix exported by `desync schwarz --export-system` with 16 x 16 points per subdomain
 (fixed H/h) on 2 x 2, 3 x 3 and 4 x 4 process grids, solved by `desync cg --pc asm --overlap 2` on the
 grid's own partition, one-level (--coarse none) and two-level (--coarse gdsw). The two-level counts

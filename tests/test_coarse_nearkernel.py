@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The coarse spaces' near-kernel on the command line (linalg/coarse_space.hpp, docs/matrices.md), on
+"""The coarse spaces' near-kernel on the command line (solvers/schwarz/coarse/coarse_space.hpp, docs/matrices.md), on
 2 ranks:
   - `desync cg --problem elasticity3d --pc asm`: --coarse gdsw (the rigid-body modes) converges to the
     tolerance (the record's true residual) in no more iterations than --coarse none, and

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The coarse matrix of two-level Schwarz on --coarse-ranks k ranks (MUMPS, linalg/coarse_solver.hpp)
+"""The coarse matrix of two-level Schwarz on --coarse-ranks k ranks (MUMPS, solvers/schwarz/coarse/coarse_solver.hpp)
 solves the same coarse problem as dense LU on every rank: `desync krylov --method gmres --pc ras
 --coarse gdsw` on the non-symmetric convection-diffusion matrix (a non-symmetric A0) at 3 ranks takes
 the same iterations with --coarse-ranks 0, 1 and 2 and reaches the same true residual (within 1e-6

@@ -1,4 +1,4 @@
-// The coarse level of two-level Schwarz (linalg/coarse_space.hpp) against dense references built
+// The coarse level of two-level Schwarz (solvers/schwarz/coarse/coarse_space.hpp) against dense references built
 // here from the whole (small) matrix:
 //   - DenseLu solves a non-symmetric system and refuses a singular one;
 //   - Nicolaides: Phi 1 = 1 bitwise, A0 = Phi^T A Phi, symmetric and positive definite;
@@ -9,27 +9,32 @@
 //   - CG with two-level asm (GDSW) converges to the solution;
 //   - the coarse matrix on 1 or 2 coarse ranks (MUMPS): the same correction and coarse solve as
 //     dense LU on every rank, within 1e-12 relative;
-//   - bad input: GDSW on one subdomain, more coarse ranks than ranks (and more than one without MUMPS).
+//   - bad input: GDSW on one subdomain, more coarse ranks than ranks (and more than one without MUMPS);
+//   - the registry: --coarse's choices and its error, a duplicate refused, and a space written as
+//     docs/design.md's "Adding a coarse space" says (one global constant function) built from its
+//     registration alone, Galerkin and with the correction of its one-dimensional A0.
 #include <gtest/gtest.h>
 #include <mpi.h>
 
 #include <algorithm>
 #include <cmath>
 #include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "desync/core/error.hpp"
-#include "desync/linalg/coarse_space.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_space.hpp"
+#include "desync/solvers/schwarz/coarse/registry.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/csr_operator.hpp"
-#include "desync/linalg/overlap.hpp"
+#include "desync/solvers/schwarz/overlap.hpp"
 #include "desync/solvers/cg/cg.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
-using linalg::CoarseKind;
-using linalg::CoarseSpace;
+
+using solvers::CoarseSpace;
 using linalg::DistributedCsr;
 using desync_test::world_rank;
 using desync_test::world_size;
@@ -129,19 +134,19 @@ void check_galerkin(const CoarseSpace& c, const Dense& a, const Dense& phi) {
 
 TEST(DenseLu, SolvesAndRefusesSingular) {
   const std::vector<double> a = {0.0, 2.0, 1.0, 3.0, 1.0, -1.0, 1.0, 4.0, 2.0};  // needs pivoting
-  linalg::DenseLu lu(a, 3);
+  solvers::DenseLu lu(a, 3);
   const std::vector<double> x = {1.0, -2.0, 0.5};
   std::vector<double> b(3, 0.0);
   for (int i = 0; i < 3; ++i)
     for (int j = 0; j < 3; ++j) b[static_cast<std::size_t>(i)] += a[static_cast<std::size_t>(i * 3 + j)] * x[static_cast<std::size_t>(j)];
   lu.solve(b);
   for (int i = 0; i < 3; ++i) EXPECT_NEAR(b[static_cast<std::size_t>(i)], x[static_cast<std::size_t>(i)], 1e-14);
-  EXPECT_THROW(linalg::DenseLu({1.0, 2.0, 2.0, 4.0}, 2), std::runtime_error);
+  EXPECT_THROW(solvers::DenseLu({1.0, 2.0, 2.0, 4.0}, 2), std::runtime_error);
 }
 
 TEST(CoarseSpace, NicolaidesReproducesTheConstantAndIsGalerkin) {
   const Problem p = grid_laplacian(8, true);
-  const CoarseSpace c(p.A, CoarseKind::nicolaides);
+  const CoarseSpace c(p.A, "nicolaides");
   ASSERT_EQ(c.size(), world_size());
   const Dense phi = gather_phi(c, p.A);
   for (const auto& row : phi) {
@@ -155,7 +160,7 @@ TEST(CoarseSpace, NicolaidesReproducesTheConstantAndIsGalerkin) {
 TEST(CoarseSpace, GdswReproducesTheConstantWhereRowsSumToZero) {
   if (world_size() < 2) GTEST_SKIP() << "GDSW needs an interface";
   const Problem p = grid_laplacian(8, false);  // only rank 0's rows fail to sum to zero
-  const CoarseSpace c(p.A, CoarseKind::gdsw);
+  const CoarseSpace c(p.A, "gdsw");
   const Dense phi = gather_phi(c, p.A);
   const auto& off = p.A.row_offsets;
   for (std::size_t i = 0; i < phi.size(); ++i) {
@@ -168,7 +173,7 @@ TEST(CoarseSpace, GdswReproducesTheConstantWhereRowsSumToZero) {
   check_galerkin(c, p.a, phi);
   // Dirichlet: every interface row carries exactly one function with value 1, A0 SPD.
   const Problem q = grid_laplacian(8, true);
-  const CoarseSpace d(q.A, CoarseKind::gdsw);
+  const CoarseSpace d(q.A, "gdsw");
   const Dense phq = gather_phi(d, q.A);
   check_galerkin(d, q.a, phq);
 }
@@ -176,7 +181,7 @@ TEST(CoarseSpace, GdswReproducesTheConstantWhereRowsSumToZero) {
 TEST(CoarseSpace, GdswRefusesOneSubdomain) {
   if (world_size() != 1) GTEST_SKIP() << "one rank only";
   const Problem p = grid_laplacian(4, true);
-  EXPECT_THROW(CoarseSpace(p.A, CoarseKind::gdsw), InputError);
+  EXPECT_THROW(CoarseSpace(p.A, "gdsw"), InputError);
 }
 
 TEST(TwoLevelSchwarz, CorrectionIsAddedToTheOneLevelPreconditioner) {
@@ -184,19 +189,19 @@ TEST(TwoLevelSchwarz, CorrectionIsAddedToTheOneLevelPreconditioner) {
   const std::int64_t n = p.A.local_rows();
   std::vector<double> r(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = std::sin(1.0 + static_cast<double>(p.A.first_block_row() + i));
-  linalg::OverlapOptions o;
+  solvers::OverlapOptions o;
   o.overlap = 1;
   std::vector<double> z1(r.size()), z0(r.size()), z2(r.size());
-  linalg::SchwarzPreconditioner one(p.A, o, false);
+  solvers::SchwarzPreconditioner one(p.A, o, false);
   one.apply(r, z1);
-  o.coarse.kind = CoarseKind::none;
-  linalg::SchwarzPreconditioner none(p.A, o, false);
+  o.coarse.kind = "none";
+  solvers::SchwarzPreconditioner none(p.A, o, false);
   none.apply(r, z0);
   EXPECT_EQ(z0, z1);  // coarse none: the one-level preconditioner bitwise
-  for (const CoarseKind kind : {CoarseKind::nicolaides, CoarseKind::gdsw}) {
-    if (kind == CoarseKind::gdsw && world_size() < 2) continue;
+  for (const std::string kind : {"nicolaides", "gdsw"}) {
+    if (kind == "gdsw" && world_size() < 2) continue;
     o.coarse.kind = kind;
-    linalg::SchwarzPreconditioner two(p.A, o, false);
+    solvers::SchwarzPreconditioner two(p.A, o, false);
     two.apply(r, z2);
     CoarseSpace c(p.A, kind);
     std::vector<double> expect = z1;
@@ -217,7 +222,7 @@ TEST(TwoLevelSchwarz, CgConvergesToTheSolution) {
     o.pc = solvers::PcKind::additive_schwarz;
     o.pc_matrix = &p.A;
     o.pc_overlap = 1;
-    o.pc_coarse.kind = two ? CoarseKind::gdsw : CoarseKind::none;
+    o.pc_coarse.kind = two ? "gdsw" : "none";
     o.iteration.tol = 1e-10;
     std::vector<double> x(b.size(), 0.0);
     const auto result = solvers::solve_cg(*op, b, x, o);
@@ -248,18 +253,18 @@ TEST(CoarseSpace, MumpsOnCoarseRanksMatchesDenseLu) {
     for (const double x : v) m = std::max(m, std::abs(x));
     return m;
   };
-  for (const CoarseKind kind : {CoarseKind::nicolaides, CoarseKind::gdsw}) {
-    if (kind == CoarseKind::gdsw && world_size() < 2) continue;
+  for (const std::string kind : {"nicolaides", "gdsw"}) {
+    if (kind == "gdsw" && world_size() < 2) continue;
     const CoarseSpace dense(p.A, kind);
     std::vector<double> z0(r.size(), 0.0);
     dense.add_correction(r, z0);
     double scale = max_abs(z0);
     MPI_Allreduce(MPI_IN_PLACE, &scale, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
     const std::vector<double> c = dense.restrict_to_coarse(r);
-    for (int k = 1; k <= std::min(linalg::have_mumps() ? 2 : 1, world_size()); ++k) {
-      const CoarseSpace sparse(p.A, linalg::CoarseOptions{kind, {}, k});
+    for (int k = 1; k <= std::min(solvers::have_mumps() ? 2 : 1, world_size()); ++k) {
+      const CoarseSpace sparse(p.A, solvers::CoarseOptions{kind, {}, k});
       EXPECT_EQ(sparse.coarse_ranks(), k);
-      EXPECT_STREQ(sparse.solver_name(), linalg::have_mumps() ? "mumps" : "cholmod-simplicial-rank0");
+      EXPECT_STREQ(sparse.solver_name(), solvers::have_mumps() ? "mumps" : "cholmod-simplicial-rank0");
       ASSERT_EQ(sparse.size(), dense.size());
       EXPECT_EQ(sparse.matrix_nonzeros(), dense.matrix_nonzeros());
       // The factors' entries: dense n^2; sparse at least A0's lower triangle, at most n^2 (the same on
@@ -273,7 +278,7 @@ TEST(CoarseSpace, MumpsOnCoarseRanksMatchesDenseLu) {
       MPI_Allreduce(MPI_IN_PLACE, fill, 2, MPI_INT64_T, MPI_MAX, MPI_COMM_WORLD);
       EXPECT_EQ(fill[0], -fill[1]) << "factor entries differ between ranks";
       EXPECT_EQ(sparse.solve_multiply_adds(),
-                static_cast<double>(sparse.factor_nonzeros()) * (linalg::have_mumps() ? 1.0 : 2.0));
+                static_cast<double>(sparse.factor_nonzeros()) * (solvers::have_mumps() ? 1.0 : 2.0));
       const auto& a = dense.matrix();
       const auto& b = sparse.matrix();  // gathered: size() is small
       ASSERT_EQ(a.size(), b.size());
@@ -283,7 +288,7 @@ TEST(CoarseSpace, MumpsOnCoarseRanksMatchesDenseLu) {
       double diff = 0;
       for (std::size_t i = 0; i < z.size(); ++i) diff = std::max(diff, std::abs(z[i] - z0[i]));
       MPI_Allreduce(MPI_IN_PLACE, &diff, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
-      EXPECT_LE(diff, 1e-12 * scale) << linalg::to_string(kind) << " on " << k << " coarse ranks";
+      EXPECT_LE(diff, 1e-12 * scale) << kind << " on " << k << " coarse ranks";
       // solve: k = 1 on rank 0 alone; k = 2 on ranks 0 and 1 together, the solution on both.
       if (world_rank() < k) {
         std::vector<double> x0 = c, x = c;
@@ -299,12 +304,83 @@ TEST(CoarseSpace, MumpsOnCoarseRanksMatchesDenseLu) {
 TEST(CoarseSpace, CoarseRanksAboveTheRunOrWithoutMumpsAreRefused) {
   const Problem p = grid_laplacian(4, true);
   try {
-    const CoarseSpace c(p.A, linalg::CoarseOptions{CoarseKind::nicolaides, {}, world_size() + 1});
+    const CoarseSpace c(p.A, solvers::CoarseOptions{"nicolaides", {}, world_size() + 1});
     ADD_FAILURE() << "more coarse ranks than ranks accepted";
   } catch (const InputError& e) {
     EXPECT_NE(std::string(e.what()).find("above the"), std::string::npos) << e.what();
   }
-  if (!linalg::have_mumps() && world_size() >= 2) {  // more than one coarse rank needs MUMPS
-    EXPECT_THROW(CoarseSpace(p.A, linalg::CoarseOptions{CoarseKind::nicolaides, {}, 2}), InputError);
+  if (!solvers::have_mumps() && world_size() >= 2) {  // more than one coarse rank needs MUMPS
+    EXPECT_THROW(CoarseSpace(p.A, solvers::CoarseOptions{"nicolaides", {}, 2}), InputError);
   }
+}
+
+namespace {
+
+/// docs/design.md's "Adding a coarse space", followed once: a space of one function, the constant on
+/// every row (the coarsest of all; not registered), as its file would define it.
+solvers::CoarseBasis build_global_constant(const solvers::CoarseBasisInput& in) {
+  solvers::CoarseBasis phi;
+  phi.size = 1;
+  phi.ptr.assign(1, 0);
+  for (std::int64_t i = 0; i < in.A.local_rows(); ++i) {
+    phi.col.push_back(0);
+    phi.val.push_back(1.0);
+    phi.ptr.push_back(static_cast<std::int64_t>(phi.col.size()));
+  }
+  return phi;
+}
+
+solvers::CoarseSpaceInfo global_constant_coarse_space() {
+  return {"global-constant", "one coarse function, the constant on every row", &build_global_constant};
+}
+
+}  // namespace
+
+TEST(CoarseRegistry, ChoicesErrorsAndDuplicates) {
+  const auto& spaces = solvers::coarse_space_registry().spaces();
+  ASSERT_EQ(spaces.size(), 2u);
+  EXPECT_EQ(spaces[0].name, "nicolaides");
+  EXPECT_EQ(spaces[1].name, "gdsw");
+  for (const auto& s : spaces) {
+    EXPECT_FALSE(s.description.empty());
+    EXPECT_NE(s.build, nullptr);
+    EXPECT_EQ(&solvers::find_coarse_space(s.name), &s);
+  }
+  EXPECT_EQ(solvers::parse_coarse("none"), "none");
+  EXPECT_EQ(solvers::parse_coarse("gdsw"), "gdsw");
+  try {
+    solvers::parse_coarse("rgdsw");
+    ADD_FAILURE() << "rgdsw accepted";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--coarse 'rgdsw': unknown coarse space (expected none, nicolaides or gdsw)");
+  }
+  EXPECT_THROW(solvers::find_coarse_space("none"), InputError);
+  EXPECT_EQ(solvers::coarse_help().rfind("none | nicolaides | gdsw\n  none: one level", 0), 0u) << solvers::coarse_help();
+  solvers::CoarseSpaceRegistry r;
+  solvers::register_all_coarse_spaces(r);
+  EXPECT_THROW(r.add(solvers::gdsw_coarse_space()), std::logic_error);
+  EXPECT_THROW(r.add({"none", "one level", &build_global_constant}), std::logic_error);
+  r.add(global_constant_coarse_space());  // the one line a new space adds
+  EXPECT_NE(r.find("global-constant"), nullptr);
+}
+
+TEST(CoarseRegistry, ANewSpaceFromItsRegistrationIsGalerkin) {
+  const Problem p = grid_laplacian(6, true);
+  const CoarseSpace c(p.A, global_constant_coarse_space(), solvers::CoarseOptions{});
+  EXPECT_EQ(c.kind(), "global-constant");
+  ASSERT_EQ(c.size(), 1);
+  const Dense phi = gather_phi(c, p.A);
+  check_galerkin(c, p.a, phi);
+  double total = 0;  // A0 = 1^T A 1, the sum of every entry
+  for (const auto& row : p.a)
+    for (const double v : row) total += v;
+  EXPECT_NEAR(c.matrix()[0], total, 1e-12 * std::abs(total));
+  // The correction z += Phi A0^-1 Phi^T r: every row gets (sum of r) / A0.
+  const auto rows = static_cast<std::size_t>(p.A.local_rows());
+  std::vector<double> r(rows), z(rows, 0.0);
+  double local = 0, sum = 0;
+  for (std::size_t i = 0; i < rows; ++i) local += (r[i] = 1.0 + 0.25 * static_cast<double>(i % 3));
+  MPI_Allreduce(&local, &sum, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+  c.add_correction(r, z);
+  for (std::size_t i = 0; i < rows; ++i) EXPECT_NEAR(z[i], sum / total, 1e-12 * std::abs(sum / total));
 }

@@ -1,6 +1,6 @@
 #pragma once
 // Internal to the run layer: option values that desync's solver commands parse alike
-// (the command files src/run/solvers/*.cpp).
+// (the command files src/run/commands/*_command.cpp).
 #include <CLI/CLI.hpp>
 
 #include <initializer_list>

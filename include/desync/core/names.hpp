@@ -61,7 +61,7 @@ std::string named_help(const Names& names) {
   std::string spellings, lines;
   for (const auto& n : names) {
     spellings += (spellings.empty() ? "" : " | ") + std::string(n.name);
-    if (*n.description) lines += "\n  " + std::string(n.name) + ": " + n.description;
+    if (!std::string_view(n.description).empty()) lines += "\n  " + std::string(n.name) + ": " + std::string(n.description);
   }
   return spellings + lines;
 }

@@ -13,16 +13,20 @@
 // `desync --registry` prints them and docs/simulation.md describes them. core names none of them.
 // In an ordinary build every function here is free: charge() does nothing, pause() spins.
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace desync::core {
 
 /// A kind of work that a run may charge, as its owner registers it.
 struct CostKind {
+  CostKind(std::string kind_name, bool is_optional = false) : name(std::move(kind_name)), optional(is_optional) {}
+  CostKind(const char* kind_name, bool is_optional = false) : CostKind(std::string(kind_name), is_optional) {}
   std::string name;       ///< e.g. "halo.element"
   /// A cost model may leave it out (then it is charged nothing): a kind added after cost models
-  /// were recorded that runs still use (docs/data).
+  /// were recorded that runs still use (docs/data). Its owner says so where it registers it.
   bool optional = false;
+  friend bool operator==(const CostKind&, const CostKind&) = default;
 };
 
 #ifdef DESYNC_SMPI

@@ -2,7 +2,7 @@
 // The solver registry: one table from solver names to their commands (PETSc's KSPRegister habit).
 // `desync <solver> ...` dispatches through it and `desync --help` lists it. Each solver's command
 // (its options, their checks, its run and its report section) lives in one file of the run layer,
-// src/run/solvers/<name>.cpp, and is registered by one line of register_all_solvers()
+// src/run/commands/<name>_command.cpp, and is registered by one line of register_all_solvers()
 // (src/run/registry.cpp); docs/design.md, "Adding a solver", has the steps. The registry also
 // holds the simulation cost kinds (core/simulation.hpp) of every solver and method, and of the
 // layers beneath them (shared_cost_kinds); `desync --registry` prints it all as JSON.
@@ -26,7 +26,7 @@ struct MethodInfo {
   std::string name, description;
   /// The simulation cost kinds that this method charges of its solver's (e.g. a CG method's vector
   /// work); empty where every method charges the same kinds.
-  std::vector<std::string> cost_kinds = {};
+  std::vector<core::CostKind> cost_kinds = {};
 };
 
 /// One run of a solver's command: created by the registry, given its options by CLI11, asked for
@@ -58,8 +58,8 @@ struct SolverInfo {
   std::vector<MethodInfo> methods;  ///< its methods or modes
   std::unique_ptr<SolverCommand> (*create)();  ///< a fresh command with its default options
   /// Every simulation cost kind a run of it may charge beyond shared_cost_kinds(), its methods'
-  /// included (core/simulation.hpp).
-  std::vector<std::string> cost_kinds;
+  /// included (core/simulation.hpp), each optional where its owner registered it so.
+  std::vector<core::CostKind> cost_kinds;
 };
 
 /// The table: solvers in registration order, looked up by name.
@@ -91,10 +91,10 @@ std::vector<core::CostKind> all_cost_kinds(const SolverRegistry& registry);
 /// its cost kinds, and the shared cost kinds. Tests and bench/simgrid/calibrate.py read it.
 std::string registry_json(const SolverRegistry& registry);
 
-// The registration functions of the solvers (their command files, src/run/solvers/).
+// The registration functions of the solvers (their command files, src/run/commands/).
 SolverInfo jacobi_solver();
-SolverInfo cg_solver();      ///< src/run/solvers/cg.cpp: the krylov command under the name cg
-SolverInfo krylov_solver();  ///< src/run/solvers/cg.cpp
+SolverInfo cg_solver();      ///< src/run/commands/krylov_command.cpp: the krylov command under the name cg
+SolverInfo krylov_solver();  ///< src/run/commands/krylov_command.cpp
 SolverInfo schwarz_solver();
 SolverInfo pde_solver();
 

@@ -176,7 +176,7 @@ def solve(
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
         near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
-        restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
+        restart: gmres only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
@@ -258,7 +258,7 @@ def solve(
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
         near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
-        restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
+        restart: gmres only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
@@ -535,7 +535,7 @@ def run(
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
         near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
-        restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
+        restart: gmres only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
         matrix: Solve this matrix's system (symmetric positive definite for the CG methods; gmres takes any): a Matrix Market (.mtx) or PETSc binary (.petsc, .bin, .dat) file, any square real matrix (replaces the built-in problem)
@@ -622,7 +622,7 @@ def run(
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: --coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds) [default 0]
         near_kernel: --coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
-        restart: GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
+        restart: gmres only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 [default 30]
         reduction: Methods that overlap their reductions (pipecg, groppcg): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by --progress test's polls) [default nonblocking]
         problem: poisson3d | elasticity3d [default poisson3d]
         matrix: Solve this matrix's system (symmetric positive definite for the CG methods; gmres takes any): a Matrix Market (.mtx) or PETSc binary (.petsc, .bin, .dat) file, any square real matrix (replaces the built-in problem)

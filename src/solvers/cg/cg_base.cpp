@@ -11,7 +11,7 @@
 namespace desync::solvers::detail {
 
 CgBase::CgBase(linalg::Operator& A, CVec b, Vec x, const CgMethodInfo& method, const CgOptions& o, CgResult& res)
-    : A_(A), b_(b), x_(x), vector_cost_(method.vector_cost), o_(o), res_(res),
+    : A_(A), b_(b), x_(x), vector_cost_(method.vector_cost.name), o_(o), res_(res),
       n_(static_cast<std::size_t>(A.local_size())), nonblocking_(o.nonblocking && method.overlaps_reduction),
       positive_definite_(method.positive_definite), sum_(A.comm(), nonblocking_, o.doubling) {
   MPI_Comm_rank(A.comm(), &rank_);
@@ -21,7 +21,7 @@ void CgBase::collect() {
   res_.stats.reductions = sum_.stats().count;
   res_.stats.time.reduction = sum_.stats().seconds;
   res_.stats.time.reduction_wait = sum_.stats().wait_seconds;
-  if (const linalg::CoarseSpace* c = pc_ ? pc_->coarse() : nullptr)
+  if (const solvers::CoarseSpace* c = pc_ ? pc_->coarse() : nullptr)
     res_.coarse = {c->size(),           c->matrix_nonzeros(), c->factor_nonzeros(), c->solver_name(),
                    c->coarse_ranks(),   c->setup_seconds(),   c->apply_seconds()};
 }

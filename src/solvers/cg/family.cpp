@@ -44,11 +44,18 @@ const CgMethodInfo& find_cg_method(std::string_view name) {
   throw InputError("--method '" + std::string(name) + "': unknown method (expected " + core::name_list(methods) + ")");
 }
 
-std::vector<std::string> cg_cost_kinds() {
-  std::vector<std::string> kinds;
+std::vector<core::CostKind> cg_cost_kinds() {
+  std::vector<core::CostKind> kinds;
   for (const auto& m : cg_method_registry().methods()) kinds.push_back(m.vector_cost);
   for (const auto& k : pc_cost_kinds()) kinds.push_back(k);
   return kinds;
+}
+
+std::string general_cg_methods() {
+  std::string names;
+  for (const auto& m : cg_method_registry().methods())
+    if (!m.positive_definite) names += (names.empty() ? "" : " or ") + m.name;
+  return names;
 }
 
 CgResult solve_cg(linalg::Operator& A, std::span<const double> b, std::span<double> x, const CgOptions& options) {

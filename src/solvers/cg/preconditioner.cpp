@@ -7,15 +7,16 @@
 
 #include "desync/linalg/vector.hpp"
 #include "desync/core/error.hpp"
-#include "desync/linalg/overlap.hpp"
+#include "desync/solvers/schwarz/overlap.hpp"
 
 namespace desync::solvers {
 
 std::string pc_cost_kind(PcKind kind) { return std::string("pc.") + to_string(kind); }
 
-std::vector<std::string> pc_cost_kinds() {
-  std::vector<std::string> kinds;
-  for (const auto& k : pc_names) kinds.push_back(pc_cost_kind(k.value));
+std::vector<core::CostKind> pc_cost_kinds() {
+  std::vector<core::CostKind> kinds;
+  // asm and ras came after cost models that runs still use were recorded (docs/data).
+  for (const auto& k : pc_names) kinds.push_back({pc_cost_kind(k.value), is_schwarz(k.value)});
   return kinds;
 }
 
@@ -188,14 +189,14 @@ class BlockIc0Pc final : public Preconditioner {
 
 }  // namespace
 
-/// asm / ras: linalg::SchwarzPreconditioner behind the const interface (its exchange and buffers
+/// asm / ras: solvers::SchwarzPreconditioner behind the const interface (its exchange and buffers
 /// change in apply, which is collective).
 class SchwarzPc final : public Preconditioner {
  public:
-  SchwarzPc(PcKind kind, std::unique_ptr<linalg::SchwarzPreconditioner> pc) : kind_(kind), pc_(std::move(pc)) {}
+  SchwarzPc(PcKind kind, std::unique_ptr<solvers::SchwarzPreconditioner> pc) : kind_(kind), pc_(std::move(pc)) {}
   PcKind kind() const override { return kind_; }
   std::string description() const override { return pc_->description(); }
-  const linalg::CoarseSpace* coarse() const override { return pc_->coarse(); }
+  const solvers::CoarseSpace* coarse() const override { return pc_->coarse(); }
   void apply(std::span<const double> r, std::span<double> u) const override { pc_->apply(r, u); }
   double apply_dot(std::span<const double> r, std::span<double> u) const override {
     pc_->apply(r, u);
@@ -204,7 +205,7 @@ class SchwarzPc final : public Preconditioner {
 
  private:
   PcKind kind_;
-  std::unique_ptr<linalg::SchwarzPreconditioner> pc_;
+  std::unique_ptr<solvers::SchwarzPreconditioner> pc_;
 };
 
 std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A,
@@ -214,12 +215,12 @@ std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::O
       throw InputError(fmt::format("--pc {} needs an assembled matrix (--matrix, or --operator csr)", to_string(kind)));
     agree_or_throw(A.comm(), schwarz.matrix->local_rows() == A.local_size(),
                    fmt::format("--pc {}: the assembled matrix is distributed unlike the operator", to_string(kind)));
-    linalg::OverlapOptions o;
+    solvers::OverlapOptions o;
     o.overlap = schwarz.overlap;
     o.solver = schwarz.local_solver;
     o.coarse = schwarz.coarse;
     return std::make_unique<SchwarzPc>(
-        kind, std::make_unique<linalg::SchwarzPreconditioner>(*schwarz.matrix, o, kind == PcKind::restricted_schwarz,
+        kind, std::make_unique<solvers::SchwarzPreconditioner>(*schwarz.matrix, o, kind == PcKind::restricted_schwarz,
                                                       schwarz.transport));
   }
   int rank = 0;

@@ -13,7 +13,7 @@
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
-#include "coarse_level.hpp"
+#include "coarse/coarse_level.hpp"
 #include "subdomain_iteration.hpp"
 
 namespace desync::solvers {
@@ -43,7 +43,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
     }
     std::copy(x0.begin(), x0.end(), x_.begin() + static_cast<std::ptrdiff_t>(own_));
     ghost_ = current_ghosts();
-    if (o.coarse.kind != linalg::CoarseKind::none) {
+    if (o.coarse.two_level()) {
       coarse_ = std::make_unique<detail::CoarseLevel>(A, sub_, o.coarse, o.coarse_reuse, o.coarse_fan_in);
       // async: the halo values carry their sender's coarse version (x_[n_]) and are lifted to
       // this rank's (coarse_level.hpp); raw_ keeps them as received.
@@ -181,7 +181,7 @@ class AlgebraicSchwarzRun : public detail::SubdomainIteration {
 
   const AlgebraicSchwarzOptions& opt_;
   core::Stopwatch setup_;
-  linalg::OverlappingSubdomain sub_;
+  solvers::OverlappingSubdomain sub_;
   double setup_s_ = 0;
   std::size_t own_, owned_;  // where the owned rows start in Omega_p, how many
   std::vector<double> rhs_, b_ext_;

@@ -22,6 +22,7 @@
 #include "desync/linalg/operator.hpp"
 #include "desync/linalg/vector.hpp"
 #include "desync/core/history.hpp"
+#include "desync/core/simulation.hpp"
 #include "desync/core/stop.hpp"
 #include "desync/solvers/cg/preconditioner.hpp"
 #include "desync/solvers/iteration_options.hpp"
@@ -40,12 +41,16 @@ struct CgMethodInfo {
   /// doubling); false: it has nothing to overlap them with and always blocks (MPI_Allreduce).
   bool overlaps_reduction = false;
   /// The simulation cost kind of its vector updates and dot products, per row and iteration
-  /// ("cg.<name>.vector"; core/simulation.hpp). Its other work is charged to the kinds of the
+  /// ("cg.<name>.vector"; core/simulation.hpp), optional where the method came after cost models
+  /// that runs still use were recorded (docs/data). Its other work is charged to the kinds of the
   /// operator and of the preconditioner.
-  std::string vector_cost;
+  core::CostKind vector_cost = "";
   /// It needs a symmetric positive definite operator and preconditioner (the CG methods); false:
-  /// any non-singular one (gmres: --pc jacobi then needs a non-zero diagonal, not a positive one).
+  /// any non-singular one (then --pc jacobi needs a non-zero diagonal, not a positive one).
   bool positive_definite = true;
+  /// It runs in cycles of CgOptions::restart steps: `--restart` applies to it and its record and
+  /// report name the restart length.
+  bool restarts = false;
   /// Allocates its work vectors, iterates until a stop and leaves the outcome in the solve's result.
   void (*run)(detail::CgBase& solve) = nullptr;
 };
@@ -73,7 +78,10 @@ const CgMethodRegistry& cg_method_registry();
 const CgMethodInfo& find_cg_method(std::string_view name);
 /// The simulation cost kinds a run of the family may charge: every method's vector work and every
 /// preconditioner's application (the operator's and the exchange's are not the family's).
-std::vector<std::string> cg_cost_kinds();
+std::vector<core::CostKind> cg_cost_kinds();
+/// The registered methods that take any nonsingular matrix (positive_definite false), for the
+/// messages that refuse a matrix the CG methods cannot solve ("a or b").
+std::string general_cg_methods();
 
 struct CgOptions {
   std::string method = "cg";  ///< a registered method's name (find_cg_method)
@@ -88,12 +96,12 @@ struct CgOptions {
   /// every this many rows of an application; 0: none.
   std::int64_t pc_poll_interval = 0;
   /// asm and ras: the assembled matrix (distributed like the operator; not owned), the overlap
-  /// in layers of graph distance, and the local factorisation (linalg/overlap.hpp).
+  /// in layers of graph distance, and the local factorisation (solvers/schwarz/overlap.hpp).
   const linalg::DistributedCsr* pc_matrix = nullptr;
   int pc_overlap = 1;
   linalg::LocalSolverKind pc_local_solver = linalg::LocalSolverKind::automatic;
-  /// asm and ras: the coarse level (none: one-level; linalg/coarse_space.hpp).
-  linalg::CoarseOptions pc_coarse;
+  /// asm and ras: the coarse level (none: one-level; solvers/schwarz/coarse/coarse_space.hpp).
+  solvers::CoarseOptions pc_coarse;
   /// asm and ras: how the preconditioner's exchanges move data (the ghost exchange's --transport).
   comm::TransportConfig pc_transport;
   /// tol on ||r|| / ||b||; max_iters; time_limit (agreed on through the reductions);
@@ -102,7 +110,7 @@ struct CgOptions {
   /// apply (monitor_every below is its --monitor).
   IterationOptions iteration = iteration_defaults(1e-6, 10000, 1, 1e8);
   int replace_every = 0;              ///< recompute r = b - A x and its dependents every k iterations
-  /// gmres: the restart length m, Arnoldi steps (iterations) per cycle, >= 1 (--restart).
+  /// The restarting methods (CgMethodInfo::restarts): the restart length m, Arnoldi steps (iterations) per cycle, >= 1 (--restart).
   int restart = 30;
   int monitor_every = 0;              ///< rank 0 prints the residual every k iterations (0: never)
   bool record_history = true;         ///< keep (iteration, time, residual) of every iteration
@@ -152,9 +160,9 @@ struct CgResult {
   CgRankStats stats;
   std::string pc_description;        ///< Preconditioner::description() (asm/ras: overlap, local solvers)
   /// asm/ras with a coarse level (functions > 0): its size, A0's nonzeros, how A0 is solved
-  /// (linalg::CoarseSolver::name: "dense-lu", "mumps", "cholmod-simplicial-rank0", ...) on how many
+  /// (solvers::CoarseSolver::name: "dense-lu", "mumps", "cholmod-simplicial-rank0", ...) on how many
   /// ranks (0: every rank), the entries of its factors, and this rank's seconds in its set-up and in
-  /// its corrections (linalg::CoarseSpace).
+  /// its corrections (solvers::CoarseSpace).
   struct Coarse {
     int functions = 0;
     std::int64_t nonzeros = 0, factor_nonzeros = 0;

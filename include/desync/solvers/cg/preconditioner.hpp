@@ -10,13 +10,14 @@
 //                 zero fill-in: L has the sparsity of the lower triangle of the block). Applying it
 //                 is a forward and a backward triangular solve (Horikoshi et al., 2022, section 2: IC(0) with
 //                 block-Jacobi localisation).
-//   asm           one-level additive Schwarz on the assembled matrix (linalg::SchwarzPreconditioner):
+//   asm           one-level additive Schwarz on the assembled matrix (solvers::SchwarzPreconditioner):
 //                 M^-1 = sum_p R_p^T A_p^-1 R_p over the subdomains extended by `overlap` layers of
 //                 graph distance, exact local solves (linalg::make_local_solver); symmetric, for CG.
 //   ras           restricted additive Schwarz: each rank keeps only its own rows of its local
-//                 solution (Cai and Sarkis, 1999); not symmetric (for GMRES).
+//                 solution (Cai and Sarkis, 1999); not symmetric (for the methods that take any
+//                 nonsingular preconditioner).
 //                 With SchwarzPcSetup::coarse, either becomes two-level additive: the coarse
-//                 correction Phi A0^-1 Phi^T r added (linalg/coarse_space.hpp).
+//                 correction Phi A0^-1 Phi^T r added (solvers/schwarz/coarse/coarse_space.hpp).
 //                 Both need the assembled matrix (SchwarzPcSetup::matrix) and communicate in apply()
 //                 (the restriction, and for asm the sums at the owners). They do not poll.
 #include <cstdint>
@@ -28,7 +29,8 @@
 
 #include "desync/communication/transport_config.hpp"
 #include "desync/core/names.hpp"
-#include "desync/linalg/coarse_space.hpp"
+#include "desync/core/simulation.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
 #include "desync/linalg/operator.hpp"
@@ -50,9 +52,9 @@ inline const char* to_string(PcKind kind) { return core::name_of(pc_names, kind)
 inline PcKind parse_pc(const std::string& name) { return core::parse_named(pc_names, name, "--pc", "preconditioner"); }
 /// The simulation cost kind of an application of `kind`, per row: "pc.<name>" (core/simulation.hpp).
 std::string pc_cost_kind(PcKind kind);
-/// Those of every preconditioner (the run layer declares pc.asm and pc.ras optional: cost models
-/// recorded before them lack them, run/registry.cpp).
-std::vector<std::string> pc_cost_kinds();
+/// Those of every preconditioner; pc.asm and pc.ras are optional (cost models recorded before them
+/// lack them).
+std::vector<core::CostKind> pc_cost_kinds();
 
 /// Set-up failure of a preconditioner on this rank (a zero, negative or non-finite pivot or
 /// diagonal entry). The message names the cause, the rank and the row.
@@ -86,7 +88,7 @@ class Preconditioner {
   /// jacobi only: 1 / diag(A); empty otherwise.
   virtual std::span<const double> inverse_diagonal() const { return {}; }
   /// asm and ras with a coarse level: the coarse space; nullptr otherwise.
-  virtual const linalg::CoarseSpace* coarse() const { return nullptr; }
+  virtual const solvers::CoarseSpace* coarse() const { return nullptr; }
   /// Polls during every later application (none does not poll: it is a copy).
   void set_polls(PcPolls polls) { polls_ = std::move(polls); }
 
@@ -99,7 +101,7 @@ struct SchwarzPcSetup {
   const linalg::DistributedCsr* matrix = nullptr;  ///< the assembled A, distributed like the operator
   int overlap = 1;
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
-  linalg::CoarseOptions coarse;  ///< the coarse level (two-level Schwarz)
+  solvers::CoarseOptions coarse;  ///< the coarse level (two-level Schwarz)
   /// How the restriction and prolongation exchanges move data: the operator's --transport.
   comm::TransportConfig transport;
 };
@@ -109,7 +111,8 @@ struct SchwarzPcSetup {
 /// asm/ras: InputError (every rank alike) without schwarz.matrix ("--pc asm needs an assembled
 /// matrix (--matrix, or --operator csr)"), for a matrix distributed unlike A, or a singular local
 /// matrix (naming the rank and the subdomain size). positive_definite: the method needs M
-/// symmetric positive definite (jacobi: a positive diagonal); false (gmres): a non-zero one.
+/// symmetric positive definite (jacobi: a positive diagonal); false (CgMethodInfo::positive_definite): a
+/// non-zero one.
 std::unique_ptr<Preconditioner> make_preconditioner(PcKind kind, const linalg::Operator& A,
                                                     const SchwarzPcSetup& schwarz = {}, bool positive_definite = true);
 

@@ -1,5 +1,5 @@
 #pragma once
-// Restricted additive Schwarz on an assembled matrix (linalg::OverlappingSubdomain), optionally
+// Restricted additive Schwarz on an assembled matrix (solvers::OverlappingSubdomain), optionally
 // optimized (Robin), synchronous and asynchronous: the algebraic counterpart of the grid solver of
 // solvers/schwarz/schwarz.hpp, after Yamazaki, Chow, Bouteiller and Dongarra (2019), sections 3-4.
 //
@@ -29,7 +29,7 @@
 #include "desync/core/waiting.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
-#include "desync/linalg/overlap.hpp"
+#include "desync/solvers/schwarz/overlap.hpp"
 #include "desync/solvers/driver/iteration_result.hpp"
 #include "desync/solvers/iteration_options.hpp"
 
@@ -61,7 +61,7 @@ struct AlgebraicSchwarzOptions {
   /// The coarse level (two-level Schwarz; kind none: one level). Sync: the hybrid iteration, the
   /// coarse correction multiplicative before each round of local solves; async: the coarse
   /// problem solved on rank 0 from the ranks' residuals summed up a tree (see the top).
-  linalg::CoarseOptions coarse;
+  solvers::CoarseOptions coarse;
   /// async with a coarse level: a rank runs at most this many local solves on one coarse solution
   /// before it waits for the next; its residual sum is taken after the last of them, so each
   /// correction lands on the iterate it was computed from (the hybrid's multiplicative coarse step).
@@ -72,7 +72,7 @@ struct AlgebraicSchwarzOptions {
   /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
   int coarse_fan_in = 8;
   bool asynchronous() const { return mode != comm::HaloMode::sync; }
-  linalg::OverlapOptions overlap_options() const { return {overlap, robin, local_solver, {}}; }
+  solvers::OverlapOptions overlap_options() const { return {overlap, robin, local_solver, {}}; }
 };
 
 struct AlgebraicSchwarzResult {
@@ -91,7 +91,7 @@ struct AlgebraicSchwarzResult {
   std::int64_t coarse_nonzeros = 0, coarse_factor_nonzeros = 0;  ///< A0's, its factors'
   double coarse_setup_seconds = 0;
   std::string coarse_description;
-  std::string coarse_solver;  ///< "dense-lu", "mumps", "cholmod-simplicial-rank0", ... (linalg::CoarseSolver::name)
+  std::string coarse_solver;  ///< "dense-lu", "mumps", "cholmod-simplicial-rank0", ... (solvers::CoarseSolver::name)
   struct CoarseCounts {
     long corrections = 0, solves = 0, contributions = 0, held = 0;
     int tree_height = 0;  ///< async: the height of the coarse level's tree (0: one rank, or sync)

@@ -33,16 +33,16 @@
 #include "desync/communication/halo_plan.hpp"
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/communication/transport_config.hpp"
-#include "desync/linalg/coarse_space.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
 
-namespace desync::linalg {
+namespace desync::solvers {
 
 struct OverlapOptions {
   int overlap = 1;      ///< delta >= 0: layers of graph distance (0: block Jacobi)
   double robin = 0.0;   ///< beta in [0, 1): the dropped couplings moved onto the diagonal
-  LocalSolverKind solver = LocalSolverKind::automatic;
+  linalg::LocalSolverKind solver = linalg::LocalSolverKind::automatic;
   /// SchwarzPreconditioner: the coarse level added to the one-level preconditioner (none: one level).
   CoarseOptions coarse;
 };
@@ -63,7 +63,7 @@ class OverlappingSubdomain {
   /// (every rank alike) for bad options or a matrix of block size other than 1, and InputError
   /// naming the rank and the subdomain size if a local matrix cannot be factored ("rank 2: the
   /// local matrix of its subdomain (1234 rows, overlap 1) is singular: ...").
-  OverlappingSubdomain(const DistributedCsr& A, const OverlapOptions& options);
+  OverlappingSubdomain(const linalg::DistributedCsr& A, const OverlapOptions& options);
 
   MPI_Comm comm() const { return comm_; }
   int rank() const { return rank_; }
@@ -74,8 +74,8 @@ class OverlappingSubdomain {
   std::int64_t own_begin() const { return own_begin_; }
   std::int64_t owned() const { return owned_; }
   /// A_p with local (Omega_p) columns, before factorisation.
-  const LocalCsr& matrix() const { return matrix_; }
-  LocalSolver& solver() const { return *solver_; }
+  const linalg::LocalCsr& matrix() const { return matrix_; }
+  linalg::LocalSolver& solver() const { return *solver_; }
   const std::vector<Coupling>& couplings() const { return couplings_; }
 
   /// The iteration's ghosts: the other ranks' values read by the local problem (u_e, and u_i where
@@ -110,8 +110,8 @@ class OverlappingSubdomain {
   OverlapOptions opt_;
   std::vector<std::int64_t> rows_, ghosts_;
   std::int64_t own_begin_ = 0, owned_ = 0;
-  LocalCsr matrix_;
-  std::unique_ptr<LocalSolver> solver_;
+  linalg::LocalCsr matrix_;
+  std::unique_ptr<linalg::LocalSolver> solver_;
   std::vector<Coupling> couplings_;
   comm::HaloPlan ghost_plan_, restriction_plan_, prolongation_plan_;
   std::vector<std::int32_t> prolongation_rows_;
@@ -136,7 +136,7 @@ class OverlappingSubdomain {
 class SchwarzPreconditioner {
  public:
   /// Collective over A.comm (the subdomain's construction, the two exchanges opened).
-  SchwarzPreconditioner(const DistributedCsr& A, const OverlapOptions& o, bool restricted,
+  SchwarzPreconditioner(const linalg::DistributedCsr& A, const OverlapOptions& o, bool restricted,
                         const comm::TransportConfig& transport = {});
   ~SchwarzPreconditioner();
   SchwarzPreconditioner(const SchwarzPreconditioner&) = delete;
@@ -171,4 +171,4 @@ class SchwarzPreconditioner {
   std::string description_;
 };
 
-}  // namespace desync::linalg
+}  // namespace desync::solvers

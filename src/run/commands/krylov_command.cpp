@@ -1,10 +1,10 @@
-// `desync krylov` and `desync cg`: the Krylov family (its registered methods, solvers/cg/cg.hpp:
-// the CG methods and restarted GMRES) on poisson3d, elasticity3d or a Matrix Market matrix. One
+// `desync krylov` and `desync cg`: the Krylov family (its registered methods, solvers/cg/cg.hpp,
+// and their traits: which need a symmetric positive definite matrix, which restart) on poisson3d, elasticity3d or a Matrix Market matrix. One
 // command registered under two names (krylov_solver, cg_solver), the same options and record, whose
 // "solver" is the name it ran under. The command's options and their checks, its run, and its
 // section of the run record (docs/output.md).
 //
-//   mpirun -np 4 desync krylov --method gmres --restart 20 --pc jacobi --global 64
+//   mpirun -np 4 desync krylov --method pipecg --pc jacobi --global 64
 //   mpirun -np 4 desync cg --pc bjacobi-ic0 --global 64
 //   mpirun -np 4 desync krylov --method <method> ...     (the method files, src/solvers/cg/, show each)
 #include <CLI/CLI.hpp>
@@ -51,6 +51,14 @@ std::vector<MethodInfo> methods() {
   return m;
 }
 
+/// The names of the methods that run in restart cycles, for --restart's help and check.
+std::string restarting_methods() {
+  std::string names;
+  for (const auto& info : solvers::cg_method_registry().methods())
+    if (info.restarts) names += (names.empty() ? "" : ", ") + info.name;
+  return names;
+}
+
 /// The names of the methods that overlap their reductions, for --reduction's help.
 std::string overlapping_methods() {
   std::string names;
@@ -85,7 +93,7 @@ class CgCommand final : public SolverCommand {
 
   std::string name_;                      // the command: krylov | cg
   std::string method = solvers::CgOptions{}.method;  // --method (CgOptions's default)
-  int restart = solvers::CgOptions{}.restart;        // --restart (gmres)
+  int restart = solvers::CgOptions{}.restart;        // --restart (the restarting methods)
   std::string pc = "none";                // --pc
   std::string reduction = "nonblocking";  // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
@@ -137,7 +145,7 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--method", method, detail::method_help(methods()))->capture_default_str();
   app.add_option("--pc", pc,
                  "Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted "
-                 "additive Schwarz, for gmres); asm and ras need an assembled matrix (--matrix, --operator csr or "
+                 "additive Schwarz, for " + solvers::general_cg_methods() + "); asm and ras need an assembled matrix (--matrix, --operator csr or "
                  "elasticity3d) and solve each overlapping subdomain exactly")
       ->capture_default_str();
   overlap_opt_ = app.add_option("--overlap", overlap, "--pc asm, ras: layers of graph distance each subdomain extends by (>= 0)")
@@ -148,7 +156,7 @@ void CgCommand::add_options(CLI::App& app) {
                           ->capture_default_str();
   coarse_opt_ = app.add_option("--coarse", coarse,
                                "--pc asm, ras: the coarse level of two-level Schwarz (additive), " +
-                                   core::named_help(linalg::coarse_names))
+                                   solvers::coarse_help())
                     ->capture_default_str();
   coarse_ranks_opt_ =
       app.add_option("--coarse-ranks", coarse_ranks,
@@ -160,7 +168,7 @@ void CgCommand::add_options(CLI::App& app) {
                  "n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant "
                  "(elasticity3d: its six rigid-body modes)");
   restart_opt_ = app.add_option("--restart", restart,
-                                "GMRES only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
+                                restarting_methods() + " only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
                      ->capture_default_str();
   app.add_option("--reduction", reduction,
                  "Methods that overlap their reductions (" + overlapping_methods() +
@@ -170,7 +178,8 @@ void CgCommand::add_options(CLI::App& app) {
                      "--progress test's polls)")
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
-  system_cli.add(app, "Solve this matrix's system (symmetric positive definite for the CG methods; gmres takes any)");
+  system_cli.add(app, "Solve this matrix's system (symmetric positive definite for the CG methods; " +
+                          solvers::general_cg_methods() + " takes any)");
   app.add_option("--export-system", export_dir,
                  "Write the built-in problem's assembled system (DIR/A.petsc, DIR/b.petsc in this run's rank-major "
                  "order, DIR/partition.txt: each row's rank) and exit");
@@ -212,8 +221,8 @@ void CgCommand::finalise(MPI_Comm comm) {
   auto& s = solver;
   s.method = solvers::find_cg_method(method).name;
   if (restart < 1) throw InputError(fmt::format("--restart {}: must be >= 1", restart));
-  if (restart_opt_ && restart_opt_->count() > 0 && s.method != "gmres")
-    throw InputError("--restart applies to --method gmres only");
+  if (restart_opt_ && restart_opt_->count() > 0 && !solvers::find_cg_method(s.method).restarts)
+    throw InputError("--restart applies to --method " + restarting_methods() + " only");
   s.restart = restart;
   s.pc = solvers::parse_pc(pc);
   s.nonblocking = reduction == "nonblocking" || reduction == "doubling";
@@ -247,16 +256,16 @@ void CgCommand::finalise(MPI_Comm comm) {
   if (overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", overlap));
   s.pc_overlap = overlap;
   s.pc_local_solver = linalg::parse_local_solver(local_solver);
-  s.pc_coarse.kind = linalg::parse_coarse(coarse);
+  s.pc_coarse.kind = solvers::parse_coarse(coarse);
   if (!solvers::is_schwarz(s.pc) && ((overlap_opt_ && overlap_opt_->count() > 0) ||
                                      (local_solver_opt_ && local_solver_opt_->count() > 0) ||
                                      (coarse_opt_ && coarse_opt_->count() > 0)))
     throw InputError("--overlap, --local-solver and --coarse go with --pc asm or ras");
-  if (coarse_ranks_opt_ && coarse_ranks_opt_->count() > 0 && s.pc_coarse.kind == linalg::CoarseKind::none)
+  if (coarse_ranks_opt_ && coarse_ranks_opt_->count() > 0 && !s.pc_coarse.two_level())
     throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
   if (coarse_ranks < 0) throw InputError(fmt::format("--coarse-ranks {}: must be >= 0 (0: every rank, dense LU)", coarse_ranks));
   s.pc_coarse.coarse_ranks = coarse_ranks;
-  if (!near_kernel.empty() && s.pc_coarse.kind == linalg::CoarseKind::none)
+  if (!near_kernel.empty() && !s.pc_coarse.two_level())
     throw InputError("--near-kernel goes with --coarse nicolaides or gdsw");
   if (!near_kernel.empty() && !system_cli.given())
     throw InputError("--near-kernel goes with --matrix (elasticity3d takes its rigid-body modes, poisson3d the constant)");
@@ -326,8 +335,8 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"monitor", monitor ? "true" : "false"},
           {"monitor-every", std::to_string(monitor_every)},
   };
-  // gmres only, so that the CG methods' records stay as they were.
-  if (solver.method == "gmres") out.emplace_back("restart", std::to_string(restart));
+  // The restarting methods only, so that the CG methods' records stay as they were.
+  if (solvers::find_cg_method(solver.method).restarts) out.emplace_back("restart", std::to_string(restart));
   output.effective(out);
   transport_cli.effective(out);
   system_cli.effective(out);
@@ -383,12 +392,13 @@ int CgCommand::run(MPI_Comm comm) {
   if (from_matrix) {
     loaded = detail::load_system(comm, system_cli);
     // The CG methods need a symmetric matrix: a non-symmetric one would be solved wrongly, not refused.
-    const bool symmetric = method == "gmres" || linalg::is_symmetric(loaded->system.A);
+    const bool spd = solvers::find_cg_method(method).positive_definite;
+    const bool symmetric = !spd || linalg::is_symmetric(loaded->system.A);
     agree_or_throw(comm, symmetric,
                    fmt::format("{}: the matrix is not symmetric, and --method {} needs a symmetric positive definite "
-                               "matrix: use --method gmres",
-                               system_cli.source(), method));
-    if (method != "gmres") {  // and positive definite: a diagonal entry <= 0 rules that out
+                               "matrix: use --method {}",
+                               system_cli.source(), method, solvers::general_cg_methods()));
+    if (spd) {  // and positive definite: a diagonal entry <= 0 rules that out
       const auto& M = loaded->system.A;
       std::int64_t bad = std::numeric_limits<std::int64_t>::max();
       for (std::int64_t i = 0; i < M.local_rows() && bad == std::numeric_limits<std::int64_t>::max(); ++i) {
@@ -400,8 +410,8 @@ int CgCommand::run(MPI_Comm comm) {
       MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT64_T, MPI_MIN, comm);
       agree_or_throw(comm, bad == std::numeric_limits<std::int64_t>::max(),
                      fmt::format("{}: row {} (0-based) has a diagonal entry <= 0, so the matrix is not positive "
-                                 "definite, which --method {} needs: use --method gmres",
-                                 system_cli.source(), bad, method));
+                                 "definite, which --method {} needs: use --method {}",
+                                 system_cli.source(), bad, method, solvers::general_cg_methods()));
     }
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
@@ -426,7 +436,7 @@ int CgCommand::run(MPI_Comm comm) {
       A = linalg::make_csr_operator(sys.A, spmv);
       b = std::move(sys.b);
       assembled = linalg::scalar_csr(sys.A);  // the Schwarz subdomains and the export work in scalar rows
-      if (solver.pc_coarse.kind != linalg::CoarseKind::none)
+      if (solver.pc_coarse.two_level())
         solver.pc_coarse.near_kernel = problems::elasticity3d_rigid_body_modes(*grid);  // in assembled's rows
     }
     if (!assembled.row_ptr.empty()) solver.pc_matrix = &assembled;
@@ -487,7 +497,8 @@ int CgCommand::run(MPI_Comm comm) {
     const double n = std::max<double>(1.0, static_cast<double>(r.per_rank.size()));
     const double per_it = result.iterations > 0 ? r.wall_time / static_cast<double>(result.iterations) : 0.0;
 
-    const std::string restart_note = solver.method == "gmres" ? fmt::format(" (restart {})", solver.restart) : "";
+    const bool restarts = solvers::find_cg_method(solver.method).restarts;
+    const std::string restart_note = restarts ? fmt::format(" (restart {})", solver.restart) : "";
     r.headline = fmt::format("method {}{}, pc {}, reduction {}", r.method, restart_note, pc_name, red);
     r.setup_lines.push_back({"problem", fmt::format("{}, operator {}, exchange {}{} (progress {})", problem, operator_name,
                                                     engine, engine == "p2p" ? " over " + transport_cli.kind() : std::string(),
@@ -531,7 +542,7 @@ int CgCommand::run(MPI_Comm comm) {
       details["coarse_setup_seconds"] = coarse_setup;
       details["coarse_apply_seconds"] = coarse_apply;
     }
-    if (solver.pc_coarse.kind != linalg::CoarseKind::none) {
+    if (solver.pc_coarse.two_level()) {
       details["near_kernel"] = !near_kernel.empty()          ? "file:" + near_kernel
                                : problem == "elasticity3d" ? std::string("rigid-body")
                                                            : std::string("constant");
@@ -545,7 +556,7 @@ int CgCommand::run(MPI_Comm comm) {
     details["operator"] = operator_name;
     details["b_norm"] = result.b_norm;
     details["replacements"] = replacements;
-    if (solver.method == "gmres") details["restart"] = solver.restart;
+    if (restarts) details["restart"] = solver.restart;
     details["time_per_iteration"] = per_it;
     details["messages_per_iteration"] = {{"sent", sent / n}, {"received", received / n}};
     r.details = details.dump();

@@ -1,6 +1,6 @@
 // The coarse matrix's factors: dense LU on every rank, MUMPS on the first k ranks, or SuiteSparse on rank 0
 // (coarse_solver.hpp).
-#include "desync/linalg/coarse_solver.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,9 @@
 #include <dmumps_c.h>
 #endif
 
-namespace desync::linalg {
+namespace desync::solvers {
+
+using namespace linalg;  // the matrices and factorisations this level is built from
 
 DenseLu::DenseLu(std::vector<double> a, int n) : n_(n), lu_(std::move(a)), pivot_(static_cast<std::size_t>(n)) {
   const auto N = static_cast<std::size_t>(n);
@@ -355,4 +357,4 @@ std::vector<double> CoarseSolver::gather_dense(MPI_Comm comm) const {
   return out;
 }
 
-}  // namespace desync::linalg
+}  // namespace desync::solvers

@@ -27,7 +27,7 @@
 
 #include "desync/linalg/local_solver.hpp"
 
-namespace desync::linalg {
+namespace desync::solvers {
 
 /// A dense LU factorisation with partial pivoting of a small square matrix (the coarse matrix).
 class DenseLu {
@@ -117,8 +117,8 @@ class CoarseSolver {
   double solve_multiply_adds_ = 0;
   std::string name_ = "dense-lu";
   DenseLu lu_;
-  std::unique_ptr<LocalSolver> rank0_;  // coarse ranks 1 without MUMPS: A0's factors on rank 0
+  std::unique_ptr<linalg::LocalSolver> rank0_;  // coarse ranks 1 without MUMPS: A0's factors on rank 0
   std::unique_ptr<Mumps> mumps_;
 };
 
-}  // namespace desync::linalg
+}  // namespace desync::solvers

@@ -22,12 +22,12 @@ std::vector<int> positions(const std::vector<int>& list, const std::vector<int>&
 }
 
 // Column k of a compressed Phi row set becomes its position in `needed` (ascending).
-void to_positions(linalg::CoarseSpace::Rows& rows, const std::vector<int>& needed) {
+void to_positions(solvers::CoarseSpace::Rows& rows, const std::vector<int>& needed) {
   rows.cols = positions(rows.cols, needed);
 }
 
 // out[i] += sum_k phi(i, k) v[k] over the rows of `rows` (columns positions in v).
-double row_dot(const linalg::CoarseSpace::Rows& rows, std::size_t i, const double* v) {
+double row_dot(const solvers::CoarseSpace::Rows& rows, std::size_t i, const double* v) {
   double s = 0;
   for (auto m = rows.ptr[i]; m < rows.ptr[i + 1]; ++m)
     s += rows.vals[static_cast<std::size_t>(m)] * v[static_cast<std::size_t>(rows.cols[static_cast<std::size_t>(m)])];
@@ -35,9 +35,9 @@ double row_dot(const linalg::CoarseSpace::Rows& rows, std::size_t i, const doubl
 }
 
 // A simulated cluster's clock: one solve with A0's factors is solve_multiply_adds() multiply-adds
-// (linalg/coarse_solver.hpp: one or two per factor entry); a residual unit (one row of a sparse
+// (solvers/schwarz/coarse/coarse_solver.hpp: one or two per factor entry); a residual unit (one row of a sparse
 // residual, about five couplings) about ten.
-void charge_coarse_solve(const linalg::CoarseSpace& space) {
+void charge_coarse_solve(const solvers::CoarseSpace& space) {
   core::charge("schwarz.residual", space.solve_multiply_adds() / 10.0);
 }
 
@@ -49,13 +49,13 @@ std::vector<std::int32_t> iota(std::size_t first, std::size_t n) {
 
 }  // namespace
 
-CoarseLevel::CoarseLevel(const linalg::DistributedCsr& A, const linalg::OverlappingSubdomain& sub,
-                         const linalg::CoarseOptions& options, int reuse, int fan_in)
+CoarseLevel::CoarseLevel(const linalg::DistributedCsr& A, const solvers::OverlappingSubdomain& sub,
+                         const solvers::CoarseOptions& options, int reuse, int fan_in)
     : comm_(A.comm), sub_(sub), reuse_(reuse), fan_in_(fan_in) {
   MPI_Comm_rank(comm_, &rank_);
   MPI_Comm_size(comm_, &ranks_);
   core::Stopwatch t;
-  space_ = std::make_unique<linalg::CoarseSpace>(A, options);
+  space_ = std::make_unique<solvers::CoarseSpace>(A, options);
   own_ = space_->own_rows();
   ghost_rows_ = space_->basis_rows(sub.ghosts());  // Phi at the other ranks' rows this rank reads
   needed_ = own_.cols;

@@ -1,6 +1,6 @@
 // Overlapping subdomains of an assembled matrix and the one-level Schwarz preconditioner; see
-// include/desync/linalg/overlap.hpp for the method (after Yamazaki et al., 2019, sections 3-4).
-#include "desync/linalg/overlap.hpp"
+// include/desync/solvers/schwarz/overlap.hpp for the method (after Yamazaki et al., 2019, sections 3-4).
+#include "desync/solvers/schwarz/overlap.hpp"
 
 #include <fmt/format.h>
 
@@ -16,7 +16,9 @@
 #include "desync/linalg/sparse_cholesky.hpp"
 #include "desync/communication/sparse_alltoall.hpp"
 
-namespace desync::linalg {
+namespace desync::solvers {
+
+using namespace linalg;  // the matrices and factorisations this level is built from
 
 namespace {
 
@@ -353,7 +355,7 @@ SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const Over
   // The transport the exchanges were built with (not the argument: what they use).
   const comm::Transport used = restrict_->config().transport.kind;
   if (used != comm::Transport::p2p) description_ += fmt::format(", exchanges over {}", comm::to_string(used));
-  if (o.coarse.kind != CoarseKind::none) {
+  if (o.coarse.two_level()) {
     coarse_ = std::make_unique<CoarseSpace>(A, o.coarse);
     description_ += ", " + coarse_->description();
   }
@@ -397,4 +399,4 @@ void SchwarzPreconditioner::apply(std::span<const double> r, std::span<double> z
   seconds_ += total.seconds();
 }
 
-}  // namespace desync::linalg
+}  // namespace desync::solvers

@@ -4,31 +4,15 @@
 // the iteration count stops growing with the number of subdomains (Toselli and Widlund, 2005,
 // chapter 3; Glusa, Boman, Chow, Rajamanickam and Szyld, 2020, section 2).
 //
-//   nicolaides  one basis vector per subdomain and near-kernel vector (Nicolaides, 1987): the
-//               partition of unity times the near-kernel. Rank p's subdomain owns its rows of the
-//               partitioned matrix (a non-overlapping partition of unity: the indicator of p's rows),
-//               so phi_{p,k} is z_k on p's rows and 0 elsewhere, and sum_p phi_{p,k} = z_k reproduces
-//               every near-kernel vector exactly. The near-kernel of a scalar problem is the
-//               constant: phi_p is 1 on p's rows; for elasticity, the six rigid-body modes.
-//   gdsw        the algebraic GDSW coarse space (Dohrmann, Klawonn and Widlund, 2008; the algebraic
-//               interface of Heinlein, Klawonn, Rajamanickam and Rheinbach's FROSch): a row is on the
-//               interface when it couples to another rank's row; the interface rows are grouped
-//               into components by the set of ranks among their own and their neighbours' owners
-//               (edges between two subdomains, vertices where more meet); each component's function
-//               is 1 on its rows, 0 on the rest of the interface, and extended into every
-//               subdomain's interior rows by the local discrete harmonic extension
-//               phi_I = -A_II^-1 A_IG phi_G (interior rows couple to their own rank's rows only, so
-//               the extension is a local solve; A_II is factored once for these few solves,
-//               LocalSolverUse::few_solves). With near-kernel vectors z_k, each component C has
-//               one function per z_k, z_k on C's rows and 0 on the rest of the interface, extended
-//               alike (Dohrmann, Klawonn and Widlund, 2008, section 3; FROSch does the same).
+// The spaces (Phi) are registered by name, one file each (registry.hpp: nicolaides.cpp, gdsw.cpp);
+// this class forms A0 from whichever space --coarse names and applies the correction.
 //
 // Near-kernel vectors restricted to a subdomain (Nicolaides) or a component (GDSW) may be linearly
 // dependent (one node's 3 displacements cannot carry 6 rigid-body modes) or zero: only an
 // independent subset is kept (independent_columns on their Gram matrix, which for GDSW is summed
 // over the ranks that own the component's rows, so that every rank keeps the same ones), and A0
-// stays nonsingular. With no near-kernel vectors given, or the constant alone, the spaces are the
-// scalar ones above bitwise.
+// stays nonsingular. With no near-kernel vectors given, or the constant alone, the spaces are their
+// scalar forms bitwise.
 //
 // A0 is small (one row and column per coarse function). By default every rank sums its rows' part of
 // Phi^T A Phi into a dense matrix, one MPI_Allreduce makes the whole A0 on every rank, which factors it
@@ -44,31 +28,16 @@
 #include <string>
 #include <vector>
 
-#include "desync/core/names.hpp"
-#include "desync/linalg/coarse_solver.hpp"
 #include "desync/linalg/csr.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
+#include "desync/solvers/schwarz/coarse/registry.hpp"
 
-namespace desync::linalg {
-
-enum class CoarseKind { none, nicolaides, gdsw };
-inline constexpr core::Named<CoarseKind> coarse_names[] = {
-    {CoarseKind::none, "none", "one level: no coarse correction"},
-    {CoarseKind::nicolaides, "nicolaides",
-     "one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, "
-     "1987)"},
-    {CoarseKind::gdsw, "gdsw",
-     "one function per interface component and near-kernel vector, extended harmonically into the subdomains "
-     "(Dohrmann, Klawonn and Widlund, 2008)"}};
-
-inline const char* to_string(CoarseKind kind) { return core::name_of(coarse_names, kind); }
-/// "none" | "nicolaides"; InputError otherwise (naming --coarse).
-inline CoarseKind parse_coarse(const std::string& name) {
-  return core::parse_named(coarse_names, name, "--coarse", "coarse space");
-}
+namespace desync::solvers {
 
 /// What the coarse level is built from.
 struct CoarseOptions {
-  CoarseKind kind = CoarseKind::none;
+  /// "none" (one level) or a registered coarse space's name (registry.hpp).
+  std::string kind = std::string(no_coarse);
   /// The near-kernel: this rank's rows of each near-kernel vector (each local_rows long). Empty:
   /// the constant (a scalar problem). Nicolaides takes one function per subdomain and vector,
   /// GDSW one per interface component and vector.
@@ -76,13 +45,9 @@ struct CoarseOptions {
   /// The ranks that factor and solve A0: 0, every rank redundantly (dense LU); k >= 1, the first k
   /// ranks together with a distributed sparse direct solver.
   int coarse_ranks = 0;
+  /// A coarse level at all (kind is not "none").
+  bool two_level() const { return kind != no_coarse; }
 };
-
-/// The columns of a matrix Z that are kept as linearly independent, from its m x m Gram matrix
-/// Z^T Z (row-major): pivoted Cholesky (Higham, 1990), which takes the column whose part orthogonal
-/// to those taken is the largest relative to its norm, until that relative squared norm is
-/// <= tolerance. Zero columns are never kept. Ascending column indices. Not collective.
-std::vector<int> independent_columns(std::vector<double> gram, int m, double tolerance = 1e-10);
 
 /// Phi, A0 and A0's factors for the partitioned matrix A (contiguous row blocks; a rank's rows are
 /// its subdomain). Collective construction; apply_correction is collective as well.
@@ -92,10 +57,14 @@ class CoarseSpace {
   /// singular coarse matrix ("the coarse matrix A0 = Phi^T A Phi is singular ..."), coarse ranks
   /// that CoarseSolver::check_ranks refuses (above the ranks of A.comm; this build without MUMPS),
   /// and near-kernel vectors of another length than local_rows or different counts on the ranks.
-  CoarseSpace(const DistributedCsr& A, const CoarseOptions& options);
-  CoarseSpace(const DistributedCsr& A, CoarseKind kind) : CoarseSpace(A, CoarseOptions{kind, {}, 0}) {}
+  CoarseSpace(const linalg::DistributedCsr& A, const CoarseOptions& options);
+  /// The same from a space given by its registration (options.kind is ignored): a space being
+  /// written, before its line in register_all_coarse_spaces (docs/design.md, "Adding a coarse space").
+  CoarseSpace(const linalg::DistributedCsr& A, const CoarseSpaceInfo& space, const CoarseOptions& options);
+  CoarseSpace(const linalg::DistributedCsr& A, const std::string& kind) : CoarseSpace(A, CoarseOptions{kind, {}, 0}) {}
 
-  CoarseKind kind() const { return kind_; }
+  /// The space's registered name.
+  const std::string& kind() const { return kind_; }
   /// The coarse dimension: one function per rank (nicolaides) or per interface component (gdsw)
   /// and near-kernel vector independent there.
   int size() const { return n_; }
@@ -132,7 +101,7 @@ class CoarseSpace {
   /// (A^T Phi) at this rank's rows j: sum over every row i (any rank's) of a_ij phi_i, compressed
   /// like Phi's rows. Then Phi^T A x = sum over ranks of sum over their rows j of (A^T Phi)_j x_j:
   /// each rank's part of the coarse residual Phi^T (b - A x) reads its own x_j alone. Collective.
-  Rows transposed_product(const DistributedCsr& A) const;
+  Rows transposed_product(const linalg::DistributedCsr& A) const;
   /// Phi's rows on this rank's rows.
   Rows own_rows() const { return {phi_ptr_, phi_col_, phi_val_}; }
 
@@ -152,11 +121,8 @@ class CoarseSpace {
   std::string description() const;
 
  private:
-  void build_nicolaides(const std::vector<std::vector<double>>& z);
-  void build_gdsw(const DistributedCsr& A, const std::vector<std::vector<double>>& z);
-
   MPI_Comm comm_;
-  CoarseKind kind_;
+  std::string kind_;
   int n_ = 0, rank_ = 0, ranks_ = 1, near_kernel_vectors_ = 1;
   std::int64_t local_rows_ = 0;
   /// Phi's rows on this rank, compressed: row i's coarse functions phi_col_[k] with value phi_val_[k]
@@ -175,4 +141,4 @@ class CoarseSpace {
   mutable long applications_ = 0;
 };
 
-}  // namespace desync::linalg
+}  // namespace desync::solvers

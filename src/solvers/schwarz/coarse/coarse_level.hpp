@@ -39,9 +39,9 @@
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/communication/rank_tree.hpp"
 #include "desync/communication/transport_config.hpp"
-#include "desync/linalg/coarse_space.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
-#include "desync/linalg/overlap.hpp"
+#include "desync/solvers/schwarz/overlap.hpp"
 
 namespace desync::solvers::detail {
 
@@ -58,11 +58,11 @@ class CoarseLevel {
  public:
   /// Collective over A.comm: builds the coarse space (CoarseSpace) and Phi's rows at the
   /// subdomain's ghosts. reuse: --coarse-reuse; fan_in: --coarse-fan-in (async, >= 1).
-  CoarseLevel(const linalg::DistributedCsr& A, const linalg::OverlappingSubdomain& sub,
-              const linalg::CoarseOptions& options, int reuse, int fan_in);
+  CoarseLevel(const linalg::DistributedCsr& A, const solvers::OverlappingSubdomain& sub,
+              const solvers::CoarseOptions& options, int reuse, int fan_in);
   ~CoarseLevel();
 
-  const linalg::CoarseSpace& space() const { return *space_; }
+  const solvers::CoarseSpace& space() const { return *space_; }
   const CoarseLevelStats& stats() const { return stats_; }
 
   /// Synchronous hybrid step (see the top). x: the local iterate on Omega_p (its owned rows are
@@ -107,17 +107,17 @@ class CoarseLevel {
 
   MPI_Comm comm_;
   int rank_ = 0, ranks_ = 1;
-  const linalg::OverlappingSubdomain& sub_;
-  std::unique_ptr<linalg::CoarseSpace> space_;
+  const solvers::OverlappingSubdomain& sub_;
+  std::unique_ptr<solvers::CoarseSpace> space_;
   int reuse_ = 0, fan_in_ = 1;
   // Phi at the owned rows and at the ghosts, columns as positions in needed_ (the functions this
   // rank's rows and ghosts touch, ascending).
   std::vector<int> needed_;
-  linalg::CoarseSpace::Rows own_, ghost_rows_;
+  solvers::CoarseSpace::Rows own_, ghost_rows_;
   // The contributions' functions (ascending), (A^T Phi) and Phi at the own rows with columns as
   // positions in it.
   std::vector<int> contributed_;
-  linalg::CoarseSpace::Rows bt_, phi_b_;
+  solvers::CoarseSpace::Rows bt_, phi_b_;
   std::vector<double> r_;
   CoarseLevelStats stats_;
 

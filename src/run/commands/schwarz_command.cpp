@@ -25,8 +25,8 @@
 #include "driven_run.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
-#include "desync/linalg/coarse_solver.hpp"
-#include "desync/linalg/coarse_space.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/partition.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
@@ -133,7 +133,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                      "With --matrix: the subdomain factorisation, " + core::named_help(linalg::local_solver_names))
           ->capture_default_str());
   coarse_opt_ = app.add_option("--coarse", coarse,
-                               "Two-level Schwarz: the coarse level, " + core::named_help(linalg::coarse_names) +
+                               "Two-level Schwarz: the coarse level, " + solvers::coarse_help() +
                                    ". sync: the hybrid iteration (coarse correction before each round of local solves); "
                                    "async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse "
                                    "problem and sends the corrections down (Glusa et al., 2020; Gbikpi-Benissan and "
@@ -198,25 +198,25 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   iteration_cli.apply(s.iteration, nranks);
   if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
-  const linalg::CoarseKind coarse_kind = linalg::parse_coarse(coarse);
+  const std::string coarse_kind = solvers::parse_coarse(coarse);
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
-  if (reuse_opt_->count() > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
+  if (reuse_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse nicolaides|gdsw");
-  if (coarse_kind == linalg::CoarseKind::none || !async) coarse_reuse = 0;  // the record: nothing held
+  if (coarse_kind == solvers::no_coarse || !async) coarse_reuse = 0;  // the record: nothing held
   if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1", coarse_fan_in));
-  if (fan_in_opt_->count() > 0 && (coarse_kind == linalg::CoarseKind::none || !async))
+  if (fan_in_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-fan-in goes with --mode async and --coarse nicolaides|gdsw");
-  if (!near_kernel.empty() && coarse_kind == linalg::CoarseKind::none)
+  if (!near_kernel.empty() && coarse_kind == solvers::no_coarse)
     throw InputError("--near-kernel goes with --coarse nicolaides or gdsw");
-  if (coarse_ranks != 0 && coarse_kind == linalg::CoarseKind::none)
+  if (coarse_ranks != 0 && coarse_kind == solvers::no_coarse)
     throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
   if (async && coarse_ranks > 1)
     throw InputError(fmt::format("--coarse-ranks {} with --mode async: the asynchronous coarse solve runs on rank 0 "
                                  "alone (--coarse-ranks 0 or 1)",
                                  coarse_ranks));
-  if (coarse_kind != linalg::CoarseKind::none) linalg::CoarseSolver::check_ranks(coarse_ranks, nranks);
+  if (coarse_kind != solvers::no_coarse) solvers::CoarseSolver::check_ranks(coarse_ranks, nranks);
   system_cli.check();
-  if (coarse_kind != linalg::CoarseKind::none && !system_cli.given()) {
+  if (coarse_kind != solvers::no_coarse && !system_cli.given()) {
     if (problem != "poisson2d")
       throw InputError("--coarse with a built-in problem runs poisson2d (laplace3d: write its system with desync jacobi "
                        "--export-system and run it with --matrix)");
@@ -280,7 +280,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   const double h = 1.0 / (std::max({global_points[0], global_points[1], three ? global_points[2] : 1}) + 1);
   // Two levels: classical Schwarz unless --alpha is given. The Galerkin coarse correction composed
   // with the optimized (Robin) local solves can diverge (docs/matrices.md).
-  if (coarse_kind != linalg::CoarseKind::none && alpha_opt_->count() == 0) alpha = "inf";
+  if (coarse_kind != solvers::no_coarse && alpha_opt_->count() == 0) alpha = "inf";
   if (alpha == "auto") {
     s.alpha = solvers::schwarz_auto_alpha(s.overlap, h);
   } else if (alpha == "inf") {
@@ -511,7 +511,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   // The grid's Robin condition on the 5-point matrix: beta = 1/(1 + alpha h) (algebraic.hpp).
   const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
   o.robin = !builtin ? robin : std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
-  o.coarse.kind = linalg::parse_coarse(coarse);
+  o.coarse.kind = solvers::parse_coarse(coarse);
   if (!near_kernel.empty()) o.coarse.near_kernel = detail::load_near_kernel(comm, sys, near_kernel);
   // async: rank 0 alone solves the coarse problem, so A0 is factored there only.
   o.coarse.coarse_ranks = solver.asynchronous() ? 1 : coarse_ranks;
@@ -539,7 +539,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   r.tolerance = solver.iteration.tol;
   detail::fill_from_driver(r, comm, result.run);
   if (r.stop_reason == core::StopReason::diverged && o.mode == comm::HaloMode::async &&
-      o.coarse.kind != linalg::CoarseKind::none && o.coarse_reuse == 0)
+      o.coarse.two_level() && o.coarse_reuse == 0)
     r.message += " (--coarse-reuse 0 adds each coarse correction to the progress the local solves made since its "
                  "residual was taken, an additive two-level iteration that may diverge; --coarse-reuse 1, the "
                  "default, applies it to the iterate it was computed from)";
@@ -552,7 +552,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   as_grid.solve_seconds = result.solve_seconds;
   RankFields fields = rank_fields(as_grid);
   fields.integer("extended_rows", result.extended_rows).number("setup_seconds", result.setup_seconds);
-  const bool two_level = o.coarse.kind != linalg::CoarseKind::none;
+  const bool two_level = o.coarse.two_level();
   if (two_level) {
     // The coarse level's work on this rank: corrections applied, coarse solves made here (async:
     // rank 0), residual sums made (one per coarse cycle), passes held back by --coarse-reuse, its
