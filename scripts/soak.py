@@ -960,6 +960,21 @@ def python_problem(python, desync):
     return None
 
 
+def one_sided_ranks(args):
+    """The most ranks of a draw over rma or shmem, built-in or matrix: 4, or 2 under MPICH."""
+    # MPICH makes RMA progress only inside the target's MPI calls: with more busy ranks than cores
+    # every flush waits for the target to be scheduled, and an asynchronous run on a slow-converging
+    # system takes minutes (docs/channel.md). Its one-sided draws use at most 2 ranks, as the MPICH
+    # test suites do (tests/CMakeLists.txt, _solver_ranks).
+    try:  # (--mpirun is a shell-like line: the launcher and its flags, as CMake passes it)
+        p = subprocess.run(shlex.split(args.mpirun) + ["--version"], capture_output=True, text=True, timeout=60,
+                           env=child_env())
+        version = p.stdout + p.stderr
+    except (OSError, subprocess.TimeoutExpired):
+        version = ""
+    return 2 if "HYDRA" in version or "mpich" in args.mpirun.lower() else 4
+
+
 def probe_features(args, workdir):
     """What the build has: PT-Scotch (--partition ptscotch) and MUMPS (--coarse-ranks >= 2), found by
     asking it on a small matrix (a build without them refuses with exit code 2)."""
@@ -976,17 +991,6 @@ def probe_features(args, workdir):
         except subprocess.TimeoutExpired:
             features[name] = False
     os.remove(path)
-    # MPICH makes RMA progress only inside the target's MPI calls: with more busy ranks than cores
-    # every flush waits for the target to be scheduled, and an asynchronous run on a slow-converging
-    # system takes minutes (docs/channel.md). Its one-sided draws use at most 2 ranks, as the MPICH
-    # test suites do (tests/CMakeLists.txt, _solver_ranks).
-    try:  # (--mpirun is a shell-like line: the launcher and its flags, as CMake passes it)
-        p = subprocess.run(shlex.split(args.mpirun) + ["--version"], capture_output=True, text=True, timeout=60,
-                           env=child_env())
-        version = p.stdout + p.stderr
-    except (OSError, subprocess.TimeoutExpired):
-        version = ""
-    features["one_sided_ranks"] = 2 if "HYDRA" in version or "mpich" in args.mpirun.lower() else 4
     return features
 
 
@@ -1012,6 +1016,7 @@ def cmd_run(args):
               f"MUMPS: {'yes' if features['mumps'] else 'no'}", flush=True)
         if no_python:
             print(f"soak: skipping the Python draws (run on the command line instead): {no_python}", flush=True)
+    features["one_sided_ranks"] = one_sided_ranks(args)  # the built-in draws' too
     while (args.runs is None or n < args.runs) and (deadline is None or time.monotonic() < deadline):
         matrix = args.inputs == "matrix" or (args.inputs == "all" and pick.random() < 0.5)
         n += 1
