@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <limits>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,7 @@
 #include "desync/problems/elasticity3d.hpp"
 #include "desync/problems/poisson3d.hpp"
 #include "desync/solvers/cg/cg.hpp"
-#include "desync/solvers/cg/preconditioner.hpp"
+#include "desync/solvers/pc/preconditioner.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
@@ -31,7 +32,6 @@ using linalg::DistributedCsr;
 using solvers::CgOptions;
 using solvers::CgResult;
 using desync::core::StopReason;
-using solvers::PcKind;
 
 namespace {
 
@@ -45,10 +45,10 @@ std::vector<std::string> registered_methods(bool overlapping_only = false) {
 }
 const std::vector<std::string> all_methods = registered_methods();
 const std::vector<std::string> overlapping_methods = registered_methods(true);
-const PcKind all_pcs[] = {PcKind::none, PcKind::jacobi, PcKind::bjacobi_ic0};
+const std::string all_pcs[] = {"none", "jacobi", "bjacobi-ic0"};
 
-std::string label(const std::string& m, PcKind p, bool nonblocking = true) {
-  return m + "/" + solvers::to_string(p) + (nonblocking ? "/nonblocking" : "/blocking");
+std::string label(const std::string& m, std::string p, bool nonblocking = true) {
+  return m + "/" + p + (nonblocking ? "/nonblocking" : "/blocking");
 }
 
 /// The whole of a distributed vector on rank 0 (empty elsewhere).
@@ -156,7 +156,7 @@ System elasticity(Index3 nodes) {
   return s;
 }
 
-CgResult solve(System& s, const std::string& m, PcKind pc, double rtol, std::vector<double>& x, bool nonblocking = true,
+CgResult solve(System& s, const std::string& m, std::string pc, double rtol, std::vector<double>& x, bool nonblocking = true,
                int replace_every = 0) {
   CgOptions o;
   o.method = m;
@@ -243,6 +243,72 @@ TEST(CgRegistry, UnknownNamesAndDuplicatesAreRefused) {
   solvers::register_all_cg_methods(r);
   EXPECT_EQ(r.methods().size(), solvers::cg_method_registry().methods().size());
   EXPECT_THROW(r.add(r.methods().front()), std::logic_error);
+}
+
+namespace {
+
+/// docs/design.md's "Adding a preconditioner", followed once: M = 2 I (u = r / 2), as its file
+/// src/solvers/pc/pc_halving.cpp would define it (not registered: the example's registry only).
+class HalvingPc final : public solvers::Preconditioner {
+ public:
+  void apply(std::span<const double> r, std::span<double> u) const override {
+    for (std::size_t i = 0; i < r.size(); ++i) u[i] = 0.5 * r[i];
+  }
+  double apply_dot(std::span<const double> r, std::span<double> u) const override {
+    apply(r, u);
+    return linalg::dot(r, u);
+  }
+  std::string description() const override { return "halving"; }
+};
+
+std::unique_ptr<solvers::Preconditioner> make_halving(const linalg::Operator&, const solvers::SchwarzPcSetup&, bool) {
+  return std::make_unique<HalvingPc>();
+}
+
+solvers::PcInfo halving_pc() {
+  return {.name = "halving", .description = "M = 2 I", .cost = "pc.halving", .make = &make_halving};
+}
+
+}  // namespace
+
+TEST(PcRegistry, EveryPreconditionerIsCompleteAndANewOneTakesOneLine) {
+  const auto& pcs = solvers::pc_registry().preconditioners();
+  ASSERT_EQ(pcs.size(), 5u);
+  System s = poisson({6, 6, 6}, true);
+  const auto n = s.b.size();
+  for (const auto& p : pcs) {
+    SCOPED_TRACE(p.name);
+    EXPECT_FALSE(p.description.empty());
+    EXPECT_EQ(p.cost.name, "pc." + p.name);  // the calibration's naming
+    EXPECT_EQ(&solvers::find_pc(p.name), &p);
+    if (p.subdomains) continue;  // they need the assembled matrix (test_algebraic_schwarz)
+    auto pc = p.make(*s.op, {}, true);
+    std::vector<double> u(n);
+    pc->apply(s.b, u);
+    if (p.identity) EXPECT_EQ(u, s.b);
+  }
+  try {
+    solvers::find_pc("ilu");
+    ADD_FAILURE() << "no InputError";
+  } catch (const InputError& e) {
+    EXPECT_STREQ(e.what(), "--pc 'ilu': unknown preconditioner (expected none, jacobi, bjacobi-ic0, asm or ras)");
+  }
+  EXPECT_EQ(solvers::subdomain_pcs(), "asm or ras");
+  solvers::PcRegistry r;
+  solvers::register_all_preconditioners(r);
+  EXPECT_THROW(r.add(solvers::jacobi_pc()), std::logic_error);
+  r.add(halving_pc());  // the one line a new preconditioner adds
+  const solvers::PcInfo* h = r.find("halving");
+  ASSERT_NE(h, nullptr);
+  auto pc = h->make(*s.op, {}, true);
+  std::vector<double> u(n);
+  const double ru = pc->apply_dot(s.b, u);
+  double expect = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    EXPECT_EQ(u[i], 0.5 * s.b[i]);
+    expect += s.b[i] * u[i];
+  }
+  EXPECT_NEAR(ru, expect, 1e-14 * std::abs(expect));
 }
 
 TEST(CgVector, FusedKernelsMatchPlainOnes) {
@@ -339,8 +405,8 @@ TEST(CgPc, PollsEveryIntervalRowsAndChangeNoResult) {
   const auto n = static_cast<std::size_t>(s.op->local_size());
   std::vector<double> r(n);
   for (std::size_t i = 0; i < n; ++i) r[i] = std::sin(0.7 * static_cast<double>(i)) + 1.5;
-  for (auto kind : {PcKind::jacobi, PcKind::bjacobi_ic0}) {
-    SCOPED_TRACE(solvers::to_string(kind));
+  for (const std::string kind : {"jacobi", "bjacobi-ic0"}) {
+    SCOPED_TRACE(kind);
     auto pc = solvers::make_preconditioner(kind, *s.op);
     std::vector<double> u0(n), u1(n), u2(n), u3(n);
     pc->apply(r, u0);
@@ -353,7 +419,7 @@ TEST(CgPc, PollsEveryIntervalRowsAndChangeNoResult) {
                      ++calls;
                    }});
     pc->apply(r, u2);
-    const double passes = kind == PcKind::bjacobi_ic0 ? 2 : 1;  // IC(0): a forward and a backward pass
+    const double passes = kind == "bjacobi-ic0" ? 2 : 1;  // IC(0): a forward and a backward pass
     const long chunks = static_cast<long>((static_cast<std::int64_t>(n) + interval - 1) / interval);
     EXPECT_EQ(rows, static_cast<double>(n));
     EXPECT_EQ(calls, static_cast<long>(passes) * chunks);
@@ -361,7 +427,7 @@ TEST(CgPc, PollsEveryIntervalRowsAndChangeNoResult) {
     EXPECT_EQ(rows, 2.0 * static_cast<double>(n));
     EXPECT_EQ(u2, u0);
     EXPECT_EQ(u3, u1);
-    if (kind == PcKind::bjacobi_ic0)
+    if (kind == "bjacobi-ic0")
       EXPECT_EQ(d1, d0);
     else
       EXPECT_NEAR(d1, d0, 1e-13 * std::fabs(d0));
@@ -378,7 +444,7 @@ TEST(CgPc, PollsInThePreconditionerGiveTheSameIterates) {
     for (std::int64_t interval : {0, 1, 7}) {
       CgOptions o;
       o.method = m;
-      o.pc = PcKind::bjacobi_ic0;
+      o.pc = "bjacobi-ic0";
       o.doubling = true;
       o.pc_poll_interval = interval;
       o.iteration.tol = 1e-8;
@@ -419,7 +485,7 @@ TEST(Cg, Poisson3dMatrixFreeAllMethodsAndPcsMatchDirectSolve) {
   // The problem is well conditioned: the four methods' iteration counts differ by at most 2.
   const auto spread = check_all_methods(s, 1e-8, 1e-6);
   for (std::size_t i = 0; i < spread.size(); ++i)
-    EXPECT_LE(spread[i], 2) << "methods' iteration counts differ, pc " << solvers::to_string(all_pcs[i]);
+    EXPECT_LE(spread[i], 2) << "methods' iteration counts differ, pc " << all_pcs[i];
 }
 
 TEST(Cg, Poisson3dCsrAllMethodsAndPcsMatchDirectSolve) {
@@ -437,8 +503,8 @@ TEST(Cg, MatrixFreeAndAssembledPoissonGiveTheSameIterates) {
   System a = poisson({8, 7, 6}, false), b = poisson({8, 7, 6}, true);
   for (const auto& m : all_methods) {
     std::vector<double> xa, xb;
-    const auto ra = solve(a, m, PcKind::jacobi, 1e-8, xa);
-    const auto rb = solve(b, m, PcKind::jacobi, 1e-8, xb);
+    const auto ra = solve(a, m, "jacobi", 1e-8, xa);
+    const auto rb = solve(b, m, "jacobi", 1e-8, xb);
     EXPECT_EQ(ra.iterations, rb.iterations) << m;
     EXPECT_EQ(xa, xb) << m;
   }
@@ -459,7 +525,7 @@ TEST(Cg, BlockingAndNonblockingReductionsAgree) {
 TEST(Cg, ResidualReplacementKeepsTrueResidualBelowTolerance) {
   System s = poisson({8, 7, 6}, false);
   for (const auto& m : all_methods)
-    for (auto pc : {PcKind::none, PcKind::bjacobi_ic0}) {
+    for (const std::string pc : {"none", "bjacobi-ic0"}) {
       std::vector<double> x;
       const auto r = solve(s, m, pc, 1e-10, x, true, 4);
       SCOPED_TRACE(label(m, pc));
@@ -483,7 +549,7 @@ struct PlainRun {
 class Plain {
  public:
   using V = std::vector<double>;
-  Plain(linalg::Operator& A, PcKind pc) : A_(A), M_(solvers::make_preconditioner(pc, A)) {}
+  Plain(linalg::Operator& A, std::string pc) : A_(A), M_(solvers::make_preconditioner(pc, A)) {}
 
   PlainRun run(const std::string& m, const V& b, int iterations) {
     if (m == "cg") return pcg(b, iterations);
@@ -764,17 +830,17 @@ TEST(Cg, IndefiniteMatrixBreaksDownWithAClearMessage) {  // the CG methods; gmre
     }
     // jacobi: negative diagonal entry (gmres needs a non-zero one only: M^-1 A = I, solved at
     // once); IC(0): negative pivot
-    for (auto pc : {PcKind::jacobi, PcKind::bjacobi_ic0}) {
+    for (const std::string pc : {"jacobi", "bjacobi-ic0"}) {
       o.pc = pc;
       std::fill(x.begin(), x.end(), 0.0);
       const auto f = solvers::solve_cg(*op, b, x, o);
-      if (m == "gmres" && pc == PcKind::jacobi) {
+      if (m == "gmres" && pc == "jacobi") {
         EXPECT_TRUE(f.converged) << f.message;
         EXPECT_LE(f.iterations, 1);
         continue;
       }
       EXPECT_EQ(f.stop, core::StopReason::pc_failed) << label(m, pc);
-      EXPECT_NE(f.message.find(pc == PcKind::jacobi ? "diagonal" : "pivot"), std::string::npos) << f.message;
+      EXPECT_NE(f.message.find(pc == "jacobi" ? "diagonal" : "pivot"), std::string::npos) << f.message;
     }
   }
 }
@@ -783,7 +849,7 @@ TEST(Cg, NonFiniteRightHandSideIsReported) {
   System s = poisson({6, 5, 4}, false);
   if (desync_test::world_rank() == 0) s.b[0] = std::numeric_limits<double>::quiet_NaN();
   std::vector<double> x;
-  const auto r = solve(s, "pipecg", PcKind::none, 1e-6, x);
+  const auto r = solve(s, "pipecg", "none", 1e-6, x);
   EXPECT_EQ(r.stop, core::StopReason::non_finite);
   EXPECT_NE(r.message.find("NaN or Inf"), std::string::npos) << r.message;
 }

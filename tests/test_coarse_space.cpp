@@ -219,7 +219,7 @@ TEST(TwoLevelSchwarz, CgConvergesToTheSolution) {
   for (int two = 0; two < 2; ++two) {
     solvers::CgOptions o;
     o.method = "cg";
-    o.pc = solvers::PcKind::additive_schwarz;
+    o.pc = "asm";
     o.pc_matrix = &p.A;
     o.pc_overlap = 1;
     o.pc_coarse.kind = two ? "gdsw" : "none";

@@ -98,10 +98,10 @@ class CgCommand final : public SolverCommand {
   std::string reduction = "nonblocking";  // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
   detail::SystemCli system_cli;           // --matrix, --rhs, --partition, --partition-seed
-  int overlap = 1;                        // --overlap (--pc asm, ras)
-  std::string local_solver = "auto";      // --local-solver (--pc asm, ras)
-  std::string coarse = "none";            // --coarse (--pc asm, ras)
-  int coarse_ranks = 0;                   // --coarse-ranks (--coarse nicolaides, gdsw)
+  int overlap = 1;                        // --overlap (the subdomain preconditioners)
+  std::string local_solver = "auto";      // --local-solver (the subdomain preconditioners)
+  std::string coarse = "none";            // --coarse (the subdomain preconditioners)
+  int coarse_ranks = 0;                   // --coarse-ranks (a coarse space)
   std::string near_kernel;                // --near-kernel FILE (--coarse with --matrix)
   std::string export_dir;                 // --export-system
   std::string local;                      // --local: points (nodes) per rank
@@ -144,23 +144,22 @@ class CgCommand final : public SolverCommand {
 void CgCommand::add_options(CLI::App& app) {
   app.add_option("--method", method, detail::method_help(methods()))->capture_default_str();
   app.add_option("--pc", pc,
-                 "Preconditioner: none | jacobi | bjacobi-ic0 | asm (additive Schwarz, symmetric) | ras (restricted "
-                 "additive Schwarz, for " + solvers::general_cg_methods() + "); asm and ras need an assembled matrix (--matrix, --operator csr or "
-                 "elasticity3d) and solve each overlapping subdomain exactly")
+                 "Preconditioner (" + solvers::subdomain_pcs(" and ") +
+                     " need an assembled matrix: --matrix, --operator csr or elasticity3d), " + solvers::pc_help())
       ->capture_default_str();
-  overlap_opt_ = app.add_option("--overlap", overlap, "--pc asm, ras: layers of graph distance each subdomain extends by (>= 0)")
+  overlap_opt_ = app.add_option("--overlap", overlap, "--pc " + solvers::subdomain_pcs(", ") + ": layers of graph distance each subdomain extends by (>= 0)")
                      ->capture_default_str();
   local_solver_opt_ = app.add_option("--local-solver", local_solver,
-                                     "--pc asm, ras: the subdomain factorisation, " +
+                                     "--pc " + solvers::subdomain_pcs(", ") + ": the subdomain factorisation, " +
                                          core::named_help(linalg::local_solver_names))
                           ->capture_default_str();
   coarse_opt_ = app.add_option("--coarse", coarse,
-                               "--pc asm, ras: the coarse level of two-level Schwarz (additive), " +
+                               "--pc " + solvers::subdomain_pcs(", ") + ": the coarse level of two-level Schwarz (additive), " +
                                    solvers::coarse_help())
                     ->capture_default_str();
   coarse_ranks_opt_ =
       app.add_option("--coarse-ranks", coarse_ranks,
-                     "--coarse nicolaides, gdsw: the ranks that factor and solve the coarse matrix A0: 0, every rank "
+                     "--coarse " + solvers::coarse_space_names() + ": the ranks that factor and solve the coarse matrix A0: 0, every rank "
                      "(dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds)")
           ->capture_default_str();
   app.add_option("--near-kernel", near_kernel,
@@ -224,7 +223,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   if (restart_opt_ && restart_opt_->count() > 0 && !solvers::find_cg_method(s.method).restarts)
     throw InputError("--restart applies to --method " + restarting_methods() + " only");
   s.restart = restart;
-  s.pc = solvers::parse_pc(pc);
+  s.pc = solvers::find_pc(pc).name;
   s.nonblocking = reduction == "nonblocking" || reduction == "doubling";
   s.doubling = reduction == "doubling";
   if (!s.nonblocking && reduction != "blocking")
@@ -249,7 +248,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   // The preconditioner polls too where a poll can advance something: the recursive doubling.
   s.pc_poll_interval = spmv.progress == linalg::Progress::test && s.doubling ? test_interval : 0;
   transport_cli.apply(spmv.transport);
-  s.pc_transport = spmv.transport;  // asm / ras: the preconditioner's exchanges over the same transport
+  s.pc_transport = spmv.transport;  // the subdomain preconditioners' exchanges over the same transport
 
   system_cli.check();
   from_matrix = system_cli.given();
@@ -257,19 +256,19 @@ void CgCommand::finalise(MPI_Comm comm) {
   s.pc_overlap = overlap;
   s.pc_local_solver = linalg::parse_local_solver(local_solver);
   s.pc_coarse.kind = solvers::parse_coarse(coarse);
-  if (!solvers::is_schwarz(s.pc) && ((overlap_opt_ && overlap_opt_->count() > 0) ||
+  if (!solvers::find_pc(s.pc).subdomains && ((overlap_opt_ && overlap_opt_->count() > 0) ||
                                      (local_solver_opt_ && local_solver_opt_->count() > 0) ||
                                      (coarse_opt_ && coarse_opt_->count() > 0)))
-    throw InputError("--overlap, --local-solver and --coarse go with --pc asm or ras");
+    throw InputError("--overlap, --local-solver and --coarse go with --pc " + solvers::subdomain_pcs());
   if (coarse_ranks_opt_ && coarse_ranks_opt_->count() > 0 && !s.pc_coarse.two_level())
-    throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
+    throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
   if (coarse_ranks < 0) throw InputError(fmt::format("--coarse-ranks {}: must be >= 0 (0: every rank, dense LU)", coarse_ranks));
   s.pc_coarse.coarse_ranks = coarse_ranks;
   if (!near_kernel.empty() && !s.pc_coarse.two_level())
-    throw InputError("--near-kernel goes with --coarse nicolaides or gdsw");
+    throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
   if (!near_kernel.empty() && !system_cli.given())
     throw InputError("--near-kernel goes with --matrix (elasticity3d takes its rigid-body modes, poisson3d the constant)");
-  if (solvers::is_schwarz(s.pc) && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
+  if (solvers::find_pc(s.pc).subdomains && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
     operator_kind = "csr";  // the Schwarz preconditioners need the assembled matrix
   const bool problem_given = problem_opt_ && problem_opt_->count() > 0;
   const bool operator_given = operator_opt_ && operator_opt_->count() > 0;
@@ -287,7 +286,7 @@ void CgCommand::finalise(MPI_Comm comm) {
       if (operator_kind.empty()) operator_kind = "matrix-free";
       if (operator_kind != "matrix-free" && operator_kind != "csr")
         throw InputError("--operator '" + operator_kind + "': unknown operator (expected matrix-free or csr)");
-      if (solvers::is_schwarz(s.pc) && operator_kind != "csr")
+      if (solvers::find_pc(s.pc).subdomains && operator_kind != "csr")
         throw InputError("--pc " + pc + " needs an assembled matrix: --operator csr, not matrix-free");
     } else if (problem == "elasticity3d") {
       if (operator_given) throw InputError("--operator applies to --problem poisson3d only");
@@ -340,7 +339,7 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
   output.effective(out);
   transport_cli.effective(out);
   system_cli.effective(out);
-  if (solvers::is_schwarz(solver.pc)) {
+  if (solvers::find_pc(solver.pc).subdomains) {
     out.push_back({"overlap", std::to_string(overlap)});
     out.push_back({"local-solver", local_solver});
     out.push_back({"coarse", coarse});
@@ -388,7 +387,7 @@ int CgCommand::run(MPI_Comm comm) {
   std::unique_ptr<linalg::Operator> A;
   std::vector<double> b;
   std::optional<detail::LoadedSystem> loaded;  // --matrix
-  linalg::DistributedCsr assembled;              // the matrix of a csr operator (asm, ras, --export-system)
+  linalg::DistributedCsr assembled;              // the matrix of a csr operator (the subdomain preconditioners, --export-system)
   if (from_matrix) {
     loaded = detail::load_system(comm, system_cli);
     // The CG methods need a symmetric matrix: a non-symmetric one would be solved wrongly, not refused.
@@ -485,7 +484,7 @@ int CgCommand::run(MPI_Comm comm) {
     const bool overlapping = solvers::find_cg_method(solver.method).overlaps_reduction;
     const std::string red =
         overlapping && solver.nonblocking ? (solver.doubling ? "recursive doubling" : "iallreduce") : "allreduce";
-    const std::string pc_name = solvers::to_string(solver.pc);
+    const std::string pc_name = solver.pc;
     double sent = 0, received = 0;
     std::int64_t replacements = 0;
     for (const auto& p : r.per_rank) {
@@ -509,7 +508,7 @@ int CgCommand::run(MPI_Comm comm) {
                                                           problem == "elasticity3d" ? "nodes" : "points", r.unknowns,
                                                           detail::local_sizes(g, grid->dims()))});
     }
-    if (!result.pc_description.empty() && solvers::is_schwarz(solver.pc))
+    if (!result.pc_description.empty() && solvers::find_pc(solver.pc).subdomains)
       r.setup_lines.push_back({"preconditioner", result.pc_description});
     if (coarse_level.functions > 0)
       r.setup_lines.push_back(
@@ -532,7 +531,7 @@ int CgCommand::run(MPI_Comm comm) {
     if (loaded) detail::describe_system(r, details, *loaded, system_cli);
     details["pc"] = pc_name;
     details["pc_description"] = result.pc_description;
-    if (solvers::is_schwarz(solver.pc)) details["coarse"] = coarse;
+    if (solvers::find_pc(solver.pc).subdomains) details["coarse"] = coarse;
     if (coarse_level.functions > 0) {
       details["coarse_functions"] = coarse_level.functions;
       details["coarse_nonzeros"] = coarse_level.nonzeros;

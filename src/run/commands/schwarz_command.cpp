@@ -201,15 +201,15 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   const std::string coarse_kind = solvers::parse_coarse(coarse);
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
   if (reuse_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
-    throw InputError("--coarse-reuse goes with --mode async and --coarse nicolaides|gdsw");
+    throw InputError("--coarse-reuse goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
   if (coarse_kind == solvers::no_coarse || !async) coarse_reuse = 0;  // the record: nothing held
   if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1", coarse_fan_in));
   if (fan_in_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
-    throw InputError("--coarse-fan-in goes with --mode async and --coarse nicolaides|gdsw");
+    throw InputError("--coarse-fan-in goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
   if (!near_kernel.empty() && coarse_kind == solvers::no_coarse)
-    throw InputError("--near-kernel goes with --coarse nicolaides or gdsw");
+    throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
   if (coarse_ranks != 0 && coarse_kind == solvers::no_coarse)
-    throw InputError("--coarse-ranks goes with --coarse nicolaides or gdsw");
+    throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
   if (async && coarse_ranks > 1)
     throw InputError(fmt::format("--coarse-ranks {} with --mode async: the asynchronous coarse solve runs on rank 0 "
                                  "alone (--coarse-ranks 0 or 1)",

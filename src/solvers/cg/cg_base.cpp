@@ -120,9 +120,11 @@ bool CgBase::start() {
   {
     Timed tm(times().setup);
     try {
-      pc_ = make_preconditioner(o_.pc, A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver, o_.pc_coarse, o_.pc_transport},
-                                positive_definite_);
-      pc_cost_ = pc_cost_kind(pc_->kind());
+      const PcInfo& pc = find_pc(o_.pc);
+      pc_ = pc.make(A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver, o_.pc_coarse, o_.pc_transport},
+                    positive_definite_);  // the preconditioner's own file (solvers/pc/)
+      pc_cost_ = pc.cost.name;
+      pc_identity_ = pc.identity;
       res_.pc_description = pc_->description();
       // Progress control: each poll inside an application charges its rows (simulated cluster)
       // and advances the reduction in flight (a no-op when none is).

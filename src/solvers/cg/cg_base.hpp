@@ -137,7 +137,7 @@ class CgBase {
   double time_flag() const { return o_.iteration.time_limit > 0 && now() - t_start_ > o_.iteration.time_limit ? 1.0 : 0.0; }
   CgTimes& times() { return res_.stats.time; }
   /// M = I: u aliases r (and the other M^-1 vectors their operands).
-  bool identity() const { return pc_->kind() == PcKind::none; }
+  bool identity() const { return pc_identity_; }
   /// jacobi: 1 / diag(A), for the kernels that fuse u = M^-1 r; empty otherwise.
   CVec inverse_diagonal() const { return pc_->inverse_diagonal(); }
   /// A periodic residual replacement (CgOptions::replace_every) is due after iteration k.
@@ -183,8 +183,9 @@ class CgBase {
   CVec b_;
   Vec x_;
   // Simulated cluster: the cost model's entries for the vector work of an iteration of this
-  // method (CgMethodInfo::vector_cost) and for a preconditioner application (pc_cost_kind), per row.
+  // method (CgMethodInfo::vector_cost) and for a preconditioner application (PcInfo::cost), per row.
   std::string vector_cost_, pc_cost_;
+  bool pc_identity_ = false;  // PcInfo::identity
   double pc_polled_rows_ = 0;  ///< rows of the current preconditioner application charged at its polls
   const CgOptions& o_;
   CgResult& res_;

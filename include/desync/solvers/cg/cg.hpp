@@ -24,7 +24,7 @@
 #include "desync/core/history.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/core/stop.hpp"
-#include "desync/solvers/cg/preconditioner.hpp"
+#include "desync/solvers/pc/preconditioner.hpp"
 #include "desync/solvers/iteration_options.hpp"
 
 namespace desync::solvers {
@@ -85,7 +85,7 @@ std::string general_cg_methods();
 
 struct CgOptions {
   std::string method = "cg";  ///< a registered method's name (find_cg_method)
-  PcKind pc = PcKind::none;
+  std::string pc = "none";  ///< a registered preconditioner's name (find_pc, solvers/pc/preconditioner.hpp)
   /// The methods that overlap their reductions (CgMethodInfo::overlaps_reduction): MPI_Iallreduce
   /// overlapped with work (true) or MPI_Allreduce (false). The others always block.
   bool nonblocking = true;

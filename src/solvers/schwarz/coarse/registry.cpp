@@ -60,6 +60,13 @@ const CoarseSpaceInfo& find_coarse_space(std::string_view name) {
 
 std::string coarse_help() { return core::named_help(coarse_choices()); }
 
+std::string coarse_space_names(std::string_view separator) {
+  if (separator.empty()) return core::name_list(coarse_space_registry().spaces());
+  std::string names;
+  for (const auto& s : coarse_space_registry().spaces()) names += (names.empty() ? "" : std::string(separator)) + s.name;
+  return names;
+}
+
 std::vector<int> independent_columns(std::vector<double> gram, int m, double tolerance) {
   // Pivoted Cholesky of the Gram matrix (Higham, 1990): each step takes the column whose part
   // orthogonal to the columns taken so far is the largest relative to its own norm (the Schur

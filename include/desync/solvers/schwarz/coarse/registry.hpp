@@ -73,6 +73,9 @@ std::string parse_coarse(std::string_view name);
 const CoarseSpaceInfo& find_coarse_space(std::string_view name);
 /// "none | nicolaides | gdsw", then a line "  name: description" per choice: --coarse's help.
 std::string coarse_help();
+/// The registered spaces' names: "nicolaides or gdsw" (a, b or c), or joined by `separator` when
+/// one is given ("nicolaides|gdsw"), for help texts and messages.
+std::string coarse_space_names(std::string_view separator = {});
 
 /// The columns of a matrix Z that are kept as linearly independent, from its m x m Gram matrix
 /// Z^T Z (row-major): pivoted Cholesky (Higham, 1990), which takes the column whose part orthogonal
