@@ -6,17 +6,6 @@
 
 namespace desync::run {
 
-void SolverRegistry::add(SolverInfo info) {
-  if (find(info.name)) throw std::logic_error("solver '" + info.name + "' registered twice");
-  solvers_.push_back(std::move(info));
-}
-
-const SolverInfo* SolverRegistry::find(std::string_view name) const {
-  for (const auto& s : solvers_)
-    if (s.name == name) return &s;
-  return nullptr;
-}
-
 void register_all_solvers(SolverRegistry& registry) {
   registry.add(jacobi_solver());  // src/run/commands/jacobi_command.cpp
   registry.add(krylov_solver());  // src/run/commands/krylov_command.cpp
@@ -25,14 +14,7 @@ void register_all_solvers(SolverRegistry& registry) {
   registry.add(pde_solver());     // src/run/commands/pde_command.cpp
 }
 
-const SolverRegistry& solver_registry() {
-  static const SolverRegistry registry = [] {
-    SolverRegistry r;
-    register_all_solvers(r);
-    return r;
-  }();
-  return registry;
-}
+const SolverRegistry& solver_registry() { return core::built_once<SolverRegistry, register_all_solvers>(); }
 
 std::vector<core::CostKind> shared_cost_kinds() {
   return {

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "desync/core/registry.hpp"
 #include "desync/core/simulation.hpp"
 
 namespace CLI {
@@ -63,16 +64,10 @@ struct SolverInfo {
 };
 
 /// The table: solvers in registration order, looked up by name.
-class SolverRegistry {
+class SolverRegistry : public core::Registry<SolverInfo> {
  public:
-  /// Adds a solver; throws std::logic_error if the name is taken.
-  void add(SolverInfo info);
-  /// The solver called `name`, or nullptr.
-  const SolverInfo* find(std::string_view name) const;
-  const std::vector<SolverInfo>& solvers() const { return solvers_; }
-
- private:
-  std::vector<SolverInfo> solvers_;
+  SolverRegistry() : Registry("solver") {}
+  const std::vector<SolverInfo>& solvers() const { return items(); }
 };
 
 /// Registers every solver desync ships, one line each (like PETSc's KSPRegisterAll). An explicit

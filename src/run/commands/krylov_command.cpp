@@ -5,7 +5,7 @@
 // section of the run record (docs/output.md).
 //
 //   mpirun -np 4 desync krylov --method pipecg --pc jacobi --global 64
-//   mpirun -np 4 desync cg --pc bjacobi-ic0 --global 64
+//   mpirun -np 4 desync cg --pc jacobi --global 64
 //   mpirun -np 4 desync krylov --method <method> ...     (the method files, src/solvers/cg/, show each)
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>

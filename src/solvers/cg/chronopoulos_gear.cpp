@@ -9,7 +9,7 @@
 // at the top of iteration k+1, after the reduction. Departures: the four updates of lines 3-6 are
 // one fused pass (with jacobi, u = M^-1 r of line 7 too); (r, r) joins the reduction of lines 9-10.
 //
-//   mpirun -np 4 desync cg --method cg-cg --pc bjacobi-ic0 --global 64
+//   mpirun -np 4 desync cg --method cg-cg --pc jacobi --global 64
 #include "cg_base.hpp"
 
 namespace desync::solvers::detail {

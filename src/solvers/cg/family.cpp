@@ -10,17 +10,6 @@
 
 namespace desync::solvers {
 
-void CgMethodRegistry::add(CgMethodInfo info) {
-  if (find(info.name)) throw std::logic_error("CG method '" + info.name + "' registered twice");
-  methods_.push_back(std::move(info));
-}
-
-const CgMethodInfo* CgMethodRegistry::find(std::string_view name) const {
-  for (const auto& m : methods_)
-    if (m.name == name) return &m;
-  return nullptr;
-}
-
 void register_all_cg_methods(CgMethodRegistry& registry) {
   registry.add(detail::cg_method());                 // cg.cpp
   registry.add(detail::chronopoulos_gear_method());  // chronopoulos_gear.cpp
@@ -30,12 +19,7 @@ void register_all_cg_methods(CgMethodRegistry& registry) {
 }
 
 const CgMethodRegistry& cg_method_registry() {
-  static const CgMethodRegistry registry = [] {
-    CgMethodRegistry r;
-    register_all_cg_methods(r);
-    return r;
-  }();
-  return registry;
+  return core::built_once<CgMethodRegistry, register_all_cg_methods>();
 }
 
 const CgMethodInfo& find_cg_method(std::string_view name) {

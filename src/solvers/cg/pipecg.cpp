@@ -13,7 +13,7 @@
 // iteration would leave x unchanged. Departures: lines 3-4 of iteration k+1 (and (r, r)) are
 // accumulated in the fused pass of lines 12-19 of iteration k; the eight updates are one pass.
 //
-//   mpirun -np 4 desync cg --method pipecg --pc bjacobi-ic0 --global 64
+//   mpirun -np 4 desync cg --method pipecg --pc jacobi --global 64
 #include "cg_base.hpp"
 
 namespace desync::solvers::detail {

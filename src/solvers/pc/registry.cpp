@@ -9,17 +9,6 @@
 
 namespace desync::solvers {
 
-void PcRegistry::add(PcInfo info) {
-  if (find(info.name)) throw std::logic_error("preconditioner '" + info.name + "' registered twice");
-  pcs_.push_back(std::move(info));
-}
-
-const PcInfo* PcRegistry::find(std::string_view name) const {
-  for (const auto& p : pcs_)
-    if (p.name == name) return &p;
-  return nullptr;
-}
-
 void register_all_preconditioners(PcRegistry& registry) {
   registry.add(none_pc());         // pc_none.cpp
   registry.add(jacobi_pc());       // pc_jacobi.cpp
@@ -28,14 +17,7 @@ void register_all_preconditioners(PcRegistry& registry) {
   registry.add(ras_pc());          // pc_schwarz.cpp
 }
 
-const PcRegistry& pc_registry() {
-  static const PcRegistry registry = [] {
-    PcRegistry r;
-    register_all_preconditioners(r);
-    return r;
-  }();
-  return registry;
-}
+const PcRegistry& pc_registry() { return core::built_once<PcRegistry, register_all_preconditioners>(); }
 
 const PcInfo& find_pc(std::string_view name) {
   if (const PcInfo* p = pc_registry().find(name)) return *p;

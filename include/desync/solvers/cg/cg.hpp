@@ -22,6 +22,7 @@
 #include "desync/linalg/operator.hpp"
 #include "desync/linalg/vector.hpp"
 #include "desync/core/history.hpp"
+#include "desync/core/registry.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/core/stop.hpp"
 #include "desync/solvers/pc/preconditioner.hpp"
@@ -56,16 +57,10 @@ struct CgMethodInfo {
 };
 
 /// The methods by name, in registration order.
-class CgMethodRegistry {
+class CgMethodRegistry : public core::Registry<CgMethodInfo> {
  public:
-  /// Adds a method; throws std::logic_error if the name is taken.
-  void add(CgMethodInfo info);
-  /// The method called `name`, or nullptr.
-  const CgMethodInfo* find(std::string_view name) const;
-  const std::vector<CgMethodInfo>& methods() const { return methods_; }
-
- private:
-  std::vector<CgMethodInfo> methods_;
+  CgMethodRegistry() : Registry("CG method") {}
+  const std::vector<CgMethodInfo>& methods() const { return items(); }
 };
 
 /// Registers every method of the family, one line each. An explicit function, not static

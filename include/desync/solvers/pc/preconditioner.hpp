@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "desync/communication/transport_config.hpp"
+#include "desync/core/registry.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
@@ -53,16 +54,10 @@ struct PcInfo {
 };
 
 /// The preconditioners by name, in registration order.
-class PcRegistry {
+class PcRegistry : public core::Registry<PcInfo> {
  public:
-  /// Adds one; std::logic_error if the name is taken.
-  void add(PcInfo info);
-  /// The one called `name`, or nullptr.
-  const PcInfo* find(std::string_view name) const;
-  const std::vector<PcInfo>& preconditioners() const { return pcs_; }
-
- private:
-  std::vector<PcInfo> pcs_;
+  PcRegistry() : Registry("preconditioner") {}
+  const std::vector<PcInfo>& preconditioners() const { return items(); }
 };
 
 /// Registers every preconditioner, one line each (an explicit function, not static

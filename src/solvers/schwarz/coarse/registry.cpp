@@ -10,15 +10,8 @@
 namespace desync::solvers {
 
 void CoarseSpaceRegistry::add(CoarseSpaceInfo info) {
-  if (info.name == no_coarse || find(info.name))
-    throw std::logic_error("coarse space '" + info.name + "' registered twice (or named none)");
-  spaces_.push_back(std::move(info));
-}
-
-const CoarseSpaceInfo* CoarseSpaceRegistry::find(std::string_view name) const {
-  for (const auto& s : spaces_)
-    if (s.name == name) return &s;
-  return nullptr;
+  if (info.name == no_coarse) throw std::logic_error("coarse space 'none' registered: none means one level");
+  Registry::add(std::move(info));
 }
 
 void register_all_coarse_spaces(CoarseSpaceRegistry& registry) {
@@ -27,12 +20,7 @@ void register_all_coarse_spaces(CoarseSpaceRegistry& registry) {
 }
 
 const CoarseSpaceRegistry& coarse_space_registry() {
-  static const CoarseSpaceRegistry registry = [] {
-    CoarseSpaceRegistry r;
-    register_all_coarse_spaces(r);
-    return r;
-  }();
-  return registry;
+  return core::built_once<CoarseSpaceRegistry, register_all_coarse_spaces>();
 }
 
 namespace {

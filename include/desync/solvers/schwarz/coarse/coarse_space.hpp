@@ -4,7 +4,7 @@
 // the iteration count stops growing with the number of subdomains (Toselli and Widlund, 2005,
 // chapter 3; Glusa, Boman, Chow, Rajamanickam and Szyld, 2020, section 2).
 //
-// The spaces (Phi) are registered by name, one file each (registry.hpp: nicolaides.cpp, gdsw.cpp);
+// The spaces (Phi) are registered by name, one file each (registry.hpp);
 // this class forms A0 from whichever space --coarse names and applies the correction.
 //
 // Near-kernel vectors restricted to a subdomain (Nicolaides) or a component (GDSW) may be linearly
@@ -65,8 +65,8 @@ class CoarseSpace {
 
   /// The space's registered name.
   const std::string& kind() const { return kind_; }
-  /// The coarse dimension: one function per rank (nicolaides) or per interface component (gdsw)
-  /// and near-kernel vector independent there.
+  /// The coarse dimension: the functions the space built (e.g. one per subdomain, or per interface
+  /// component, and near-kernel vector independent there).
   int size() const { return n_; }
   /// The number of near-kernel vectors the space was built from (1: the constant).
   int near_kernel_vectors() const { return near_kernel_vectors_; }

@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "desync/core/registry.hpp"
 #include "desync/linalg/csr.hpp"
 
 namespace desync::solvers {
@@ -46,16 +47,12 @@ struct CoarseSpaceInfo {
 };
 
 /// The spaces by name, in registration order.
-class CoarseSpaceRegistry {
+class CoarseSpaceRegistry : public core::Registry<CoarseSpaceInfo> {
  public:
-  /// Adds a space; std::logic_error if the name is taken (or is "none", one level).
+  CoarseSpaceRegistry() : Registry("coarse space") {}
+  /// Adds a space; std::logic_error if the name is taken or is "none" (one level).
   void add(CoarseSpaceInfo info);
-  /// The space called `name`, or nullptr.
-  const CoarseSpaceInfo* find(std::string_view name) const;
-  const std::vector<CoarseSpaceInfo>& spaces() const { return spaces_; }
-
- private:
-  std::vector<CoarseSpaceInfo> spaces_;
+  const std::vector<CoarseSpaceInfo>& spaces() const { return items(); }
 };
 
 /// Registers every coarse space, one line each. An explicit function, not static self-registration,
