@@ -285,7 +285,9 @@ TEST(PcRegistry, EveryPreconditionerIsCompleteAndANewOneTakesOneLine) {
     auto pc = p.make(*s.op, {}, true);
     std::vector<double> u(n);
     pc->apply(s.b, u);
-    if (p.identity) EXPECT_EQ(u, s.b);
+    if (p.identity) {
+      EXPECT_EQ(u, s.b);
+    }
   }
   try {
     solvers::find_pc("ilu");

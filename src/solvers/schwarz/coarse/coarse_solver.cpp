@@ -135,6 +135,43 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
   n_ = n;
   coarse_ranks_ = k;
   rank0_.reset();
+  distribute_entries(comm, k, std::move(entries));
+  Mumps& m = *mumps_;
+  MPI_Comm_split(comm, m.rank < k ? 0 : MPI_UNDEFINED, m.rank, &m.sub);
+  // On rank 0, then on every rank: INFOG(1) and INFOG(2) (MUMPS) or the LocalSolverKind (SuiteSparse),
+  // and the factors' entries.
+  std::int64_t status[3] = {0, 0, 0};
+  factor_mumps(n, status);
+  std::string failure;  // rank 0's, without MUMPS
+  factor_rank0(n, status, failure);
+  MPI_Bcast(status, 3, MPI_INT64_T, 0, comm);
+  if (status[0] < 0) {
+    if (!have_mumps()) {
+      // Rank 0's FactorisationError, on every rank.
+      int length = static_cast<int>(failure.size());
+      MPI_Bcast(&length, 1, MPI_INT, 0, comm);
+      failure.resize(static_cast<std::size_t>(length));
+      MPI_Bcast(failure.data(), length, MPI_CHAR, 0, comm);
+      throw std::runtime_error(fmt::format("SuiteSparse's factorisation of A0 on rank 0: {}", failure));
+    }
+    const char* what = status[0] == -10 ? " (numerically singular)" : status[0] == -6 ? " (structurally singular)" : "";
+    throw std::runtime_error(fmt::format("MUMPS on {} rank{} stopped with INFOG(1) = {}, INFOG(2) = {}{}", k,
+                                         k == 1 ? "" : "s", status[0], status[1], what));
+  }
+  factor_nonzeros_ = status[2];
+  if (have_mumps()) {
+    name_ = "mumps";
+    solve_multiply_adds_ = static_cast<double>(factor_nonzeros_);
+  } else {
+    const auto kind = static_cast<LocalSolverKind>(status[1]);
+    name_ = fmt::format("{}-rank0", to_string(kind));
+    solve_multiply_adds_ = static_cast<double>(factor_nonzeros_) * (kind == LocalSolverKind::umfpack ? 1.0 : 2.0);
+  }
+}
+
+void CoarseSolver::distribute_entries(MPI_Comm comm, int k, std::vector<Entry> entries) {
+  int ranks = 1;
+  MPI_Comm_size(comm, &ranks);
   mumps_ = std::make_unique<Mumps>();
   Mumps& m = *mumps_;
   MPI_Comm_rank(comm, &m.rank);
@@ -190,10 +227,10 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
   std::int64_t mine = std::count_if(m.entries.begin(), m.entries.end(), [](const Entry& e) { return e.value != 0.0; });
   MPI_Allreduce(&mine, &nonzeros_, 1, MPI_INT64_T, MPI_SUM, comm);
 
-  MPI_Comm_split(comm, m.rank < k ? 0 : MPI_UNDEFINED, m.rank, &m.sub);
-  // On rank 0, then on every rank: INFOG(1) and INFOG(2) (MUMPS) or the LocalSolverKind (SuiteSparse),
-  // and the factors' entries.
-  std::int64_t status[3] = {0, 0, 0};
+}
+
+void CoarseSolver::factor_mumps([[maybe_unused]] int n, [[maybe_unused]] std::int64_t* status) {
+  [[maybe_unused]] Mumps& m = *mumps_;
 #ifdef DESYNC_HAVE_MUMPS
   if (m.sub != MPI_COMM_NULL) {
     m.id.comm_fortran = static_cast<MUMPS_INT>(MPI_Comm_c2f(m.sub));
@@ -231,7 +268,11 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
     }
   }
 #endif
-  std::string failure;  // rank 0's, without MUMPS
+}
+
+void CoarseSolver::factor_rank0([[maybe_unused]] int n, [[maybe_unused]] std::int64_t* status,
+                                [[maybe_unused]] std::string& failure) {
+  [[maybe_unused]] Mumps& m = *mumps_;
 #ifndef DESYNC_HAVE_MUMPS
   // Without MUMPS (k = 1): rank 0 holds every entry, summed and in (row, column) order: the CSR of A0,
   // factored by SuiteSparse (auto: CHOLMOD if A0 is symmetric positive definite, UMFPACK otherwise).
@@ -255,29 +296,6 @@ void CoarseSolver::factor_distributed(MPI_Comm comm, int n, int k, std::vector<E
     }
   }
 #endif
-  MPI_Bcast(status, 3, MPI_INT64_T, 0, comm);
-  if (status[0] < 0) {
-    if (!have_mumps()) {
-      // Rank 0's FactorisationError, on every rank.
-      int length = static_cast<int>(failure.size());
-      MPI_Bcast(&length, 1, MPI_INT, 0, comm);
-      failure.resize(static_cast<std::size_t>(length));
-      MPI_Bcast(failure.data(), length, MPI_CHAR, 0, comm);
-      throw std::runtime_error(fmt::format("SuiteSparse's factorisation of A0 on rank 0: {}", failure));
-    }
-    const char* what = status[0] == -10 ? " (numerically singular)" : status[0] == -6 ? " (structurally singular)" : "";
-    throw std::runtime_error(fmt::format("MUMPS on {} rank{} stopped with INFOG(1) = {}, INFOG(2) = {}{}", k,
-                                         k == 1 ? "" : "s", status[0], status[1], what));
-  }
-  factor_nonzeros_ = status[2];
-  if (have_mumps()) {
-    name_ = "mumps";
-    solve_multiply_adds_ = static_cast<double>(factor_nonzeros_);
-  } else {
-    const auto kind = static_cast<LocalSolverKind>(status[1]);
-    name_ = fmt::format("{}-rank0", to_string(kind));
-    solve_multiply_adds_ = static_cast<double>(factor_nonzeros_) * (kind == LocalSolverKind::umfpack ? 1.0 : 2.0);
-  }
 }
 
 void CoarseSolver::solve(std::span<double> c) const {

@@ -110,6 +110,13 @@ class CoarseSolver {
 
  private:
   void rank0_solve(double* c) const;  // c = A0^-1 c by rank0_ (length n_)
+  // factor_distributed's steps: this rank's entries, summed, to the coarse rank row % k (mumps_,
+  // nonzeros_); on the coarse ranks, MUMPS's analysis and factorisation, or (a build without MUMPS)
+  // SuiteSparse's on rank 0; each leaves {INFOG(1) or -10 for a failure, INFOG(2) or the
+  // LocalSolverKind, the factors' entries} in status.
+  void distribute_entries(MPI_Comm comm, int k, std::vector<Entry> entries);
+  void factor_mumps(int n, std::int64_t* status);
+  void factor_rank0(int n, std::int64_t* status, std::string& failure);
   struct Mumps;  // the MUMPS instance, its communicator and its share of A0's entries
   int n_ = 0;
   int coarse_ranks_ = 0;
