@@ -111,6 +111,53 @@ class HessenbergLsq {
   std::vector<double> h_, c_, s_, g_, y_;
 };
 
+/// Lines 4-8 of step j: w = v_{j+1} orthogonalised against v_0..v_j by classical Gram-Schmidt
+/// applied twice, column j of H filled (h(0..j, j)); ||w|| and ||A M^-1 v_j|| (the breakdown
+/// test's scale) and the summed time flag returned.
+struct Orthogonalised {
+  double h_next, w_norm0, time_flag;
+};
+
+Orthogonalised orthogonalise(CgBase& s, const std::vector<Vec>& v, int j, HessenbergLsq& lsq, std::vector<double>& dots) {
+  auto& sum = s.sum();
+  const Vec w = v[static_cast<std::size_t>(j) + 1];
+  const int nb = j + 1;  // basis vectors v_0..v_j
+  {
+    // CGS pass 1: h_ij = (w, v_i), i = 0..j  (line 5, all at once), and (w, w) for the
+    // breakdown test
+    Timed tm(s.times().vector);
+    for (int i = 0; i < nb; ++i) dots[static_cast<std::size_t>(i)] = linalg::dot(w, v[static_cast<std::size_t>(i)]);
+    dots[static_cast<std::size_t>(nb)] = linalg::dot(w, w);
+  }
+  dots[static_cast<std::size_t>(nb) + 1] = s.time_flag();
+  sum.sum_now(dots.data(), nb + 2);
+  const double w_norm0 = std::sqrt(dots[static_cast<std::size_t>(nb)]);  // ||A M^-1 v_j||
+  const double flag = dots[static_cast<std::size_t>(nb) + 1];
+  {
+    // w <- w - sum_i h_ij v_i  (line 6)
+    Timed tm(s.times().vector);
+    for (int i = 0; i < nb; ++i) {
+      lsq.h(i, j) = dots[static_cast<std::size_t>(i)];
+      linalg::axpy(-dots[static_cast<std::size_t>(i)], v[static_cast<std::size_t>(i)], w);
+    }
+    // CGS pass 2 (reorthogonalisation): c_i = (w, v_i)
+    for (int i = 0; i < nb; ++i) dots[static_cast<std::size_t>(i)] = linalg::dot(w, v[static_cast<std::size_t>(i)]);
+  }
+  sum.sum_now(dots.data(), nb);
+  double ww;
+  {
+    // w <- w - sum_i c_i v_i;  h_ij <- h_ij + c_i
+    Timed tm(s.times().vector);
+    for (int i = 0; i < nb; ++i) {
+      lsq.h(i, j) += dots[static_cast<std::size_t>(i)];
+      linalg::axpy(-dots[static_cast<std::size_t>(i)], v[static_cast<std::size_t>(i)], w);
+    }
+    ww = linalg::dot(w, w);
+  }
+  sum.sum_now(&ww, 1);
+  return {std::sqrt(ww), w_norm0, flag};  // h_{j+1,j} = ||w||  (line 8)
+}
+
 void run_gmres(CgBase& s) {
   const CgOptions& o = s.options();
   if (o.restart < 1) throw InputError(fmt::format("--restart {}: must be >= 1", o.restart));
@@ -187,42 +234,8 @@ void run_gmres(CgBase& s) {
         zj = z;
       }
       s.spmv(zj, w);
-      const int nb = j + 1;  // basis vectors v_0..v_j
-      {
-        // CGS pass 1: h_ij = (w, v_i), i = 0..j  (line 5, all at once), and (w, w) for the
-        // breakdown test
-        Timed tm(s.times().vector);
-        for (int i = 0; i < nb; ++i) dots[static_cast<std::size_t>(i)] = linalg::dot(w, v[static_cast<std::size_t>(i)]);
-        dots[static_cast<std::size_t>(nb)] = linalg::dot(w, w);
-      }
-      dots[static_cast<std::size_t>(nb) + 1] = s.time_flag();
-      sum.sum_now(dots.data(), nb + 2);
-      const double w_norm0 = std::sqrt(dots[static_cast<std::size_t>(nb)]);  // ||A M^-1 v_j||
-      const double flag = dots[static_cast<std::size_t>(nb) + 1];
-      {
-        // w <- w - sum_i h_ij v_i  (line 6)
-        Timed tm(s.times().vector);
-        for (int i = 0; i < nb; ++i) {
-          lsq.h(i, j) = dots[static_cast<std::size_t>(i)];
-          linalg::axpy(-dots[static_cast<std::size_t>(i)], v[static_cast<std::size_t>(i)], w);
-        }
-        // CGS pass 2 (reorthogonalisation): c_i = (w, v_i)
-        for (int i = 0; i < nb; ++i) dots[static_cast<std::size_t>(i)] = linalg::dot(w, v[static_cast<std::size_t>(i)]);
-      }
-      sum.sum_now(dots.data(), nb);
-      double ww;
-      {
-        // w <- w - sum_i c_i v_i;  h_ij <- h_ij + c_i
-        Timed tm(s.times().vector);
-        for (int i = 0; i < nb; ++i) {
-          lsq.h(i, j) += dots[static_cast<std::size_t>(i)];
-          linalg::axpy(-dots[static_cast<std::size_t>(i)], v[static_cast<std::size_t>(i)], w);
-        }
-        ww = linalg::dot(w, w);
-      }
-      sum.sum_now(&ww, 1);
-      // h_{j+1,j} = ||w||  (line 8)
-      const double h_next = std::sqrt(ww);
+      const Orthogonalised o = orthogonalise(s, v, j, lsq, dots);  // lines 4-8
+      const double h_next = o.h_next, w_norm0 = o.w_norm0, flag = o.time_flag;
       const bool happy = h_next <= happy_breakdown_tol * w_norm0;
       lsq.h(j + 1, j) = happy ? 0.0 : h_next;  // happy breakdown: the Krylov space is invariant
       // Givens rotations: the residual estimate |g_{j+1}| = ||beta e_1 - H_j y_j|| (0 after a happy
