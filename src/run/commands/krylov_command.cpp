@@ -67,6 +67,51 @@ std::string overlapping_methods() {
   return names;
 }
 
+/// The CG methods need a symmetric matrix (a non-symmetric one would be solved wrongly, not
+/// refused) with a positive diagonal (a diagonal entry <= 0 rules out positive definiteness);
+/// InputError on every rank naming the methods that take any matrix. Collective.
+void check_matrix_for_method(MPI_Comm comm, const detail::LoadedSystem& loaded, const std::string& source,
+                             const std::string& method) {
+  if (!solvers::find_cg_method(method).positive_definite) return;
+  agree_or_throw(comm, linalg::is_symmetric(loaded.system.A),
+                 fmt::format("{}: the matrix is not symmetric, and --method {} needs a symmetric positive definite "
+                             "matrix: use --method {}",
+                             source, method, solvers::general_cg_methods()));
+  const auto& M = loaded.system.A;
+  std::int64_t bad = std::numeric_limits<std::int64_t>::max();
+  for (std::int64_t i = 0; i < M.local_rows() && bad == std::numeric_limits<std::int64_t>::max(); ++i) {
+    double d = 0;
+    for (auto p = M.row_ptr[static_cast<std::size_t>(i)]; p < M.row_ptr[static_cast<std::size_t>(i) + 1]; ++p)
+      if (M.col[static_cast<std::size_t>(p)] == M.first_block_row() + i) d = M.val[static_cast<std::size_t>(p)];
+    if (!(d > 0)) bad = loaded.system.original_row[static_cast<std::size_t>(i)];
+  }
+  MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT64_T, MPI_MIN, comm);
+  agree_or_throw(comm, bad == std::numeric_limits<std::int64_t>::max(),
+                 fmt::format("{}: row {} (0-based) has a diagonal entry <= 0, so the matrix is not positive "
+                             "definite, which --method {} needs: use --method {}",
+                             source, bad, method, solvers::general_cg_methods()));
+}
+
+/// The coarse level's part of the record: its summary line and its `details` keys (none for one
+/// level). `setup` and `apply`: the slowest rank's seconds.
+void describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::CgResult::Coarse& c, const std::string& name,
+                     double setup, double apply) {
+  if (c.functions == 0) return;
+  const std::string solved = c.ranks > 0 ? fmt::format("{} on {} rank{} ({} in its factors)",
+                                                       c.solver == "mumps" ? "MUMPS" : c.solver, c.ranks,
+                                                       c.ranks == 1 ? "" : "s", c.factor_nonzeros)
+                                         : std::string("dense LU on every rank");
+  r.setup_lines.push_back({"coarse", fmt::format("{}, {} functions, A0 {} nonzeros, {}, set-up {:.3f} s", name,
+                                                 c.functions, c.nonzeros, solved, setup)});
+  details["coarse_functions"] = c.functions;
+  details["coarse_nonzeros"] = c.nonzeros;
+  details["coarse_factor_nonzeros"] = c.factor_nonzeros;
+  details["coarse_solver"] = c.solver;
+  details["coarse_ranks"] = c.ranks;
+  details["coarse_setup_seconds"] = setup;
+  details["coarse_apply_seconds"] = apply;
+}
+
 class CgCommand final : public SolverCommand {
  public:
   /// `name`: the command it runs as (the JSON "solver"), "krylov" or "cg".
@@ -88,6 +133,11 @@ class CgCommand final : public SolverCommand {
   int run(MPI_Comm comm) override;
 
  private:
+  /// The built-in problem (poisson3d or elasticity3d) on a process grid: its operator, right-hand
+  /// side and, for a csr operator, the assembled matrix; with --export-system it writes the system
+  /// instead and returns true. Collective.
+  bool build_builtin(MPI_Comm comm, std::unique_ptr<decomposition::CartGrid>& grid,
+                     std::unique_ptr<linalg::Operator>& A, std::vector<double>& b, linalg::DistributedCsr& assembled);
   /// Effective values, for the JSON record.
   std::vector<std::pair<std::string, std::string>> effective() const;
 
@@ -377,6 +427,45 @@ RankFields rank_fields(const solvers::CgRankStats& s) {
   return f;
 }
 
+bool CgCommand::build_builtin(MPI_Comm comm, std::unique_ptr<decomposition::CartGrid>& grid,
+                             std::unique_ptr<linalg::Operator>& A, std::vector<double>& b,
+                             linalg::DistributedCsr& assembled) {
+  int rank = 0;
+  MPI_Comm_rank(comm, &rank);
+  grid = std::make_unique<decomposition::CartGrid>(comm, global_points, process_grid);
+  if (problem == "poisson3d") {
+    if (operator_kind == "csr") {
+      assembled = problems::assemble_poisson3d(*grid);
+      A = linalg::make_csr_operator(assembled, spmv);
+    } else {
+      A = problems::make_poisson3d_operator(*grid, spmv);
+    }
+    b = problems::poisson3d_rhs(*grid);
+  } else {
+    problems::ElasticityParams p;
+    p.E = young;
+    p.nu = poisson_ratio;
+    p.load = load;
+    auto sys = problems::assemble_elasticity3d(*grid, p);
+    A = linalg::make_csr_operator(sys.A, spmv);
+    b = std::move(sys.b);
+    assembled = linalg::scalar_csr(sys.A);  // the Schwarz subdomains and the export work in scalar rows
+    if (solver.pc_coarse.two_level())
+      solver.pc_coarse.near_kernel = problems::elasticity3d_rigid_body_modes(*grid);  // in assembled's rows
+  }
+  if (!assembled.row_ptr.empty()) solver.pc_matrix = &assembled;
+  if (!export_dir.empty()) {
+    if (assembled.row_ptr.empty()) assembled = problems::assemble_poisson3d(*grid);
+    const std::vector<int> part(static_cast<std::size_t>(assembled.local_rows()), rank);
+    detail::export_system(comm, export_dir, assembled, b, part);
+    if (rank == 0 && !output.quiet)
+      fmt::print("desync {}: wrote {}/A.petsc ({} rows, rank-major order), b.petsc and partition.txt\n", name_,
+                 export_dir, assembled.global_rows());
+    return true;
+  }
+  return false;
+}
+
 int CgCommand::run(MPI_Comm comm) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -390,64 +479,13 @@ int CgCommand::run(MPI_Comm comm) {
   linalg::DistributedCsr assembled;              // the matrix of a csr operator (the subdomain preconditioners, --export-system)
   if (from_matrix) {
     loaded = detail::load_system(comm, system_cli);
-    // The CG methods need a symmetric matrix: a non-symmetric one would be solved wrongly, not refused.
-    const bool spd = solvers::find_cg_method(method).positive_definite;
-    const bool symmetric = !spd || linalg::is_symmetric(loaded->system.A);
-    agree_or_throw(comm, symmetric,
-                   fmt::format("{}: the matrix is not symmetric, and --method {} needs a symmetric positive definite "
-                               "matrix: use --method {}",
-                               system_cli.source(), method, solvers::general_cg_methods()));
-    if (spd) {  // and positive definite: a diagonal entry <= 0 rules that out
-      const auto& M = loaded->system.A;
-      std::int64_t bad = std::numeric_limits<std::int64_t>::max();
-      for (std::int64_t i = 0; i < M.local_rows() && bad == std::numeric_limits<std::int64_t>::max(); ++i) {
-        double d = 0;
-        for (auto p = M.row_ptr[static_cast<std::size_t>(i)]; p < M.row_ptr[static_cast<std::size_t>(i) + 1]; ++p)
-          if (M.col[static_cast<std::size_t>(p)] == M.first_block_row() + i) d = M.val[static_cast<std::size_t>(p)];
-        if (!(d > 0)) bad = loaded->system.original_row[static_cast<std::size_t>(i)];
-      }
-      MPI_Allreduce(MPI_IN_PLACE, &bad, 1, MPI_INT64_T, MPI_MIN, comm);
-      agree_or_throw(comm, bad == std::numeric_limits<std::int64_t>::max(),
-                     fmt::format("{}: row {} (0-based) has a diagonal entry <= 0, so the matrix is not positive "
-                                 "definite, which --method {} needs: use --method {}",
-                                 system_cli.source(), bad, method, solvers::general_cg_methods()));
-    }
+    check_matrix_for_method(comm, *loaded, system_cli.source(), method);
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
     solver.pc_matrix = &loaded->system.A;
     if (!near_kernel.empty()) solver.pc_coarse.near_kernel = detail::load_near_kernel(comm, *loaded, near_kernel);
-  } else {
-    grid = std::make_unique<decomposition::CartGrid>(comm, global_points, process_grid);
-    if (problem == "poisson3d") {
-      if (operator_kind == "csr") {
-        assembled = problems::assemble_poisson3d(*grid);
-        A = linalg::make_csr_operator(assembled, spmv);
-      } else {
-        A = problems::make_poisson3d_operator(*grid, spmv);
-      }
-      b = problems::poisson3d_rhs(*grid);
-    } else {
-      problems::ElasticityParams p;
-      p.E = young;
-      p.nu = poisson_ratio;
-      p.load = load;
-      auto sys = problems::assemble_elasticity3d(*grid, p);
-      A = linalg::make_csr_operator(sys.A, spmv);
-      b = std::move(sys.b);
-      assembled = linalg::scalar_csr(sys.A);  // the Schwarz subdomains and the export work in scalar rows
-      if (solver.pc_coarse.two_level())
-        solver.pc_coarse.near_kernel = problems::elasticity3d_rigid_body_modes(*grid);  // in assembled's rows
-    }
-    if (!assembled.row_ptr.empty()) solver.pc_matrix = &assembled;
-    if (!export_dir.empty()) {
-      if (assembled.row_ptr.empty()) assembled = problems::assemble_poisson3d(*grid);
-      const std::vector<int> part(static_cast<std::size_t>(assembled.local_rows()), rank);
-      detail::export_system(comm, export_dir, assembled, b, part);
-      if (rank == 0 && !output.quiet)
-        fmt::print("desync {}: wrote {}/A.petsc ({} rows, rank-major order), b.petsc and partition.txt\n", name_,
-                   export_dir, assembled.global_rows());
-      return exit_converged;
-    }
+  } else if (build_builtin(comm, grid, A, b, assembled)) {
+    return exit_converged;  // --export-system wrote the system
   }
   std::vector<double> x(static_cast<std::size_t>(A->local_size()), 0.0);
   const solvers::CgResult result = solvers::solve_cg(*A, b, x, solver);
@@ -510,37 +548,18 @@ int CgCommand::run(MPI_Comm comm) {
     }
     if (!result.pc_description.empty() && solvers::find_pc(solver.pc).subdomains)
       r.setup_lines.push_back({"preconditioner", result.pc_description});
-    if (coarse_level.functions > 0)
-      r.setup_lines.push_back(
-          {"coarse", fmt::format("{}, {} functions, A0 {} nonzeros, {}, set-up {:.3f} s", coarse, coarse_level.functions,
-                                 coarse_level.nonzeros,
-                                 coarse_level.ranks > 0
-                                     ? fmt::format("{} on {} rank{} ({} in its factors)",
-                                                   coarse_level.solver == "mumps" ? "MUMPS" : coarse_level.solver,
-                                                   coarse_level.ranks, coarse_level.ranks == 1 ? "" : "s",
-                                                   coarse_level.factor_nonzeros)
-                                     : std::string("dense LU on every rank"),
-                                 coarse_setup)});
+    nlohmann::json details;
+    describe_coarse(r, details, coarse_level, coarse, coarse_setup, coarse_apply);
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
     r.performance_lines.push_back({"per iteration", fmt::format("{:.3f} ms (wall time / iterations)", 1e3 * per_it)});
     r.performance_lines.push_back(
         {"messages/iter", fmt::format("sent {:.3f}  received {:.3f}  (ghost exchange, per rank)", sent / n, received / n)});
     r.residual_note = fmt::format(" (recursive ||r||/||b||; ||b|| = {:.6e})", result.b_norm);
 
-    nlohmann::json details;
     if (loaded) detail::describe_system(r, details, *loaded, system_cli);
     details["pc"] = pc_name;
     details["pc_description"] = result.pc_description;
     if (solvers::find_pc(solver.pc).subdomains) details["coarse"] = coarse;
-    if (coarse_level.functions > 0) {
-      details["coarse_functions"] = coarse_level.functions;
-      details["coarse_nonzeros"] = coarse_level.nonzeros;
-      details["coarse_factor_nonzeros"] = coarse_level.factor_nonzeros;
-      details["coarse_solver"] = coarse_level.solver;
-      details["coarse_ranks"] = coarse_level.ranks;
-      details["coarse_setup_seconds"] = coarse_setup;
-      details["coarse_apply_seconds"] = coarse_apply;
-    }
     if (solver.pc_coarse.two_level()) {
       details["near_kernel"] = !near_kernel.empty()          ? "file:" + near_kernel
                                : problem == "elasticity3d" ? std::string("rigid-body")
