@@ -14,7 +14,14 @@ void register_all_solvers(SolverRegistry& registry) {
   registry.add(pde_solver());     // src/run/commands/pde_command.cpp
 }
 
-const SolverRegistry& solver_registry() { return core::built_once<SolverRegistry, register_all_solvers>(); }
+const SolverRegistry& solver_registry() {
+  static const SolverRegistry registry = [] {  // not core:: template code: see core/registry.hpp
+    SolverRegistry r;
+    register_all_solvers(r);
+    return r;
+  }();
+  return registry;
+}
 
 std::vector<core::CostKind> shared_cost_kinds() {
   return {

@@ -3,10 +3,14 @@
 // the preconditioners, the coarse spaces. Each registers itself in its own file with an Info
 // struct that has at least a `name`; one function per table lists the registrations, one line each
 // (an explicit function, not static self-registration, which a static library would drop at link
-// time), and built_once() builds the table on first use.
+// time). Each table's accessor builds it on first use in a function-local static of an ordinary
+// function in its .cpp, never of a template or an inline function: GCC gives those statics
+// STB_GNU_UNIQUE binding, which the dynamic linker shares between the copies of the program that
+// SMPI loads, one per simulated rank (smpi/privatization:dlopen), and a shared table would hand
+// every rank the first copy's functions and with them that copy's globals (its request ledger,
+// its counters).
 //
 //   class PcRegistry : public core::Registry<PcInfo> { ... };
-//   const PcRegistry& pc_registry() { return core::built_once<PcRegistry, register_all_preconditioners>(); }
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -38,16 +42,5 @@ class Registry {
   std::string what_;
   std::vector<Info> items_;
 };
-
-/// The registry R with Fill(R&) applied, built on first use (thread-safe static initialisation).
-template <class R, void (*Fill)(R&)>
-const R& built_once() {
-  static const R registry = [] {
-    R r;
-    Fill(r);
-    return r;
-  }();
-  return registry;
-}
 
 }  // namespace desync::core

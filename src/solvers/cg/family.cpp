@@ -19,7 +19,12 @@ void register_all_cg_methods(CgMethodRegistry& registry) {
 }
 
 const CgMethodRegistry& cg_method_registry() {
-  return core::built_once<CgMethodRegistry, register_all_cg_methods>();
+  static const CgMethodRegistry registry = [] {  // not core:: template code: see core/registry.hpp
+    CgMethodRegistry r;
+    register_all_cg_methods(r);
+    return r;
+  }();
+  return registry;
 }
 
 const CgMethodInfo& find_cg_method(std::string_view name) {

@@ -17,7 +17,14 @@ void register_all_preconditioners(PcRegistry& registry) {
   registry.add(ras_pc());          // pc_schwarz.cpp
 }
 
-const PcRegistry& pc_registry() { return core::built_once<PcRegistry, register_all_preconditioners>(); }
+const PcRegistry& pc_registry() {
+  static const PcRegistry registry = [] {  // not core:: template code: see core/registry.hpp
+    PcRegistry r;
+    register_all_preconditioners(r);
+    return r;
+  }();
+  return registry;
+}
 
 const PcInfo& find_pc(std::string_view name) {
   if (const PcInfo* p = pc_registry().find(name)) return *p;

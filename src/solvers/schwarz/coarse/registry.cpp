@@ -20,7 +20,12 @@ void register_all_coarse_spaces(CoarseSpaceRegistry& registry) {
 }
 
 const CoarseSpaceRegistry& coarse_space_registry() {
-  return core::built_once<CoarseSpaceRegistry, register_all_coarse_spaces>();
+  static const CoarseSpaceRegistry registry = [] {  // not core:: template code: see core/registry.hpp
+    CoarseSpaceRegistry r;
+    register_all_coarse_spaces(r);
+    return r;
+  }();
+  return registry;
 }
 
 namespace {
