@@ -20,6 +20,7 @@ LOOP = {"Open MPI": "host-2026-11-27c/bounded-loop-openmpi-3.json", "MPICH": "ho
 IDLE = {"MPICH": "host-2026-11-27d/idle-mpich.json", "Open MPI": "host-2026-11-27d/idle-openmpi.json"}
 SCHWARZ_PETSC = "benchmarks/schwarz-petsc.json"
 BEFORE_AFTER = "before-after-2026-11-27"
+STACK = "schwarz-stack-2026-11-29/before-after.json"  # bench/stack_before_after.py
 
 SWEEP_TARGET = 0.85   # the Jacobi sweep: at least this share of the triad's bandwidth
 PDE_TARGET = 0.80     # the burgers3d update: the same, at 120 B per point update
@@ -791,6 +792,36 @@ def ba_sweep_spread(data):
     vals = [v for t in _ba_rounds(data, "old") + _ba_rounds(data, "new") for v in [_ba_sweep(data, t, 1)]
             if v is not None and not math.isnan(v)]
     return f"{min(vals):.2f}–{max(vals):.2f}"
+
+
+def stack_verdict(f):
+    """The rule: a build is slower or faster only when its repetitions' range lies wholly above or
+    below the other's; overlapping ranges are not distinguishable (the noise of the same session)."""
+    (olo, ohi), (nlo, nhi) = f["old_range"], f["new_range"]
+    if nlo > ohi:
+        return "after slower"
+    if nhi < olo:
+        return "after faster"
+    return "not distinguishable"
+
+
+@table("benchmarks.stack_before_after")
+def stack_before_after(data):
+    doc = data.json(STACK)
+    rows = []
+    for f in doc["figures"]:
+        rows.append([f["case"],
+                     f"{fixed(f['old_median'] * 1e3, 3)} ({fixed(f['old_range'][0] * 1e3, 3)}–{fixed(f['old_range'][1] * 1e3, 3)})",
+                     f"{fixed(f['new_median'] * 1e3, 3)} ({fixed(f['new_range'][0] * 1e3, 3)}–{fixed(f['new_range'][1] * 1e3, 3)})",
+                     fixed(f["ratio"], 3), stack_verdict(f)])
+    return md_table([f"case (2 ranks, {doc['reps']} repetitions each)", "before: ms per iteration, median (min–max)",
+                     "after", "after / before", "verdict"], rows, "lrrrl")
+
+
+@value("benchmarks.stack_worse")
+def stack_worse(data):
+    slower = [f["case"] for f in data.json(STACK)["figures"] if stack_verdict(f) == "after slower"]
+    return "none" if not slower else ", ".join(slower)
 
 
 # ---------------------------------------------------------------- matrices from files beside PETSc
