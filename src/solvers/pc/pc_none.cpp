@@ -1,12 +1,6 @@
 // The identity preconditioner, M = I: the unpreconditioned methods.
-#include <fmt/format.h>
-
-#include <algorithm>
-#include <cmath>
 #include <memory>
 
-#include "desync/communication/reduction.hpp"
-#include "desync/core/error.hpp"
 #include "desync/linalg/vector.hpp"
 #include "desync/solvers/pc/preconditioner.hpp"
 
