@@ -35,9 +35,8 @@
 #include "desync/solvers/schwarz/schwarz.hpp"
 
 using namespace desync;
-using linalg::DistributedCsr;
-using linalg::LocalCsr;
-using solvers::AlgebraicSchwarzOptions;
+using namespace desync::linalg;
+using namespace desync::solvers;
 
 namespace {
 

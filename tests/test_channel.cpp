@@ -23,10 +23,7 @@
 #include "test_util.hpp"
 
 using desync::InputError;
-using desync::comm::Channel;
-using desync::comm::ChannelConfig;
-using desync::comm::ChannelMode;
-using desync::comm::RequestLedger;
+using namespace desync::comm;
 using desync_test::keep_calling;
 using desync_test::poll_until;
 

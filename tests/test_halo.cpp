@@ -23,11 +23,7 @@
 #include "test_util.hpp"
 
 using namespace desync::decomposition;
-using desync::comm::exchange_halos_blocking;
-using desync::comm::PlanExchangeConfig;
-using desync::comm::HaloExchange;
-using desync::comm::HaloMode;
-using desync::comm::RequestLedger;
+using namespace desync::comm;
 using desync_test::TestComm;
 
 namespace {

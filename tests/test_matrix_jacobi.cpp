@@ -25,6 +25,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 #include "desync/solvers/jacobi/matrix_jacobi.hpp"
+#include "matrix_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
@@ -36,32 +37,16 @@ using solvers::MatrixJacobiOptions;
 using solvers::MatrixJacobiResult;
 using solvers::StopReason;
 
+using namespace desync_test;
+
 namespace {
-
-int rank_of(MPI_Comm c) {
-  int r = 0;
-  MPI_Comm_rank(c, &r);
-  return r;
-}
-int size_of(MPI_Comm c) {
-  int s = 1;
-  MPI_Comm_size(c, &s);
-  return s;
-}
-
-/// Contiguous balanced blocks: n/p rows each, the first n%p one more.
-std::vector<std::int64_t> balanced(std::int64_t n, int p) {
-  std::vector<std::int64_t> o(static_cast<std::size_t>(p) + 1);
-  for (int r = 0; r <= p; ++r) o[static_cast<std::size_t>(r)] = r * (n / p) + std::min<std::int64_t>(r, n % p);
-  return o;
-}
 
 /// This rank's rows of a matrix every rank holds whole (columns ascending in each row), rank r
 /// holding rows [offsets[r], offsets[r + 1]) (default: balanced blocks).
 DistributedCsr distribute(MPI_Comm comm, const LocalCsr& G, std::vector<std::int64_t> offsets = {}) {
   DistributedCsr A;
   A.comm = comm;
-  A.row_offsets = offsets.empty() ? balanced(G.rows, size_of(comm)) : std::move(offsets);
+  A.row_offsets = offsets.empty() ? balanced_offsets(G.rows, size_of(comm)) : std::move(offsets);
   const std::int64_t lo = A.row_offsets[static_cast<std::size_t>(rank_of(comm))];
   const std::int64_t hi = A.row_offsets[static_cast<std::size_t>(rank_of(comm)) + 1];
   A.row_ptr.assign(1, 0);

@@ -17,6 +17,7 @@
 #include "desync/linalg/matrix_market.hpp"
 #include "desync/problems/elasticity3d.hpp"
 #include "desync/core/error.hpp"
+#include "matrix_test_util.hpp"
 #include "test_util.hpp"
 
 #ifndef DESYNC_TEST_DATA_DIR
@@ -24,55 +25,12 @@
 #endif
 
 using desync::InputError;
-using desync::linalg::DistributedCsr;
-using desync::linalg::read_matrix_market;
-using desync::linalg::read_matrix_market_vector;
-using desync::linalg::write_matrix_market;
-using desync::linalg::write_matrix_market_vector;
-using desync_test::TestComm;
+using namespace desync::linalg;
+using namespace desync_test;
 
 namespace {
 
 const std::string kData = DESYNC_TEST_DATA_DIR;
-
-/// A scratch directory shared by all ranks (made by rank 0), removed at the end.
-class ScratchDir {
- public:
-  explicit ScratchDir(MPI_Comm comm) : comm_(comm) {
-    int rank = 0;
-    MPI_Comm_rank(comm, &rank);
-    char buf[256] = {0};
-    if (rank == 0) {
-      const auto p = std::filesystem::temp_directory_path() /
-                     ("desync_mm_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-      std::filesystem::create_directories(p);
-      std::snprintf(buf, sizeof buf, "%s", p.c_str());
-    }
-    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, comm);
-    dir_ = buf;
-  }
-  ~ScratchDir() {
-    MPI_Barrier(comm_);
-    int rank = 0;
-    MPI_Comm_rank(comm_, &rank);
-    std::error_code ec;
-    if (rank == 0) std::filesystem::remove_all(dir_, ec);
-  }
-  std::string file(const std::string& name) const { return dir_ + "/" + name; }
-
- private:
-  MPI_Comm comm_;
-  std::string dir_;
-  static inline int counter_ = 0;
-};
-
-/// Rank 0 writes `text` to `path`; every rank returns once it is there.
-void write_text(MPI_Comm comm, const std::string& path, const std::string& text) {
-  int rank = 0;
-  MPI_Comm_rank(comm, &rank);
-  if (rank == 0) std::ofstream(path, std::ios::binary) << text;
-  MPI_Barrier(comm);
-}
 
 /// A symmetric test matrix of n rows with awkward values, distributed in balanced ranges like the
 /// reader distributes: a tridiagonal band, some long-range couplings, an explicit zero pair.
@@ -107,17 +65,6 @@ DistributedCsr known_matrix(MPI_Comm comm, std::int64_t n) {
     A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
   }
   return A;
-}
-
-void expect_same(const DistributedCsr& a, const DistributedCsr& b) {
-  EXPECT_EQ(a.block_size, b.block_size);
-  EXPECT_EQ(a.row_offsets, b.row_offsets);
-  EXPECT_EQ(a.row_ptr, b.row_ptr);
-  EXPECT_EQ(a.col, b.col);
-  ASSERT_EQ(a.val.size(), b.val.size());
-  if (!a.val.empty()) {  // bitwise
-    EXPECT_EQ(std::memcmp(a.val.data(), b.val.data(), a.val.size() * sizeof(double)), 0);
-  }
 }
 
 /// Every rank: (global row, column, value) of the whole matrix, sorted.
@@ -184,7 +131,7 @@ void expect_error(MPI_Comm comm, const std::string& path, const std::string& exp
 
 TEST(MatrixMarket, RoundTripGeneralAndSymmetric) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_mm");
   for (std::int64_t n : {1, 5, 40}) {
     const DistributedCsr A = known_matrix(comm, n);
     for (bool symmetric : {false, true}) {
@@ -204,9 +151,9 @@ TEST(MatrixMarket, RoundTripGeneralAndSymmetric) {
 
 TEST(MatrixMarket, OverwritesALongerFile) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_mm");
   const std::string path = dir.file("overwrite.mtx");
-  write_text(comm, path, std::string(100000, '%') + "\n");
+  write_file(comm, path, std::string(100000, '%') + "\n");
   const DistributedCsr A = known_matrix(comm, 9);
   write_matrix_market(A, path, true);
   expect_same(A, read_matrix_market(comm, path));
@@ -214,7 +161,7 @@ TEST(MatrixMarket, OverwritesALongerFile) {
 
 TEST(MatrixMarket, ElasticityBlockMatrixRoundTrip) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_mm");
   const int size = desync_test::world_size();
   desync::decomposition::CartGrid grid(comm, {4, 3, 5}, desync::decomposition::choose_dims(size, {0, 0, 0}));
   const auto sys = desync::problems::assemble_elasticity3d(grid);
@@ -322,7 +269,7 @@ TEST(MatrixMarket, MalformedFilesNameFileAndLine) {
 TEST(MatrixMarket, LineNumbersInLargeFiles) {
   // Errors anywhere in a file split over the ranks' byte ranges carry the file's line number.
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_mm");
   const int n = 300;
   for (int bad : {0, 1, 137, 298, 299}) {  // entry index with the error
     std::string text = "%%MatrixMarket matrix coordinate real symmetric\n% comment\n%\n" + std::to_string(n) + " " +
@@ -333,7 +280,7 @@ TEST(MatrixMarket, LineNumbersInLargeFiles) {
                         : std::to_string(i + 1) + " " + std::to_string(i + 1) + " 2.0\n");
     }
     const std::string path = dir.file("bad" + std::to_string(bad) + ".mtx");
-    write_text(comm, path, text);
+    write_file(comm, path, text);
     const int line = 5 + bad + (bad >= 100 ? 2 : 0);
     expect_error(comm, path, "bad" + std::to_string(bad) + ".mtx:" + std::to_string(line) + ": malformed entry");
   }
@@ -342,7 +289,7 @@ TEST(MatrixMarket, LineNumbersInLargeFiles) {
                      std::to_string(n) + " " + std::to_string(n) + "\n";
   for (int i = 0; i < n; ++i)
     text += (i % 50 == 49 ? std::to_string(n + 1) : std::to_string(i + 1)) + " " + std::to_string(i + 1) + " 2\n";
-  write_text(comm, dir.file("many.mtx"), text);
+  write_file(comm, dir.file("many.mtx"), text);
   expect_error(comm, dir.file("many.mtx"), "many.mtx:52: index (301, 50) out of range");
 }
 

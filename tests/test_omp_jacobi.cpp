@@ -21,15 +21,9 @@
 #include "test_util.hpp"
 
 using namespace desync;
-using decomposition::CartGrid;
-using decomposition::Field;
-using decomposition::Index3;
-using solvers::JacobiOptions;
-using solvers::IterationResult;
-using solvers::StopReason;
-using desync_test::differing_cells;
-using desync_test::same_on_all_ranks;
-using desync_test::SerialGrid;
+using namespace desync::decomposition;
+using namespace desync::solvers;
+using namespace desync_test;
 
 namespace {
 

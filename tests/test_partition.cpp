@@ -27,38 +27,16 @@
 #include "desync/core/error.hpp"
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/partition.hpp"
+#include "matrix_test_util.hpp"
 #include "test_util.hpp"
 
 using desync::InputError;
-using desync::linalg::DistributedCsr;
-using desync::linalg::PartitionedSystem;
-using desync::linalg::PartitionMethod;
-using desync::linalg::PartitionOptions;
-using desync::linalg::partition_available;
-using desync::linalg::partition_system;
-using desync_test::TestComm;
+using namespace desync::linalg;
+using namespace desync_test;
 
 namespace {
 
 using Index = std::int64_t;
-
-int rank_of(MPI_Comm c) {
-  int r = 0;
-  MPI_Comm_rank(c, &r);
-  return r;
-}
-int size_of(MPI_Comm c) {
-  int s = 1;
-  MPI_Comm_size(c, &s);
-  return s;
-}
-
-/// Balanced contiguous blocks: n/p rows each, the first n%p one more.
-std::vector<Index> balanced_offsets(Index n, int p) {
-  std::vector<Index> off(static_cast<std::size_t>(p) + 1, 0);
-  for (int r = 0; r < p; ++r) off[r + 1] = off[r] + n / p + (r < n % p ? 1 : 0);
-  return off;
-}
 
 /// The 5-point Laplacian on an nx x ny grid (4 on the diagonal, -1 to the four neighbours), x
 /// fastest. upwind adds a_{k, k-nx-1} = -0.5 (the down-left diagonal neighbour) and 0.5 on the
@@ -225,39 +203,6 @@ std::vector<int> check_partitioned(const DistributedCsr& A, const PartitionedSys
   return part;
 }
 
-/// A scratch directory shared by all ranks (made by rank 0), removed at the end.
-class ScratchDir {
- public:
-  explicit ScratchDir(MPI_Comm comm) : comm_(comm) {
-    char buf[256] = {0};
-    if (rank_of(comm) == 0) {
-      const auto p = std::filesystem::temp_directory_path() /
-                     ("desync_partition_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-      std::filesystem::create_directories(p);
-      std::snprintf(buf, sizeof buf, "%s", p.c_str());
-    }
-    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, comm);
-    dir_ = buf;
-  }
-  ~ScratchDir() {
-    MPI_Barrier(comm_);
-    std::error_code ec;
-    if (rank_of(comm_) == 0) std::filesystem::remove_all(dir_, ec);
-  }
-  std::string file(const std::string& name) const { return dir_ + "/" + name; }
-
- private:
-  MPI_Comm comm_;
-  std::string dir_;
-  static inline int counter_ = 0;
-};
-
-/// Rank 0 writes `text` to `path`; every rank returns once it is there.
-void write_text(MPI_Comm comm, const std::string& path, const std::string& text) {
-  if (rank_of(comm) == 0) std::ofstream(path, std::ios::binary) << text;
-  MPI_Barrier(comm);
-}
-
 /// A partition file with part(g) for every row g, with a comment line and a trailing comment.
 std::string partition_text(Index n, int (*part)(Index, Index, int), int p) {
   std::string t = "# part per row\n";
@@ -401,7 +346,7 @@ TEST(Partition, Ptscotch) {
 TEST(Partition, FileReversedBlocks) {
   // Rank r gets the input's block of rank p-1-r: everything moves (for p > 1), in one piece.
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_partition");
   const int p = size_of(comm);
   const auto A = grid_matrix(comm, kNx, kNy, true);
   const Index n = A.global_block_rows();
@@ -411,7 +356,7 @@ TEST(Partition, FileReversedBlocks) {
     const int owner = static_cast<int>(std::upper_bound(blocks.begin(), blocks.end(), g) - blocks.begin() - 1);
     text += std::to_string(p - 1 - owner) + "\n";
   }
-  write_text(comm, dir.file("reversed.txt"), text);
+  write_file(comm, dir.file("reversed.txt"), text);
   const auto s = partition_system(A, options(PartitionMethod::file, 0, dir.file("reversed.txt")));
   const auto part = check_partitioned(A, s);
   EXPECT_EQ(s.stats.method, "file");
@@ -424,11 +369,11 @@ TEST(Partition, FileReversedBlocks) {
 
 TEST(Partition, MetisCutsLessThanRoundRobin) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_partition");
   const int p = size_of(comm);
   const auto A = grid_matrix(comm, kNx, kNy, false);
   const Index n = A.global_block_rows();
-  write_text(comm, dir.file("rr.txt"),
+  write_file(comm, dir.file("rr.txt"),
              partition_text(n, [](Index g, Index, int parts) { return int(g % parts); }, p));
   const auto rr = partition_system(A, options(PartitionMethod::file, 0, dir.file("rr.txt")));
   check_partitioned(A, rr);
@@ -517,13 +462,13 @@ TEST(Partition, NoCouplings) {
 
 TEST(Partition, FileErrors) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_partition");
   const int p = size_of(comm);
   const auto A = grid_matrix(comm, 6, 5, false);
   const Index n = A.global_block_rows();
   const auto try_file = [&](const std::string& name, const std::string& text) {
     const auto path = dir.file(name);
-    if (!text.empty()) write_text(comm, path, text);
+    if (!text.empty()) write_file(comm, path, text);
     return input_error(comm, [&] { partition_system(A, options(PartitionMethod::file, 0, path)); });
   };
   const auto has = [](const std::string& what, const std::string& part) {

@@ -41,14 +41,7 @@
 
 using namespace desync::decomposition;
 using desync::InputError;
-using desync::comm::ExchangeEngine;
-using desync::comm::GhostExchange;
-using desync::comm::GhostPlanSpec;
-using desync::comm::HaloMode;
-using desync::comm::PlanExchange;
-using desync::comm::PlanExchangeConfig;
-using desync::comm::Progress;
-using desync::comm::StructuredHalo;
+using namespace desync::comm;
 using desync_test::TestComm;
 
 namespace {

@@ -41,11 +41,8 @@
 using desync::InputError;
 using namespace desync::decomposition;
 using namespace desync::linalg;
-using desync::comm::GhostExchange;
-using desync::comm::GhostPlanSpec;
-using desync::problems::assemble_poisson3d;
-using desync::problems::make_poisson3d_operator;
-using desync::problems::poisson3d_rhs;
+using namespace desync::comm;
+using namespace desync::problems;
 using desync_test::TestComm;
 
 namespace {

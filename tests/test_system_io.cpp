@@ -22,60 +22,14 @@
 #include "desync/core/error.hpp"
 #include "desync/linalg/matrix_market.hpp"
 #include "desync/linalg/system_io.hpp"
+#include "matrix_test_util.hpp"
 #include "test_util.hpp"
 
 using desync::InputError;
-using desync::linalg::detect_format;
-using desync::linalg::DistributedCsr;
-using desync::linalg::is_symmetric;
-using desync::linalg::read_matrix;
-using desync::linalg::read_vector;
-using desync::linalg::SystemFormat;
-using desync::linalg::write_matrix;
-using desync::linalg::write_matrix_market;
-using desync::linalg::write_petsc_binary;
-using desync::linalg::write_vector;
-using desync_test::TestComm;
+using namespace desync::linalg;
+using namespace desync_test;
 
 namespace {
-
-int rank_of(MPI_Comm comm) {
-  int r = 0;
-  MPI_Comm_rank(comm, &r);
-  return r;
-}
-int size_of(MPI_Comm comm) {
-  int s = 1;
-  MPI_Comm_size(comm, &s);
-  return s;
-}
-
-/// A scratch directory shared by all ranks (made by rank 0), removed at the end.
-class ScratchDir {
- public:
-  explicit ScratchDir(MPI_Comm comm) : comm_(comm) {
-    char buf[256] = {0};
-    if (rank_of(comm) == 0) {
-      const auto p = std::filesystem::temp_directory_path() /
-                     ("desync_io_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++));
-      std::filesystem::create_directories(p);
-      std::snprintf(buf, sizeof buf, "%s", p.c_str());
-    }
-    MPI_Bcast(buf, sizeof buf, MPI_CHAR, 0, comm);
-    dir_ = buf;
-  }
-  ~ScratchDir() {
-    MPI_Barrier(comm_);
-    std::error_code ec;
-    if (rank_of(comm_) == 0) std::filesystem::remove_all(dir_, ec);
-  }
-  std::string file(const std::string& name) const { return dir_ + "/" + name; }
-
- private:
-  MPI_Comm comm_;
-  std::string dir_;
-  static inline int counter_ = 0;
-};
 
 /// Bytes of a binary file, assembled by hand: big-endian (PETSc) or little-endian (.npy) numbers.
 struct ByteFile {
@@ -103,12 +57,6 @@ struct ByteFile {
   }
 };
 
-/// Rank 0 writes `bytes` to `path`; every rank returns once it is there.
-void write_file(MPI_Comm comm, const std::string& path, const std::string& bytes) {
-  if (rank_of(comm) == 0) std::ofstream(path, std::ios::binary) << bytes;
-  MPI_Barrier(comm);
-}
-
 std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return std::string(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
@@ -118,12 +66,6 @@ std::string read_file(const std::string& path) {
 void truncate_file(MPI_Comm comm, const std::string& path, std::uintmax_t bytes) {
   if (rank_of(comm) == 0) std::filesystem::resize_file(path, bytes);
   MPI_Barrier(comm);
-}
-
-std::vector<std::int64_t> balanced(std::int64_t n, int p) {
-  std::vector<std::int64_t> off(static_cast<std::size_t>(p) + 1, 0);
-  for (int r = 0; r < p; ++r) off[r + 1] = off[r] + n / p + (r < n % p ? 1 : 0);
-  return off;
 }
 
 /// Row i of the non-symmetric test matrix of n rows, columns ascending: a 1D convection-diffusion
@@ -159,15 +101,6 @@ DistributedCsr test_matrix(MPI_Comm comm, std::int64_t n, const std::vector<std:
   return A;
 }
 
-void expect_same(const DistributedCsr& a, const DistributedCsr& b) {
-  EXPECT_EQ(a.block_size, b.block_size);
-  EXPECT_EQ(a.row_offsets, b.row_offsets);
-  EXPECT_EQ(a.row_ptr, b.row_ptr);
-  EXPECT_EQ(a.col, b.col);
-  ASSERT_EQ(a.val.size(), b.val.size());
-  if (!a.val.empty()) { EXPECT_EQ(std::memcmp(a.val.data(), b.val.data(), a.val.size() * sizeof(double)), 0); }
-}
-
 void expect_bitwise(const std::vector<double>& got, const std::vector<double>& want) {
   ASSERT_EQ(got.size(), want.size());
   for (std::size_t i = 0; i < got.size(); ++i)
@@ -192,7 +125,7 @@ void expect_error(MPI_Comm comm, const std::function<void()>& f, const std::stri
 }
 
 /// The layout of a vector of n entries (balanced rows, like read_matrix).
-DistributedCsr layout_of(MPI_Comm comm, std::int64_t n) { return test_matrix(comm, n, balanced(n, size_of(comm))); }
+DistributedCsr layout_of(MPI_Comm comm, std::int64_t n) { return test_matrix(comm, n, balanced_offsets(n, size_of(comm))); }
 
 /// Awkward values: thirds, a subnormal, a negative zero, large and tiny magnitudes.
 double vector_value(std::int64_t i) {
@@ -205,10 +138,10 @@ double vector_value(std::int64_t i) {
 
 TEST(SystemIo, NonSymmetricMatrixRoundTripsExactly) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_io");
   const int size = size_of(comm);
   const std::int64_t n = 13;
-  const DistributedCsr A = test_matrix(comm, n, balanced(n, size));
+  const DistributedCsr A = test_matrix(comm, n, balanced_offsets(n, size));
   // Written from another distribution too: rank 0 holds all rows but one per other rank.
   std::vector<std::int64_t> skewed(static_cast<std::size_t>(size) + 1, 0);
   skewed[1] = n - (size - 1);
@@ -233,7 +166,7 @@ TEST(SystemIo, NonSymmetricMatrixRoundTripsExactly) {
 TEST(SystemIo, HandWrittenPetscBinaryPinsTheFormat) {
   TestComm comm;
   if (size_of(comm) > 4) GTEST_SKIP() << "a 4 x 4 matrix is read on at most 4 ranks";
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_io");
   // 4 x 4, columns of row 2 unsorted with a duplicate (2, 2) in two parts, row 1 empty:
   //   [ 4    0    -1.5  0 ]
   //   [ 0    0     0    0 ]
@@ -256,7 +189,7 @@ TEST(SystemIo, HandWrittenPetscBinaryPinsTheFormat) {
   // The expected matrix, in the reader's balanced rows.
   const std::vector<std::vector<std::pair<std::int64_t, double>>> rows = {
       {{0, 4.0}, {2, -1.5}}, {}, {{0, 0.5}, {1, 2.25}, {2, 1.25}}, {{3, 7.0}}};
-  const auto off = balanced(4, size_of(comm));
+  const auto off = balanced_offsets(4, size_of(comm));
   EXPECT_EQ(A.row_offsets, off);
   DistributedCsr want;
   want.row_offsets = off;
@@ -293,7 +226,7 @@ TEST(SystemIo, HandWrittenPetscBinaryPinsTheFormat) {
 
 TEST(SystemIo, VectorsRoundTripInEveryFormat) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_io");
   const int rank = rank_of(comm), size = size_of(comm);
   const std::int64_t n = 13;
   const DistributedCsr layout = layout_of(comm, n);
@@ -344,7 +277,7 @@ TEST(SystemIo, VectorsRoundTripInEveryFormat) {
 
 TEST(SystemIo, DetectFormatByExtensionAndContent) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_io");
   EXPECT_EQ(detect_format("no/such/dir/A.mtx"), SystemFormat::matrix_market);  // by name alone
   EXPECT_EQ(detect_format("A.MM"), SystemFormat::matrix_market);
   EXPECT_EQ(detect_format("A.petsc"), SystemFormat::petsc_binary);
@@ -352,7 +285,7 @@ TEST(SystemIo, DetectFormatByExtensionAndContent) {
   EXPECT_EQ(detect_format("A.dat"), SystemFormat::petsc_binary);
   EXPECT_EQ(detect_format("x.npy"), SystemFormat::npy);
 
-  const DistributedCsr A = test_matrix(comm, 6, balanced(6, size_of(comm)));
+  const DistributedCsr A = test_matrix(comm, 6, balanced_offsets(6, size_of(comm)));
   write_matrix_market(A, dir.file("mm_matrix"), false);
   write_petsc_binary(A, dir.file("petsc_matrix"));
   const std::vector<double> x(static_cast<std::size_t>(A.local_rows()), 1.0);
@@ -383,7 +316,7 @@ TEST(SystemIo, DetectFormatByExtensionAndContent) {
 TEST(SystemIo, CorruptPetscMatricesAreRefused) {
   TestComm comm;
   if (size_of(comm) > 4) GTEST_SKIP() << "the corrupt files hold 4 x 4 matrices, read on at most 4 ranks";
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_io");
   const int size = size_of(comm);
   const std::string path = dir.file("bad.petsc");
   const auto expect_read_error = [&](const std::string& bytes, const std::string& expected) {
@@ -436,7 +369,7 @@ TEST(SystemIo, CorruptPetscMatricesAreRefused) {
 
   // A file written by desync, cut in its column indices.
   const std::int64_t n = 13;
-  const DistributedCsr A = test_matrix(comm, n, balanced(n, size));
+  const DistributedCsr A = test_matrix(comm, n, balanced_offsets(n, size));
   std::int64_t nz = static_cast<std::int64_t>(A.col.size());
   MPI_Allreduce(MPI_IN_PLACE, &nz, 1, MPI_INT64_T, MPI_SUM, comm);
   write_petsc_binary(A, dir.file("cut.petsc"));
@@ -464,7 +397,7 @@ TEST(SystemIo, CorruptPetscMatricesAreRefused) {
 TEST(SystemIo, MatrixMarketKinds) {
   TestComm comm;
   if (size_of(comm) > 4) GTEST_SKIP() << "the files hold 4 x 4 matrices, read on at most 4 ranks";
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_io");
   const std::string pattern = dir.file("pattern.mtx");
   write_file(comm, pattern, "%%MatrixMarket matrix coordinate pattern general\n4 4 2\n1 1\n2 2\n");
   expect_error(comm, [&] { read_matrix(comm, pattern); }, pattern + ":1: pattern matrix: no values to solve with");
@@ -500,7 +433,7 @@ TEST(SystemIo, MatrixMarketKinds) {
 
 TEST(SystemIo, CorruptVectorsAreRefused) {
   TestComm comm;
-  ScratchDir dir(comm);
+  ScratchDir dir(comm, "desync_io");
   const std::int64_t n = 13;
   const DistributedCsr layout = layout_of(comm, n);
   const std::vector<double> mine(static_cast<std::size_t>(layout.local_rows()), 2.0);
@@ -563,7 +496,7 @@ TEST(SystemIo, SymmetryCheck) {
   const auto build = [&](double perturb, bool drop_one_zero) {
     DistributedCsr A;
     A.comm = comm;
-    A.row_offsets = balanced(n, size);
+    A.row_offsets = balanced_offsets(n, size);
     A.row_ptr.push_back(0);
     for (std::int64_t i = A.row_offsets[rank_of(comm)]; i < A.row_offsets[rank_of(comm) + 1]; ++i) {
       for (std::int64_t j = 0; j < n; ++j) {
@@ -589,7 +522,7 @@ TEST(SystemIo, SymmetryCheck) {
   DistributedCsr B;
   B.comm = comm;
   B.block_size = 2;
-  B.row_offsets = balanced(4, size);
+  B.row_offsets = balanced_offsets(4, size);
   B.row_ptr.push_back(0);
   for (std::int64_t i = B.row_offsets[rank_of(comm)]; i < B.row_offsets[rank_of(comm) + 1]; ++i) {
     for (std::int64_t j = std::max<std::int64_t>(0, i - 1); j <= std::min<std::int64_t>(3, i + 1); ++j) {
