@@ -6,6 +6,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -19,7 +20,8 @@
 #include "desync/core/simulation.hpp"
 #include "desync/core/waiting.hpp"
 #include "desync/run/field_io.hpp"
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
+#include "desync/run/invoke.hpp"
 
 #ifndef DESYNC_VERSION
 #define DESYNC_VERSION "unknown"
@@ -64,16 +66,24 @@ int main(int argc, char** argv) {
     commands.back().second->add_options(*sub);
   }
   app.footer(solver_list(registry));
-  // The registry as JSON (solvers, methods, simulation cost kinds), for tests and calibration scripts.
-  bool print_registry = false;  // printed by rank 0 once MPI runs
-  app.add_flag_callback(
-         "--registry",
-         [&] {
-           print_registry = true;
-           throw CLI::Success();
-         },
-         "Print the registered solvers, their methods and their simulation cost kinds as JSON and exit")
-      ->trigger_on_parse();
+  // A flag that prints JSON (by rank 0, once MPI runs) and exits: the registry (solvers, methods,
+  // simulation cost kinds) for tests and calibration scripts; every command's options (names,
+  // default, help), from which scripts/option_tables.py writes README.md's and docs/usage.md's tables.
+  std::function<std::string()> print_json;
+  const auto json_flag = [&](const char* name, std::function<std::string()> json, const char* help) {
+    app.add_flag_callback(
+           name,
+           [&print_json, json] {
+             print_json = json;
+             throw CLI::Success();
+           },
+           help)
+        ->trigger_on_parse();
+  };
+  json_flag("--registry", [&registry] { return run::registry_json(registry); },
+            "Print the registered solvers, their methods and their simulation cost kinds as JSON and exit");
+  json_flag("--options", [] { return run::options_json(); },
+            "Print every command's options (names, type, default, help) as JSON and exit");
   CLI::App* bench_app = app.add_subcommand("bench", "Benchmarks of this machine and MPI library");
   bench_app->require_subcommand(1);
   apps::BenchCommCommand bench_comm;
@@ -99,8 +109,8 @@ int main(int argc, char** argv) {
   if (parse_error) {
     const bool help = parse_error->get_exit_code() == 0;  // --help and friends
     if (rank == 0) {
-      if (print_registry)
-        std::printf("%s\n", run::registry_json(registry).c_str());
+      if (print_json)
+        std::printf("%s\n", print_json().c_str());
       else if (help)
         app.exit(*parse_error);
       else

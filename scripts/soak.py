@@ -570,7 +570,7 @@ def local_solver_args(rng, spd):
         return []
     if r < 0.9 or not spd:
         return ["--local-solver", "umfpack"]
-    return ["--local-solver", rng.choice(("cholmod-simplicial", "cholmod-supernodal"))]
+    return ["--local-solver", rng.choice(("cholmod-simplicial", "cholmod-supernodal", "cholmod"))]
 
 
 def coarse_ok(props, ranks):
@@ -683,7 +683,7 @@ def draw_matrix(rng, transports, max_ranks, features):
                 args += ["--coarse", rng.choice(coarse_ok(props, ranks))]
                 args += coarse_ranks_choice(rng, ranks, features)
         if rng.random() < 0.5:
-            args += ["--reduction", rng.choice(("blocking", "nonblocking", "doubling"))]
+            args += ["--reduction", rng.choice(("blocking", "iallreduce", "doubling", "nonblocking"))]
         engine = rng.choice(("p2p", "p2p", "p2p", "neighbor", "blocking"))
         if engine != "p2p":
             args += ["--engine", engine]

@@ -4,7 +4,7 @@
   check_registry.py --desync PATH --mpiexec PATH [--np-flag -n] [--preflag X ...] --workdir DIR
                     --cmakelists tests/CMakeLists.txt --sources src
 
-Reads the registry from `desync --registry` (run/registry.hpp) and checks:
+Reads the registry from `desync --registry` (run/command_registry.hpp) and checks:
   - every solver registers simulation cost kinds (core/simulation.hpp), and has a CLI test
     (a desync_cli_test in --cmakelists whose ARGS start with its name);
   - every method of the Krylov family (the solvers "krylov" and "cg", one command under two names;

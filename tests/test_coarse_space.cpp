@@ -25,7 +25,7 @@
 
 #include "desync/core/error.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
-#include "desync/solvers/schwarz/coarse/registry.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/solvers/schwarz/overlap.hpp"

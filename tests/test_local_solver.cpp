@@ -8,10 +8,7 @@
 
 #include "desync/linalg/local_solver.hpp"
 
-using desync::linalg::FactorisationError;
-using desync::linalg::LocalCsr;
-using desync::linalg::LocalSolverKind;
-using desync::linalg::make_local_solver;
+using namespace desync::linalg;
 
 namespace {
 
@@ -87,8 +84,8 @@ TEST(LocalSolver, EveryKindSolvesAnSpdMatrix) {
   const LocalCsr a = grid2d(30);
   const auto b = rhs(a.rows);
   std::vector<double> ref;
-  for (auto kind : {LocalSolverKind::cholmod_simplicial, LocalSolverKind::cholmod_supernodal, LocalSolverKind::umfpack,
-                    LocalSolverKind::automatic}) {
+  for (auto kind : {LocalSolverKind::cholmod_simplicial, LocalSolverKind::cholmod_supernodal, LocalSolverKind::cholmod,
+                    LocalSolverKind::umfpack, LocalSolverKind::automatic}) {
     auto s = make_local_solver(a, kind);
     std::vector<double> x(b.size());
     s->solve(b.data(), x.data());

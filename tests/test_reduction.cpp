@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <string>
 #include <thread>
+#include <stdexcept>
 #include <vector>
 
 #include "desync/communication/reduction.hpp"
@@ -197,6 +198,14 @@ TEST(Reduction, ParseAndNames) {
   EXPECT_THROW(desync::comm::parse_reduction("bogus"), desync::InputError);
   EXPECT_THROW(desync::comm::parse_reduction(""), desync::InputError);
   EXPECT_THROW(desync::comm::parse_reduction("Tree"), desync::InputError);
+  // blocking is in --reduction's vocabulary but is no non-blocking reduction: refused, the others named.
+  try {
+    desync::comm::parse_reduction("blocking");
+    ADD_FAILURE() << "blocking taken";
+  } catch (const desync::InputError& e) {
+    EXPECT_STREQ(e.what(), "--reduction 'blocking': not taken here (expected iallreduce, tree or doubling)");
+  }
+  EXPECT_THROW(desync::comm::make_reduction(ReductionKind::blocking, MPI_COMM_SELF, 1), std::logic_error);
   EXPECT_STREQ(desync::comm::to_string(ReductionKind::tree), "tree");
   EXPECT_STREQ(desync::comm::to_string(ReductionKind::iallreduce), "iallreduce");
   EXPECT_EQ(desync::comm::parse_reduction("doubling"), ReductionKind::doubling);

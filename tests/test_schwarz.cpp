@@ -12,7 +12,7 @@
 #include "channel_transport.hpp"
 #include "desync/core/error.hpp"
 #include "desync/decomposition/cart_grid.hpp"
-#include "desync/linalg/sparse_cholesky.hpp"
+#include "desync/linalg/local_solver.hpp"
 #include "desync/decomposition/field.hpp"
 #include "desync/problems/laplace3d.hpp"
 #include "desync/problems/poisson2d.hpp"
@@ -21,10 +21,8 @@
 #include "desync/solvers/schwarz/schwarz.hpp"
 
 using namespace desync;
-using decomposition::Index3;
-using solvers::SchwarzOptions;
-using solvers::SchwarzProblem;
-using solvers::SchwarzSubdomain;
+using namespace desync::decomposition;
+using namespace desync::solvers;
 
 namespace {
 
@@ -48,9 +46,9 @@ std::vector<std::vector<double>> dense_scaled(const SchwarzSubdomain& s) {
 /// The global system's solution (one subdomain: the whole grid, a direct solve), x fastest.
 std::vector<double> direct_solution(Index3 global, SchwarzProblem problem = SchwarzProblem::poisson2d) {
   const auto s = solvers::make_schwarz_subdomain(global, {1, 1, 1}, {0, 0, 0}, 1, 1.0, problem);
-  linalg::SparseCholesky chol(s.matrix);
+  const auto chol = linalg::make_local_solver(s.matrix, linalg::LocalSolverKind::cholmod);
   std::vector<double> x(s.rhs_fixed.size());
-  chol.solve(s.rhs_fixed.data(), x.data());
+  chol->solve(s.rhs_fixed.data(), x.data());
   return x;
 }
 
@@ -119,12 +117,12 @@ TEST(SchwarzSubdomain, PaperExampleInterfaceDiagonal) {
 TEST(SchwarzSubdomain, PositiveDefiniteForPositiveAlphaAndClassical) {
   for (double alpha : {1e-3, 1.0, 50.0, solvers::schwarz_classical}) {
     const auto s = solvers::make_schwarz_subdomain({12, 12, 1}, {3, 3, 1}, {1, 1, 0}, 2, alpha);
-    EXPECT_NO_THROW(linalg::SparseCholesky{s.matrix}) << "alpha " << alpha;
+    EXPECT_NO_THROW(linalg::make_local_solver(s.matrix, linalg::LocalSolverKind::cholmod)) << "alpha " << alpha;
   }
   // alpha < 0 makes an interior subdomain's matrix indefinite: the factorisation says so.
   // (h = 1/13: alpha = -12 gives beta = 13, a diagonal 4 - 13 on the interface rows)
   const auto bad = solvers::make_schwarz_subdomain({12, 12, 1}, {3, 3, 1}, {1, 1, 0}, 1, -12.0);
-  EXPECT_THROW(linalg::SparseCholesky{bad.matrix}, linalg::FactorisationError);
+  EXPECT_THROW(linalg::make_local_solver(bad.matrix, linalg::LocalSolverKind::cholmod), linalg::FactorisationError);
 }
 
 // 3D: the interior subdomain of a 3x3x3 process grid with 2-point blocks and overlap 1 is 4^3
@@ -152,7 +150,7 @@ TEST(SchwarzSubdomain, Interior3DDiagonalByFacesTouched) {
       }
   for (std::size_t r = 0; r < 64; ++r)
     for (std::size_t c = 0; c < 64; ++c) EXPECT_EQ(a[r][c], a[c][r]);
-  EXPECT_NO_THROW(linalg::SparseCholesky{s.matrix});
+  EXPECT_NO_THROW(linalg::make_local_solver(s.matrix, linalg::LocalSolverKind::cholmod));
 }
 
 // laplace3d is Jacobi's system: the direct solution leaves a residual of rounding size in Jacobi's

@@ -1,6 +1,7 @@
 #include "desync/communication/reduction.hpp"
 
 #include <algorithm>
+#include <stdexcept>
 #include <array>
 
 #include "desync/communication/request_ledger.hpp"
@@ -353,6 +354,7 @@ class DoublingReduction final : public NonblockingReduction {
 }  // namespace
 
 std::unique_ptr<NonblockingReduction> make_reduction(ReductionKind kind, MPI_Comm comm, int count) {
+  if (kind == ReductionKind::blocking) throw std::logic_error("make_reduction: blocking is summed at once (allreduce_sum)");
   if (kind == ReductionKind::tree) return std::make_unique<TreeReduction>(comm, count);
   if (kind == ReductionKind::doubling) return std::make_unique<DoublingReduction>(comm, count);
   return std::make_unique<IallreduceReduction>(comm, count);

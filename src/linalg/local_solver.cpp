@@ -23,13 +23,14 @@ namespace {
 class CholmodSolver final : public LocalSolver {
  public:
   // mode: CHOLMOD_SIMPLICIAL, CHOLMOD_SUPERNODAL, or CHOLMOD_AUTO (CHOLMOD's analysis chooses:
-  // supernodal where its factorisation does at least supernodal_flops_per_entry flops per entry of L).
-  CholmodSolver(const LocalCsr& a, int mode) {
+  // supernodal where its factorisation does at least `supernodal_switch` flops per entry of L;
+  // 0: CHOLMOD's own default, 40).
+  CholmodSolver(const LocalCsr& a, int mode, double supernodal_switch = supernodal_flops_per_entry) {
     core::Stopwatch clock;
     cholmod_start(&c_);
     c_.print = 0;
     c_.supernodal = mode;
-    c_.supernodal_switch = supernodal_flops_per_entry;
+    if (supernodal_switch > 0) c_.supernodal_switch = supernodal_switch;
     rows_ = a.rows;
     const auto n = static_cast<std::size_t>(a.rows);
     const auto nnz = static_cast<std::size_t>(a.row_ptr.empty() ? 0 : a.row_ptr.back());
@@ -202,6 +203,7 @@ std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKin
   switch (kind) {
     case LocalSolverKind::cholmod_simplicial: return std::make_unique<CholmodSolver>(a, CHOLMOD_SIMPLICIAL);
     case LocalSolverKind::cholmod_supernodal: return std::make_unique<CholmodSolver>(a, CHOLMOD_SUPERNODAL);
+    case LocalSolverKind::cholmod: return std::make_unique<CholmodSolver>(a, CHOLMOD_AUTO, /*CHOLMOD's own*/ 0.0);
     case LocalSolverKind::umfpack: return std::make_unique<UmfpackSolver>(a);
     case LocalSolverKind::automatic: break;
   }

@@ -10,7 +10,7 @@
 
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
 #include "invocation.hpp"
 
 namespace desync::run {

@@ -21,7 +21,7 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
 
 namespace desync::run::detail {
 
@@ -79,10 +79,7 @@ class NoiseCli {
     app.add_option("--slow-rank", n.slow_rank, "Rank whose " + unit + " are slowed (-1: none)")->capture_default_str();
     app.add_option("--slow-factor", n.slow_factor, "Slow rank's " + unit + " take this many times as long")
         ->capture_default_str();
-    app.add_option("--noise", kind_,
-                   "Perturbation on every rank: none | jitter (after each step, with --jitter-probability, a pause of "
-                   "--jitter-factor x the step's time) | periodic (every --interrupt-period ms a pause of "
-                   "--interrupt-duration ms)")
+    app.add_option("--noise", kind_, "Perturbation on every rank: " + core::named_help(core::noise_names))
         ->capture_default_str();
     app.add_option("--jitter-probability", n.jitter_probability, "jitter: chance per step of a pause")
         ->capture_default_str();
@@ -103,10 +100,9 @@ class NoiseCli {
   /// Checks the values for a run of `nranks` and sets the options' switches and periods;
   /// InputError on bad input.
   void apply(core::NoiseOptions& n, int nranks) const {
-    if (kind_ != "none" && kind_ != "jitter" && kind_ != "periodic")
-      throw InputError("--noise '" + kind_ + "': unknown noise (expected none, jitter or periodic)");
-    n.jitter = kind_ == "jitter";
-    n.periodic = kind_ == "periodic";
+    const core::NoiseKind kind = core::parse_named(core::noise_names, kind_, "--noise", "noise");
+    n.jitter = kind == core::NoiseKind::jitter;
+    n.periodic = kind == core::NoiseKind::periodic;
     if (n.slow_rank < -1 || n.slow_rank >= nranks)
       throw InputError(fmt::format("--slow-rank {}: no such rank in a run of {}", n.slow_rank, nranks));
     if (!(n.slow_factor >= 1.0) || !std::isfinite(n.slow_factor)) throw InputError("--slow-factor must be >= 1");

@@ -20,9 +20,15 @@ enum class Progress {
   thread,  ///< a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE)
 };
 inline constexpr core::Named<ExchangeEngine> exchange_engine_names[] = {
-    {ExchangeEngine::p2p, "p2p"}, {ExchangeEngine::neighbor, "neighbor"}, {ExchangeEngine::blocking, "blocking"}};
+    {ExchangeEngine::p2p, "p2p", "a channel per neighbour (over --transport), overlapped with the interior rows"},
+    {ExchangeEngine::neighbor, "neighbor", "MPI_Ineighbor_alltoallv on a topology communicator, overlapped"},
+    {ExchangeEngine::blocking, "blocking", "completed before any row is computed (the reference, no overlap)"}};
 inline constexpr core::Named<Progress> progress_names[] = {
-    {Progress::none, "none"}, {Progress::test, "test"}, {Progress::thread, "thread"}};
+    {Progress::none, "none", "no MPI calls between start and wait: the library's own progress"},
+    {Progress::test, "test",
+     "MPI_Test every --test-interval rows (the polls also advance a --reduction doubling in flight, there and in the "
+     "preconditioner)"},
+    {Progress::thread, "thread", "a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE)"}};
 inline const char* to_string(ExchangeEngine e) { return core::name_of(exchange_engine_names, e); }
 inline const char* to_string(Progress p) { return core::name_of(progress_names, p); }
 /// The command-line spellings; desync::InputError naming `option` and the choices otherwise.

@@ -57,15 +57,24 @@ class NonblockingReduction {
   std::vector<double> result_;
 };
 
-/// iallreduce: MPI_Iallreduce; tree: the asynchronous binary tree (Bethune et al., 2011); doubling: recursive
-/// doubling over point-to-point messages, a round per test() (log2 p rounds; for simulated
-/// clusters whose MPI_Iallreduce is all-to-all).
-enum class ReductionKind { iallreduce, tree, doubling };
+/// How a global sum is carried out: --reduction's one vocabulary, each command taking the kinds that
+/// apply to it (core::parse_named_among). blocking: MPI_Allreduce (no NonblockingReduction: the
+/// callers sum at once); iallreduce: MPI_Iallreduce; tree: the asynchronous binary tree (Bethune et
+/// al., 2011); doubling: recursive doubling over point-to-point messages, a round per test() (log2 p
+/// rounds; for simulated clusters whose MPI_Iallreduce is all-to-all).
+enum class ReductionKind { blocking, iallreduce, tree, doubling };
 inline constexpr core::Named<ReductionKind> reduction_names[] = {
-    {ReductionKind::iallreduce, "iallreduce"}, {ReductionKind::tree, "tree"}, {ReductionKind::doubling, "doubling"}};
-/// The command-line spelling; InputError naming `option` on anything else.
+    {ReductionKind::blocking, "blocking", "MPI_Allreduce, waited for at once"},
+    {ReductionKind::iallreduce, "iallreduce", "MPI_Iallreduce, overlapped with the work until its sum is needed"},
+    {ReductionKind::tree, "tree", "an asynchronous binary tree over point-to-point messages (Bethune et al., 2011)"},
+    {ReductionKind::doubling, "doubling",
+     "recursive doubling over point-to-point messages, log2(P) rounds, each advanced when tested"}};
+/// The non-blocking kinds, those make_reduction builds.
+inline constexpr std::initializer_list<ReductionKind> nonblocking_reductions = {
+    ReductionKind::iallreduce, ReductionKind::tree, ReductionKind::doubling};
+/// A non-blocking kind's command-line spelling; InputError naming `option` on anything else.
 inline ReductionKind parse_reduction(const std::string& name, const std::string& option = "--reduction") {
-  return core::parse_named(reduction_names, name, option, "reduction");
+  return core::parse_named_among(reduction_names, nonblocking_reductions, name, option, "reduction");
 }
 inline const char* to_string(ReductionKind kind) { return core::name_of(reduction_names, kind); }
 

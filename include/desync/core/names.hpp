@@ -7,9 +7,14 @@
 //   inline constexpr core::Named<Transport> transport_names[] = {
 //       {Transport::p2p, "p2p", "MPI two-sided"}, {Transport::rma, "rma", "MPI one-sided"}, ...};
 //   auto t = core::parse_named(transport_names, "rma", "--transport", "transport");
+#include <initializer_list>
 #include <iterator>
 #include <string>
 #include <string_view>
+
+#include <type_traits>
+#include <utility>
+#include <vector>
 
 #include "desync/core/error.hpp"
 
@@ -53,6 +58,33 @@ auto parse_named(const Names& names, std::string_view text, std::string_view opt
     if (text == n.name) return n.value;
   throw InputError(std::string(option) + " '" + std::string(text) + "': unknown " + std::string(what) +
                    " (expected " + name_list(names) + ")");
+}
+
+/// The entries of `names` whose values are in `allowed`, in allowed's order: for an option whose
+/// vocabulary every command shares, each command taking the part of it that applies (--reduction).
+template <class Names, class E>
+std::vector<std::decay_t<decltype(*std::begin(std::declval<const Names&>()))>> among(const Names& names,
+                                                                                      std::initializer_list<E> allowed) {
+  std::vector<std::decay_t<decltype(*std::begin(names))>> out;
+  for (E value : allowed)
+    for (const auto& n : names)
+      if (n.value == value) out.push_back(n);
+  return out;
+}
+
+/// parse_named over among(names, allowed): a spelling of the vocabulary that this command does not
+/// take is refused as "<option> '<text>': not taken here (expected a, b or c)".
+template <class Names, class E>
+E parse_named_among(const Names& names, std::initializer_list<E> allowed, std::string_view text,
+                    std::string_view option, std::string_view what) {
+  const auto part = among(names, allowed);
+  for (const auto& n : part)
+    if (text == n.name) return n.value;
+  for (const auto& n : names)
+    if (text == n.name)
+      throw InputError(std::string(option) + " '" + std::string(text) + "': not taken here (expected " +
+                       name_list(part) + ")");
+  return parse_named(part, text, option, what);
 }
 
 /// "a | b | c", then, when the values have descriptions, a line "  a: description" for each.

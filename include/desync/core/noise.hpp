@@ -23,7 +23,17 @@
 #include <limits>
 #include <memory>
 
+#include "desync/core/names.hpp"
+
 namespace desync::core {
+
+/// --noise: the perturbation every rank suffers (the header comment has the details).
+enum class NoiseKind { none, jitter, periodic };
+inline constexpr Named<NoiseKind> noise_names[] = {
+    {NoiseKind::none, "none", "no perturbation"},
+    {NoiseKind::jitter, "jitter",
+     "after each step, with --jitter-probability, a pause of --jitter-factor x the step's time"},
+    {NoiseKind::periodic, "periodic", "every --interrupt-period ms a pause of --interrupt-duration ms"}};
 
 /// What a jitter pause is a multiple of: the sweep (the computation just done) or a step time the
 /// solver measures and passes to Noise::after_sweep (see the header comment).

@@ -11,6 +11,10 @@
 // its counters).
 //
 //   class PcRegistry : public core::Registry<PcInfo> { ... };
+//   const PcRegistry& pc_registry() {
+//     static const PcRegistry registry = core::built(&register_all_preconditioners);  // here, not in core
+//     return registry;
+//   }
 #include <stdexcept>
 #include <string>
 #include <string_view>
@@ -42,5 +46,13 @@ class Registry {
   std::string what_;
   std::vector<Info> items_;
 };
+
+/// A fresh table with `register_all` applied, by value: the caller keeps it in its own static.
+template <class Table>
+Table built(void (*register_all)(Table&)) {
+  Table table;
+  register_all(table);
+  return table;
+}
 
 }  // namespace desync::core

@@ -9,7 +9,7 @@
 // read from the JSON file named by the environment variable DESYNC_SIM (written by desync-sim:
 // {"costs": {kind: seconds per unit}, "rank_speed": [...], "platform": {...}, ...}). The kinds
 // are named where the work is done and registered by what does it: each solver and each CG method
-// with its registration, the layers beneath them in the run layer's list (run/registry.hpp);
+// with its registration, the layers beneath them in the run layer's list (run/command_registry.hpp);
 // `desync --registry` prints them and docs/simulation.md describes them. core names none of them.
 // In an ordinary build every function here is free: charge() does nothing, pause() spins.
 #include <string>

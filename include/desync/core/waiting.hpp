@@ -27,7 +27,11 @@ namespace desync::core {
 ///          comm::ExchangeStats::rounds).
 enum class IdlePolicy { spin, yield, skip };
 inline constexpr Named<IdlePolicy> idle_policy_names[] = {
-    {IdlePolicy::spin, "spin"}, {IdlePolicy::yield, "yield"}, {IdlePolicy::skip, "skip"}};
+    {IdlePolicy::spin, "spin", "go on at once (as Bethune et al., 2011, and Yamazaki et al., 2019)"},
+    {IdlePolicy::yield, "yield", "give the core up once, then go on"},
+    {IdlePolicy::skip, "skip",
+     "do not repeat the work on the same values: yield the core, go on when new values arrive or a vote needs the "
+     "residual"}};
 inline const char* to_string(IdlePolicy p) { return name_of(idle_policy_names, p); }
 /// Parses spin|yield|skip; throws desync::InputError naming `option` otherwise.
 IdlePolicy parse_idle_policy(const std::string& text, const std::string& option = "--idle");

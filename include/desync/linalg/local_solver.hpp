@@ -4,6 +4,9 @@
 //
 //   cholmod-simplicial   CHOLMOD's up-looking LDL^T, column by column (symmetric positive definite)
 //   cholmod-supernodal   CHOLMOD's supernodal LL^T, dense blocks through BLAS (symmetric positive definite)
+//   cholmod              either, as CHOLMOD's own analysis chooses with its default switch (40 flops
+//                        per entry of L; the optimized Schwarz method's subdomain solves on the grid,
+//                        Yamazaki et al., 2019, section 4: "a sparse direct method")
 //   umfpack              UMFPACK's unsymmetric-pattern multifrontal LU (any non-singular matrix)
 //   auto                 chosen per subdomain, with the reason kept (LocalSolver::reason):
 //                        a matrix that is not symmetric, or has a diagonal entry <= 0, goes to UMFPACK;
@@ -21,24 +24,32 @@
 //                        32,000 and 64,000 rows, simplicial 2x on the 2D one (reference BLAS). A
 //                        symmetric matrix that CHOLMOD finds not positive definite falls back to UMFPACK.
 //
-// Every error is a FactorisationError (sparse_cholesky.hpp) without rank or size: callers add them.
+// Every error is a FactorisationError without rank or size: callers add them.
 #include <cstdint>
 #include <memory>
+#include <stdexcept>
 #include <string>
 
 #include "desync/core/names.hpp"
 #include "desync/linalg/csr.hpp"
-#include "desync/linalg/sparse_cholesky.hpp"
 
 namespace desync::linalg {
 
-enum class LocalSolverKind { automatic, cholmod_simplicial, cholmod_supernodal, umfpack };
+/// The factorisation failed (the matrix is singular or not positive definite, or the library ran
+/// out of memory): the message says which.
+class FactorisationError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+enum class LocalSolverKind { automatic, cholmod_simplicial, cholmod_supernodal, cholmod, umfpack };
 inline constexpr core::Named<LocalSolverKind> local_solver_names[] = {
     {LocalSolverKind::automatic, "auto", "chosen per subdomain: CHOLMOD for symmetric positive definite blocks "
                                          "(simplicial, or supernodal where a measured trial finds it faster), "
                                          "UMFPACK otherwise"},
     {LocalSolverKind::cholmod_simplicial, "cholmod-simplicial", "CHOLMOD simplicial LDL^T (SPD blocks)"},
     {LocalSolverKind::cholmod_supernodal, "cholmod-supernodal", "CHOLMOD supernodal LL^T (SPD blocks)"},
+    {LocalSolverKind::cholmod, "cholmod", "CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks)"},
     {LocalSolverKind::umfpack, "umfpack", "UMFPACK LU (any non-singular block)"},
 };
 inline const char* to_string(LocalSolverKind kind) { return core::name_of(local_solver_names, kind); }
@@ -62,7 +73,7 @@ class LocalSolver {
   virtual ~LocalSolver() = default;
   /// x <- A^{-1} b (length rows(); b and x must not overlap).
   virtual void solve(const double* b, double* x) = 0;
-  /// The factorisation used (never automatic).
+  /// The factorisation used (never automatic or cholmod: the mode CHOLMOD chose).
   LocalSolverKind kind() const { return kind_; }
   const char* name() const { return to_string(kind_); }
   std::int64_t rows() const { return rows_; }

@@ -28,7 +28,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/record.hpp"
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
 #include "desync/run/run_end.hpp"
 #include "desync/solvers/jacobi/jacobi.hpp"
 #include "desync/solvers/jacobi/matrix_jacobi.hpp"
@@ -38,6 +38,9 @@ namespace desync::run {
 // A named namespace around the file-local one: the run layer builds as one unity translation unit.
 namespace jacobi_command {
 namespace {
+
+/// --idle's policies a sweep takes (skip would stop a block converging on its own).
+constexpr std::initializer_list<core::IdlePolicy> jacobi_idle = {core::IdlePolicy::yield, core::IdlePolicy::spin};
 
 class JacobiCommand final : public SolverCommand {
  public:
@@ -109,10 +112,11 @@ void JacobiCommand::add_options(CLI::App& app) {
   app.add_option("--racy-chunks", s.racy_chunks, "racy: pieces each halo message travels in")
       ->capture_default_str();
   app.add_option("--idle", idle,
-                 "async/racy, a pass in which no new halo value has arrived: yield (give the core up once, then "
-                 "sweep) | spin (sweep at once, as Bethune et al., 2011)")
+                 "async/racy, a sweep after which no new halo value has arrived: " +
+                     core::named_help(core::among(core::idle_policy_names, jacobi_idle)))
       ->capture_default_str();
-  app.add_option("--reduction", reduction, "async/racy convergence test: iallreduce | tree | doubling")
+  app.add_option("--reduction", reduction,
+                 "async/racy convergence test: " + core::named_help(core::among(comm::reduction_names, comm::nonblocking_reductions)))
       ->capture_default_str();
   transport_cli.add(app, s.transport, "", /*inflight=*/true);
   grid_options_.push_back(
@@ -145,8 +149,8 @@ void JacobiCommand::finalise(MPI_Comm comm) {
   s.reduction = comm::parse_reduction(reduction);
   s.idle = core::parse_idle_policy(idle);
   if (s.idle == core::IdlePolicy::skip)
-    throw InputError("--idle skip: a Jacobi sweep keeps converging its block without new halo values (expected spin "
-                     "or yield; skip is for desync schwarz)");
+    throw InputError("--idle skip: a Jacobi sweep keeps converging its block without new halo values (expected " +
+                     core::name_list(core::among(core::idle_policy_names, jacobi_idle)) + "; skip is for desync schwarz)");
   transport_cli.apply(s.transport);
   s.prefetch = detail::parse_auto_choice<solvers::SweepPrefetch>(
       "--prefetch", prefetch, {{"on", solvers::SweepPrefetch::on}, {"off", solvers::SweepPrefetch::off}});
@@ -380,13 +384,7 @@ int JacobiCommand::run_matrix(MPI_Comm comm) {
   const detail::LoadedSystem sys = detail::load_system(comm, system_cli);
   solvers::MatrixJacobiOptions o;
   o.variant = solvers::parse_jacobi_variant(variant);
-  o.mode = solver.mode;
-  o.iteration = solver.iteration;
-  o.transport = solver.transport;
-  o.reduction = solver.reduction;
-  o.halo_period = solver.halo_period;
-  o.racy_chunks = solver.racy_chunks;
-  o.idle = solver.idle;
+  static_cast<solvers::JacobiLoopOptions&>(o) = solver;  // the loop's settings, the grid run's
   o.spectral_steps = spectral_steps;
   std::vector<double> x(sys.b.size(), 0.0);
   // The rows' indices in the file are the order keys: point Jacobi sums each row in the same order

@@ -33,7 +33,7 @@
 #include "desync/problems/poisson3d.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/record.hpp"
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
 #include "desync/run/run_end.hpp"
 #include "desync/solvers/cg/cg.hpp"
 
@@ -42,6 +42,10 @@ namespace desync::run {
 // A named namespace around the file-local one: the run layer builds as one unity translation unit.
 namespace cg_command {
 namespace {
+
+/// --reduction's kinds a Krylov method's dot products take (the tree is the stationary solvers').
+constexpr std::initializer_list<comm::ReductionKind> krylov_reductions = {
+    comm::ReductionKind::blocking, comm::ReductionKind::iallreduce, comm::ReductionKind::doubling};
 
 /// The methods, from the CG family's registry.
 std::vector<MethodInfo> methods() {
@@ -145,7 +149,7 @@ class CgCommand final : public SolverCommand {
   std::string method = solvers::CgOptions{}.method;  // --method (CgOptions's default)
   int restart = solvers::CgOptions{}.restart;        // --restart (the restarting methods)
   std::string pc = "none";                // --pc
-  std::string reduction = "nonblocking";  // --reduction (the methods that overlap their reductions)
+  std::string reduction = "iallreduce";   // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
   detail::SystemCli system_cli;           // --matrix, --rhs, --partition, --partition-seed
   int overlap = 1;                        // --overlap (the subdomain preconditioners)
@@ -221,10 +225,10 @@ void CgCommand::add_options(CLI::App& app) {
                      ->capture_default_str();
   app.add_option("--reduction", reduction,
                  "Methods that overlap their reductions (" + overlapping_methods() +
-                     "): dot products by MPI_Iallreduce overlapped with the preconditioner and the matrix-vector "
-                     "product (nonblocking), by MPI_Allreduce (blocking), or by a non-blocking recursive doubling over "
-                     "point-to-point messages (doubling: log2(P) rounds, advanced by the ghost exchanges and by "
-                     "--progress test's polls)")
+                     "): how their dot products are summed, overlapped with the preconditioner and the matrix-vector "
+                     "product unless blocking (doubling's rounds advance in the ghost exchanges and --progress test's "
+                     "polls; nonblocking: iallreduce's former name), " +
+                     core::named_help(core::among(comm::reduction_names, krylov_reductions)))
       ->capture_default_str();
   problem_opt_ = app.add_option("--problem", problem, "poisson3d | elasticity3d")->capture_default_str();
   system_cli.add(app, "Solve this matrix's system (symmetric positive definite for the CG methods; " +
@@ -240,9 +244,10 @@ void CgCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   operator_opt_ = app.add_option("--operator", operator_kind,
                                  "poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)");
-  app.add_option("--engine", engine, "Ghost exchange: p2p | neighbor | blocking")->capture_default_str();
-  app.add_option("--progress", progress, "Exchange progress during the interior rows: none | test (its polls also advance a --reduction "
-                 "doubling in flight, there and in the preconditioner) | thread")
+  app.add_option("--engine", engine, "Ghost exchange: " + core::named_help(comm::exchange_engine_names))
+      ->capture_default_str();
+  app.add_option("--progress", progress,
+                 "Exchange progress during the interior rows: " + core::named_help(comm::progress_names))
       ->capture_default_str();
   app.add_option("--test-interval", test_interval, "--progress test: rows between MPI_Test calls")
       ->capture_default_str();
@@ -274,10 +279,10 @@ void CgCommand::finalise(MPI_Comm comm) {
     throw InputError("--restart applies to --method " + restarting_methods() + " only");
   s.restart = restart;
   s.pc = solvers::find_pc(pc).name;
-  s.nonblocking = reduction == "nonblocking" || reduction == "doubling";
-  s.doubling = reduction == "doubling";
-  if (!s.nonblocking && reduction != "blocking")
-    throw InputError("--reduction '" + reduction + "': unknown reduction (expected blocking, nonblocking or doubling)");
+  if (reduction == "nonblocking") reduction = "iallreduce";  // the former name, still taken
+  const auto kind = core::parse_named_among(comm::reduction_names, krylov_reductions, reduction, "--reduction", "reduction");
+  s.nonblocking = kind != comm::ReductionKind::blocking;
+  s.doubling = kind == comm::ReductionKind::doubling;
   if (!(rtol > 0) || !std::isfinite(rtol)) throw InputError(fmt::format("--rtol {}: must be > 0", rtol));
   if (!(rtol < 1)) throw InputError(fmt::format("--rtol {}: must be < 1", rtol));
   s.iteration.tol = rtol;

@@ -23,7 +23,7 @@
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/record.hpp"
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
 #include "desync/run/run_end.hpp"
 #include "desync/solvers/pde/pde.hpp"
 

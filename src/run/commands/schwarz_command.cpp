@@ -30,10 +30,10 @@
 #include "desync/linalg/partition.hpp"
 #include "desync/decomposition/cart_grid.hpp"
 #include "desync/decomposition/field.hpp"
-#include "desync/linalg/sparse_cholesky.hpp"
+#include "desync/linalg/local_solver.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/record.hpp"
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
 #include "desync/run/run_end.hpp"
 #include "desync/problems/poisson2d.hpp"
 #include "desync/solvers/schwarz/algebraic.hpp"
@@ -72,6 +72,11 @@ class SchwarzCommand final : public SolverCommand {
  private:
   std::vector<std::pair<std::string, std::string>> effective() const;
   int run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin);
+  /// The algebraic solver's options from the command's (builtin: the grid's alpha as robin).
+  solvers::AlgebraicSchwarzOptions matrix_options(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) const;
+  /// The coarse level's part of the record (rank 0): its set-up and performance lines and details.
+  void describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::AlgebraicSchwarzResult& result,
+                       const solvers::AlgebraicSchwarzOptions& o) const;
   detail::LoadedSystem builtin_system(MPI_Comm comm) const;
   int export_grid_system(MPI_Comm comm);
 
@@ -170,9 +175,10 @@ void SchwarzCommand::add_options(CLI::App& app) {
   max_iters_option = app.get_option("--max-iters");
   app.add_option("--sync-wait", sync_wait, "sync: " + core::named_help(sync_waits))->capture_default_str();
   app.add_option("--idle", idle,
-                 "async, a pass in which no new interface value has arrived: skip (no solve: it would repeat the "
-                 "iterate; yield the core, solve again when values arrive or a vote needs the residual) | yield "
-                 "(give the core up once, then solve) | spin (solve at once, as Yamazaki et al., 2019)")
+                 "async, a pass in which no new interface value has arrived (the local solve would repeat its "
+                 "iterate): " +
+                     core::named_help(core::among(core::idle_policy_names, {core::IdlePolicy::skip, core::IdlePolicy::yield,
+                                                                            core::IdlePolicy::spin})))
       ->capture_default_str();
   transport_cli.add(app, s.transport, "async mode; sync exchanges are two-sided", /*inflight=*/true);
   output.add(app, "Write the solution (.npy: shape (nz, ny, nx), nz = 1 in 2D, or .vti; with --matrix the vector in "
@@ -333,7 +339,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
   return out;
 }
 
-RankFields rank_fields(const solvers::SchwarzResult& r) {
+RankFields rank_fields(const solvers::SchwarzRunResult& r) {
   const auto& s = r.run.stats;
   RankFields f;
   // The delays: the age in iterations of the neighbour values each update used (0: the neighbour's
@@ -502,10 +508,8 @@ detail::LoadedSystem SchwarzCommand::builtin_system(MPI_Comm comm) const {
   return sys;
 }
 
-int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+solvers::AlgebraicSchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, const detail::LoadedSystem& sys,
+                                                                bool builtin) const {
   solvers::AlgebraicSchwarzOptions o;
   o.overlap = solver.overlap;
   // The grid's Robin condition on the 5-point matrix: beta = 1/(1 + alpha h) (algebraic.hpp).
@@ -518,14 +522,94 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   o.coarse_reuse = coarse_reuse;
   o.coarse_fan_in = coarse_fan_in;
   o.local_solver = linalg::parse_local_solver(local_solver);
-  o.mode = solver.mode;
-  o.iteration = solver.iteration;
-  o.transport = solver.transport;
-  o.reduction = solver.reduction;
-  o.tree_termination = solver.tree_termination;
-  o.detect_termination = solver.detect_termination;
-  o.wait_all = solver.wait_all;
-  o.idle = solver.idle;
+  static_cast<solvers::SchwarzLoopOptions&>(o) = solver;  // the loop's settings, the grid run's
+  return o;
+}
+
+/// The per-rank fields of a matrix run: the grid run's (rank_fields, of the results' shared part), the subdomain's size and
+/// set-up, and with a coarse level its work on this rank: corrections applied, coarse solves made
+/// here (async: rank 0), residual sums made (one per coarse cycle), passes held back by
+/// --coarse-reuse, its seconds, and the delays (this rank's iterations between its sum and the
+/// correction built from it).
+RankFields matrix_rank_fields(const solvers::AlgebraicSchwarzResult& result, bool two_level) {
+  RankFields fields = rank_fields(result);  // the grid run's fields
+  fields.integer("extended_rows", result.extended_rows).number("setup_seconds", result.setup_seconds);
+  if (!two_level) return fields;
+  const auto& c = result.coarse;
+  fields.integer("coarse_corrections", c.corrections)
+      .integer("coarse_solves", c.solves)
+      .integer("coarse_contributions", c.contributions)
+      .integer("coarse_held", c.held)
+      .number("coarse_seconds", c.seconds)
+      .number("coarse_setup_seconds", result.coarse_setup_seconds)
+      .number("coarse_delay_mean", c.delay.mean())
+      .integer("coarse_delay_max", c.delay.max);
+  return fields;
+}
+
+/// "cholmod-simplicial (3 ranks), umfpack (1 rank)": the ranks' local solvers, counted by kind.
+std::string local_solver_counts(const std::vector<std::string>& names) {
+  std::vector<std::pair<std::string, int>> counts;
+  for (const auto& n : names) {
+    auto f = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == n; });
+    if (f == counts.end()) counts.push_back({n, 1}); else ++f->second;
+  }
+  std::string list;
+  for (const auto& [n, c] : counts) list += fmt::format("{}{} ({} rank{})", list.empty() ? "" : ", ", n, c, c == 1 ? "" : "s");
+  return list;
+}
+
+void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::AlgebraicSchwarzResult& result,
+                                     const solvers::AlgebraicSchwarzOptions& o) const {
+  double coarse_setup = 0, coarse_s = 0, delay_sum = 0;
+  long corrections = 0, solves = 0, held = 0, delay_max = 0;
+  for (const auto& p : r.per_rank) {
+    coarse_setup = std::max(coarse_setup, p.value("coarse_setup_seconds"));
+    coarse_s = std::max(coarse_s, p.value("coarse_seconds"));
+    const auto n = static_cast<long>(p.value("coarse_corrections"));
+    corrections += n;
+    delay_sum += p.value("coarse_delay_mean") * static_cast<double>(n);
+    delay_max = std::max(delay_max, static_cast<long>(p.value("coarse_delay_max")));
+    solves = std::max(solves, static_cast<long>(p.value("coarse_solves")));
+    held += static_cast<long>(p.value("coarse_held"));
+  }
+  const double delay_mean = corrections > 0 ? delay_sum / static_cast<double>(corrections) : 0.0;
+  r.setup_lines.push_back({"coarse level", fmt::format("{}; set-up {:.4f} s (slowest rank)",
+                                                       result.coarse_description, coarse_setup)});
+  r.performance_lines.push_back(
+      {"coarse", solver.asynchronous()
+                     ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
+                                   "max {} iterations, {} passes held (--coarse-reuse {}), tree fan-in {} height {}, "
+                                   "{:.4f} s (slowest rank)",
+                                   solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_fan_in,
+                                   result.coarse.tree_height, coarse_s)
+                     : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, coarse_s)});
+  details["coarse"] = coarse;
+  details["coarse_functions"] = result.coarse_size;
+  details["coarse_nonzeros"] = result.coarse_nonzeros;
+  details["coarse_factor_nonzeros"] = result.coarse_factor_nonzeros;
+  details["coarse_setup_seconds"] = coarse_setup;
+  details["coarse_seconds"] = coarse_s;
+  details["coarse_solves"] = solves;
+  details["coarse_corrections"] = corrections;
+  details["coarse_delay"] = {{"mean", delay_mean}, {"max", delay_max}};
+  details["coarse_held"] = held;
+  details["coarse_reuse"] = coarse_reuse;
+  if (solver.asynchronous()) {
+    details["coarse_fan_in"] = coarse_fan_in;
+    details["coarse_tree_height"] = result.coarse.tree_height;
+  }
+  details["coarse_ranks"] = o.coarse.coarse_ranks;
+  details["near_kernel"] = near_kernel.empty() ? std::string("constant") : "file:" + near_kernel;
+  details["near_kernel_vectors"] = o.coarse.near_kernel.empty() ? 1 : o.coarse.near_kernel.size();
+  details["coarse_solver"] = result.coarse_solver;
+}
+
+int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) {
+  int rank = 0, size = 1;
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &size);
+  const solvers::AlgebraicSchwarzOptions o = matrix_options(comm, sys, builtin);
   std::vector<double> x(sys.b.size(), 0.0);
   const solvers::AlgebraicSchwarzResult result = solvers::solve_algebraic_schwarz(sys.system.A, sys.b, x, o);
 
@@ -543,31 +627,8 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     r.message += " (--coarse-reuse 0 adds each coarse correction to the progress the local solves made since its "
                  "residual was taken, an additive two-level iteration that may diverge; --coarse-reuse 1, the "
                  "default, applies it to the iterate it was computed from)";
-  solvers::SchwarzResult as_grid;  // the per-rank fields of the grid run, from the algebraic result
-  as_grid.run = result.run;
-  as_grid.factor_nonzeros = result.factor_nonzeros;
-  as_grid.factor_seconds = result.factor_seconds;
-  as_grid.spmv_seconds = result.spmv_seconds;
-  as_grid.update_seconds = result.update_seconds;
-  as_grid.solve_seconds = result.solve_seconds;
-  RankFields fields = rank_fields(as_grid);
-  fields.integer("extended_rows", result.extended_rows).number("setup_seconds", result.setup_seconds);
   const bool two_level = o.coarse.two_level();
-  if (two_level) {
-    // The coarse level's work on this rank: corrections applied, coarse solves made here (async:
-    // rank 0), residual sums made (one per coarse cycle), passes held back by --coarse-reuse, its
-    // seconds, and the delays (this rank's iterations between its sum and the correction built from it).
-    const auto& c = result.coarse;
-    fields.integer("coarse_corrections", c.corrections)
-        .integer("coarse_solves", c.solves)
-        .integer("coarse_contributions", c.contributions)
-        .integer("coarse_held", c.held)
-        .number("coarse_seconds", c.seconds)
-        .number("coarse_setup_seconds", result.coarse_setup_seconds)
-        .number("coarse_delay_mean", c.delay.mean())
-        .integer("coarse_delay_max", c.delay.max);
-  }
-  r.per_rank = gather_rank_fields(comm, fields);
+  r.per_rank = gather_rank_fields(comm, matrix_rank_fields(result, two_level));
   detail::gather_rank_histories(r, comm, result.run, solver.asynchronous());
   const auto names = gather_strings(comm, result.local_solver_name);
   const auto reasons = gather_strings(comm, result.local_solver_reason);
@@ -601,64 +662,14 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     } else {
       detail::describe_system(r, details, sys, system_cli);
     }
-    if (two_level) {
-      double coarse_setup = 0, coarse_s = 0, delay_sum = 0;
-      long corrections = 0, solves = 0, held = 0, delay_max = 0;
-      for (const auto& p : r.per_rank) {
-        coarse_setup = std::max(coarse_setup, p.value("coarse_setup_seconds"));
-        coarse_s = std::max(coarse_s, p.value("coarse_seconds"));
-        const auto n = static_cast<long>(p.value("coarse_corrections"));
-        corrections += n;
-        delay_sum += p.value("coarse_delay_mean") * static_cast<double>(n);
-        delay_max = std::max(delay_max, static_cast<long>(p.value("coarse_delay_max")));
-        solves = std::max(solves, static_cast<long>(p.value("coarse_solves")));
-        held += static_cast<long>(p.value("coarse_held"));
-      }
-      const double delay_mean = corrections > 0 ? delay_sum / static_cast<double>(corrections) : 0.0;
-      r.setup_lines.push_back({"coarse level", fmt::format("{}; set-up {:.4f} s (slowest rank)",
-                                                           result.coarse_description, coarse_setup)});
-      r.performance_lines.push_back(
-          {"coarse", solver.asynchronous()
-                         ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
-                                       "max {} iterations, {} passes held (--coarse-reuse {}), tree fan-in {} height {}, "
-                                       "{:.4f} s (slowest rank)",
-                                       solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_fan_in,
-                                       result.coarse.tree_height, coarse_s)
-                         : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, coarse_s)});
-      details["coarse"] = coarse;
-      details["coarse_functions"] = result.coarse_size;
-      details["coarse_nonzeros"] = result.coarse_nonzeros;
-      details["coarse_factor_nonzeros"] = result.coarse_factor_nonzeros;
-      details["coarse_setup_seconds"] = coarse_setup;
-      details["coarse_seconds"] = coarse_s;
-      details["coarse_solves"] = solves;
-      details["coarse_corrections"] = corrections;
-      details["coarse_delay"] = {{"mean", delay_mean}, {"max", delay_max}};
-      details["coarse_held"] = held;
-      details["coarse_reuse"] = coarse_reuse;
-      if (solver.asynchronous()) {
-        details["coarse_fan_in"] = coarse_fan_in;
-        details["coarse_tree_height"] = result.coarse.tree_height;
-      }
-      details["coarse_ranks"] = o.coarse.coarse_ranks;
-      details["near_kernel"] = near_kernel.empty() ? std::string("constant") : "file:" + near_kernel;
-      details["near_kernel_vectors"] = o.coarse.near_kernel.empty() ? 1 : o.coarse.near_kernel.size();
-      details["coarse_solver"] = result.coarse_solver;
-    } else {
+    if (two_level)
+      describe_coarse(r, details, result, o);
+    else
       details["coarse"] = "none";
-    }
     r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each", solver.overlap,
                                                        robin, ext_min, ext_max)});
-    // The local solvers, counted by kind: "cholmod-simplicial (3 ranks), umfpack (1 rank)".
-    std::vector<std::pair<std::string, int>> counts;
-    for (const auto& n : names) {
-      auto f = std::find_if(counts.begin(), counts.end(), [&](const auto& c) { return c.first == n; });
-      if (f == counts.end()) counts.push_back({n, 1}); else ++f->second;
-    }
-    std::string list;
-    for (const auto& [n, c] : counts) list += fmt::format("{}{} ({} rank{})", list.empty() ? "" : ", ", n, c, c == 1 ? "" : "s");
     r.setup_lines.push_back({"local solves", fmt::format("{}; {} nonzeros in the factors (all ranks), {:.4f} s (slowest rank)",
-                                                         list, nnz, factor_s)});
+                                                         local_solver_counts(names), nnz, factor_s)});
     details["overlap"] = solver.overlap;
     details["robin"] = robin;
     details["termination"] = termination;

@@ -19,11 +19,7 @@ void register_all_cg_methods(CgMethodRegistry& registry) {
 }
 
 const CgMethodRegistry& cg_method_registry() {
-  static const CgMethodRegistry registry = [] {  // not core:: template code: see core/registry.hpp
-    CgMethodRegistry r;
-    register_all_cg_methods(r);
-    return r;
-  }();
+  static const CgMethodRegistry registry = core::built(&register_all_cg_methods);  // a static here, not in core: core/registry.hpp
   return registry;
 }
 

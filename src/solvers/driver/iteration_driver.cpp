@@ -214,36 +214,24 @@ StopReason IterationDriver::run_sync_untested(LocalIteration& local, std::int64_
   return it >= opt_.iteration.max_iters ? StopReason::max_iters : StopReason::time_limit;
 }
 
-// Bethune et al. (2011), 3.1.2 and 3.1.3: never waits for a neighbour; the convergence test is a non-blocking
-// reduction restarted as soon as the previous one completes (and check_every iterations after the
-// previous start). Yamazaki et al. (2019), 4.2 (one-sided push of the newest interface values) and 4.3
-// (asynchronous binary-tree termination: --reduction tree).
-void IterationDriver::run_async(LocalIteration& local) {
-  auto& st = result_.stats;
-  local.open_exchange(IterationPhase::main, /*synchronous=*/false);
+/// run_async's state between passes.
+struct IterationDriver::AsyncState {
   // The votes travel either in repeated non-blocking reductions or, once per rank, up the
-  // termination tree. Without termination detection there are no votes: one reduction, a
-  // non-blocking barrier that a rank enters at its own limit, ends the phase (recursive doubling
+  // termination tree. Without termination detection (untested) there are no votes: one reduction,
+  // a non-blocking barrier that a rank enters at its own limit, ends the phase (recursive doubling
   // over point-to-point messages, log2 P rounds advanced by this rank's tests: a simulated
   // cluster's MPI_Iallreduce is all-to-all).
-  const bool untested = !opt_.detect_termination;
+  bool untested = false;
   bool entered_end = false;  // untested: this rank is in the barrier
   std::unique_ptr<comm::NonblockingReduction> reduction;
   std::unique_ptr<comm::TreeTermination> tree;
-  if (untested)
-    reduction = comm::make_reduction(comm::ReductionKind::doubling, comm_, 1);
-  else if (opt_.tree_termination)
-    tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);
-  else
-    reduction = comm::make_reduction(opt_.reduction, comm_, vote_count);
-  const bool may_skip = opt_.idle == IdlePolicy::skip && local.update_repeats_without_new_data();
+  bool may_skip = false;  // IdlePolicy::skip, and the update depends on the external values alone
   std::int64_t it = 0;
   bool local_done = false;  // reached max_iters or time_limit: wait for the global decision
   core::PollBackoff waiting, held_wait;
   bool non_finite = false;
   bool fresh_residual = false;  // this iteration's update computed a local residual that counts
-  // Before any residual counts: this rank's part of the initial guess's true residual.
-  double last_local_sq = initial_local_sq_;
+  double last_local_sq = 0;     // the last local residual^2 (first: this rank's part of the initial guess's)
   // Which local residuals count. The residual an update computes is that of the current iterate
   // with the external values installed now. If some neighbour has sent nothing new since the
   // iterate was computed, that residual measures how well this rank solved for values it already
@@ -267,171 +255,207 @@ void IterationDriver::run_async(LocalIteration& local) {
   // Passes held back by the solver (may_update) count neither as iterations nor as rest, so no limit
   // ends them: the watchdog does, if they never end (a coarse correction that never comes).
   std::optional<core::WaitScope> held_back;
-  // A stop on the test is confirmed by the true residual of the current iterate (synchronous,
-  // collective: every rank reads the same decision). The test reads local residuals against values
-  // their neighbours may have changed since; when the true residual refutes it, the phase goes on
-  // with the test started afresh (the minimum-residual rule forgets its minima), at most
-  // max_refuted_stops times; then the stop stands and the record says the true residual is above
-  // the tolerance (run::finish_run).
-  const auto confirmed = [&](StopReason stop) {
-    if (stop != StopReason::converged || st.refuted_stops >= max_refuted_stops) return true;
-    core::Stopwatch t_true;
-    local.settle();  // the iterate the phase would end with (close_exchange() changes it no more)
-    const double r = true_residual();
-    st.time.reduction += t_true.seconds();
-    if (r <= opt_.iteration.tol) return true;
-    ++st.refuted_stops;
-    min_local_sq_ = HUGE_VAL;
-    return false;
-  };
-  // The iteration limit: max_iters updates, or (skip) max_iters passes in a row without one.
-  const auto at_iteration_limit = [&] { return it >= opt_.iteration.max_iters || rest_passes >= opt_.iteration.max_iters; };
-  for (;;) {
-    if (!local_done) {
-      core::Stopwatch t_halo;
-      // Skip: an iterate that a repeat reproduced, or a skipped pass kept, went out already (sending
-      // it again would only make the neighbours repeat their updates), unless a send found no slot.
-      if (skipping || (may_skip && repeated) ? resend : it % opt_.exchange_period == 0) {
-        const long skipped_sends = local.exchange_stats().sends_skipped;
-        local.push(it);
-        resend = local.exchange_stats().sends_skipped != skipped_sends;
-      }
-      local.pull(it);  // the newest external values that have arrived
-      st.time.halo += t_halo.seconds();
-      const long received = local.exchange_stats().messages_received;
-      const bool idle = received_at_update >= 0 && received == received_at_update;
-      const bool perturbing = noise_.perturb_now(it);
-      const long round = local.exchange_stats().rounds;
-      const bool new_round = round > round_at_update;  // news from every neighbour since the last update
-      const bool test_open = !untested && (tree ? !tree->voted() : !reduction->active());  // a vote can go out
-      // At rest: an update would reproduce the iterate and its residual would not count, so it is
-      // skipped; unless a round came without a message (no neighbour sends here) while a test is
-      // open: then one update computes the residual that counts.
-      const bool at_rest = may_skip && idle && !perturbing && !(new_round && test_open);
-      const bool held = !local.may_update();  // the solver holds this update back
-      if (!held)
-        held_back.reset();
-      else if (!held_back)
-        held_back.emplace("the solver to let it update again (a two-level Schwarz rank holding its local solves "
-                          "for a newer coarse correction, --coarse-reuse)");
-      skipping = held || at_rest;
-      if (idle) {
-        ++st.idle_passes;
-        // Nothing new: give the core up once, so that a rank sharing it (more ranks than cores)
-        // runs; where every rank has its own core this returns at once.
-        if (opt_.idle != IdlePolicy::spin) std::this_thread::yield();
-      }
-      if (skipping) {
-        // A rank that rests max_iters passes in a row stops as at max_iters: --max-iters bounds a
-        // run whose ranks all rest.
-        fresh_residual = false;
-        if (!held) ++rest_passes;  // a held pass waits for the solver, not for news: it does not count
-        if (held) {
-          // Only polls until the solver lets it update: give the core up (a rank sharing it may be
-          // the one awaited) and, on a simulated cluster, let the clock move on (core::PollBackoff).
-          if (!idle && opt_.idle != IdlePolicy::spin) std::this_thread::yield();
-          held_wait.idle();
-        }
-        if (at_iteration_limit() || over_time()) local_done = true;
-      } else {
-        rest_passes = 0;
-        held_wait = core::PollBackoff();  // the next hold starts its backoff afresh
-        received_at_update = received;
-        round_at_update = round;
-        perturb(local, it);
-        fresh_residual = new_round && !untested && (tree || !reduction->active()) && it >= next_test_;
-        async_update(local, it, fresh_residual, last_local_sq);
-        non_finite = non_finite || !std::isfinite(last_local_sq);
-        repeated = idle;
-        local.advance();
-        ++it;
-        if (at_iteration_limit() || over_time()) local_done = true;
-      }
-    } else {
-      fresh_residual = false;
-      held_back.reset();  // scopes close in the reverse order of opening
-      // Keep receiving so that neighbours' sends complete; no new updates. Nothing else to do
-      // until the decision comes: on a simulated cluster the clock moves on (core::PollBackoff).
-      if (!awaiting_decision)
-        awaiting_decision.emplace(untested ? "the other ranks to reach their --max-iters or --time-limit"
-                                           : "the other ranks' votes to stop (it is at --max-iters or --time-limit)");
-      core::Stopwatch t_halo;
-      local.pull(it);
-      waiting.idle();
-      if (opt_.idle != IdlePolicy::spin) std::this_thread::yield();
-      st.time.halo += t_halo.seconds();
-    }
 
-    core::Stopwatch t_red;
-    if (untested) {
-      if (local_done && !entered_end) {
-        const double here = 1;
-        reduction->start(std::span<const double>(&here, 1));
-        entered_end = true;
-      }
-      const bool ended = entered_end && reduction->test();
-      st.time.reduction += t_red.seconds();
-      if (ended) {
-        result_.stop = at_iteration_limit() ? StopReason::max_iters : StopReason::time_limit;  // this rank's own
-        break;
-      }
-      continue;
-    }
-    if (tree) {
-      // Yamazaki et al. (2019), section 4.3: vote once, when locally converged by the minimum-
-      // residual rule; a rank at a limit or failing (non-finite, or its own residual alone beyond
-      // the divergence safeguard) votes too, so that the decision comes and names why.
-      if (!tree->voted()) {
-        const bool converged = fresh_residual && locally_converged(last_local_sq, true);
-        const bool diverging = fresh_residual && std::sqrt(last_local_sq) / source_norm_ >
-                                                     opt_.iteration.divergence_factor * initial_residual_;
-        if (converged || diverging || non_finite || local_done) {
-          double votes[vote_count];
-          fill_votes(votes, last_local_sq, at_iteration_limit(), over_time(), non_finite, converged);
-          tree->vote(votes);
-        }
-      }
-      const bool decided = tree->test();
-      st.time.reduction += t_red.seconds();
-      if (decided) {
-        ++st.reductions;
-        double votes[vote_count];
-        std::copy(tree->result().begin(), tree->result().end(), votes);
-        // Every rank voted, each for a reason decide() reads: it always names one.
-        result_.stop = decide(votes, it).value_or(StopReason::max_iters);
-        // Closed before the collective true residual: closing completes the decision's way down the
-        // tree (under the overlap schemes its puts wait for the next call on their channels).
-        tree->close();
-        if (confirmed(result_.stop)) break;
-        tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);  // a test afresh
-      }
-      continue;
-    }
-    if (!reduction->active() && (fresh_residual || local_done)) {
-      double votes[vote_count];
-      // (A vote without a fresh residual, at a limit, reads the local state as it stands.)
-      fill_votes(votes, last_local_sq, at_iteration_limit(), over_time(), non_finite,
-                 locally_converged(fresh_residual ? last_local_sq : HUGE_VAL, true));
-      reduction->start(votes);
-    }
-    const bool done = reduction->test();
-    st.time.reduction += t_red.seconds();
-    if (done) {
-      if (const auto stop = completed_test(*reduction, it)) {
-        result_.stop = *stop;
-        if (confirmed(*stop)) break;
-      }
-    }
+  /// The iteration limit: max_iters updates, or (skip) max_iters passes in a row without one.
+  bool at_iteration_limit(std::int64_t max_iters) const { return it >= max_iters || rest_passes >= max_iters; }
+};
+
+// A stop on the test is confirmed by the true residual of the current iterate (synchronous,
+// collective: every rank reads the same decision). The test reads local residuals against values
+// their neighbours may have changed since; when the true residual refutes it, the phase goes on
+// with the test started afresh (the minimum-residual rule forgets its minima), at most
+// max_refuted_stops times; then the stop stands and the record says the true residual is above
+// the tolerance (run::finish_run).
+bool IterationDriver::confirmed(LocalIteration& local, StopReason stop) {
+  auto& st = result_.stats;
+  if (stop != StopReason::converged || st.refuted_stops >= max_refuted_stops) return true;
+  core::Stopwatch t_true;
+  local.settle();  // the iterate the phase would end with (close_exchange() changes it no more)
+  const double r = true_residual();
+  st.time.reduction += t_true.seconds();
+  if (r <= opt_.iteration.tol) return true;
+  ++st.refuted_stops;
+  min_local_sq_ = HUGE_VAL;
+  return false;
+}
+
+// Bethune et al. (2011), 3.1.2 and 3.1.3: never waits for a neighbour; the convergence test is a non-blocking
+// reduction restarted as soon as the previous one completes (and check_every iterations after the
+// previous start). Yamazaki et al. (2019), 4.2 (one-sided push of the newest interface values) and 4.3
+// (asynchronous binary-tree termination: --reduction tree).
+void IterationDriver::run_async(LocalIteration& local) {
+  auto& st = result_.stats;
+  local.open_exchange(IterationPhase::main, /*synchronous=*/false);
+  AsyncState loop;
+  loop.untested = !opt_.detect_termination;
+  if (loop.untested)
+    loop.reduction = comm::make_reduction(comm::ReductionKind::doubling, comm_, 1);
+  else if (opt_.tree_termination)
+    loop.tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);
+  else
+    loop.reduction = comm::make_reduction(opt_.reduction, comm_, vote_count);
+  loop.may_skip = opt_.idle == IdlePolicy::skip && local.update_repeats_without_new_data();
+  loop.last_local_sq = initial_local_sq_;
+  for (;;) {
+    if (!loop.local_done)
+      async_pass(local, loop);
+    else
+      async_await_decision(local, loop);
+    if (async_terminate(local, loop)) break;
   }
   core::Stopwatch t_finish;
-  if (tree)
-    tree->close();
+  if (loop.tree)
+    loop.tree->close();
   else
-    reduction->finish();
+    loop.reduction->finish();
   local.close_exchange();
   st.time.finish += t_finish.seconds();
-  st.iterations = it;
+  st.iterations = loop.it;
   st.halo = local.exchange_stats();
+}
+
+void IterationDriver::async_pass(LocalIteration& local, AsyncState& loop) {
+  auto& st = result_.stats;
+  const std::int64_t max_iters = opt_.iteration.max_iters;
+  core::Stopwatch t_halo;
+  // Skip: an iterate that a repeat reproduced, or a skipped pass kept, went out already (sending
+  // it again would only make the neighbours repeat their updates), unless a send found no slot.
+  if (loop.skipping || (loop.may_skip && loop.repeated) ? loop.resend : loop.it % opt_.exchange_period == 0) {
+    const long skipped_sends = local.exchange_stats().sends_skipped;
+    local.push(loop.it);
+    loop.resend = local.exchange_stats().sends_skipped != skipped_sends;
+  }
+  local.pull(loop.it);  // the newest external values that have arrived
+  st.time.halo += t_halo.seconds();
+  const long received = local.exchange_stats().messages_received;
+  const bool idle = loop.received_at_update >= 0 && received == loop.received_at_update;
+  const bool perturbing = noise_.perturb_now(loop.it);
+  const long round = local.exchange_stats().rounds;
+  const bool new_round = round > loop.round_at_update;  // news from every neighbour since the last update
+  const bool test_open =
+      !loop.untested && (loop.tree ? !loop.tree->voted() : !loop.reduction->active());  // a vote can go out
+  // At rest: an update would reproduce the iterate and its residual would not count, so it is
+  // skipped; unless a round came without a message (no neighbour sends here) while a test is
+  // open: then one update computes the residual that counts.
+  const bool at_rest = loop.may_skip && idle && !perturbing && !(new_round && test_open);
+  const bool held = !local.may_update();  // the solver holds this update back
+  if (!held)
+    loop.held_back.reset();
+  else if (!loop.held_back)
+    loop.held_back.emplace("the solver to let it update again (a two-level Schwarz rank holding its local solves "
+                           "for a newer coarse correction, --coarse-reuse)");
+  loop.skipping = held || at_rest;
+  if (idle) {
+    ++st.idle_passes;
+    // Nothing new: give the core up once, so that a rank sharing it (more ranks than cores)
+    // runs; where every rank has its own core this returns at once.
+    if (opt_.idle != IdlePolicy::spin) std::this_thread::yield();
+  }
+  if (loop.skipping) {
+    // A rank that rests max_iters passes in a row stops as at max_iters: --max-iters bounds a
+    // run whose ranks all rest.
+    loop.fresh_residual = false;
+    if (!held) ++loop.rest_passes;  // a held pass waits for the solver, not for news: it does not count
+    if (held) {
+      // Only polls until the solver lets it update: give the core up (a rank sharing it may be
+      // the one awaited) and, on a simulated cluster, let the clock move on (core::PollBackoff).
+      if (!idle && opt_.idle != IdlePolicy::spin) std::this_thread::yield();
+      loop.held_wait.idle();
+    }
+  } else {
+    loop.rest_passes = 0;
+    loop.held_wait = core::PollBackoff();  // the next hold starts its backoff afresh
+    loop.received_at_update = received;
+    loop.round_at_update = round;
+    perturb(local, loop.it);
+    loop.fresh_residual =
+        new_round && !loop.untested && (loop.tree || !loop.reduction->active()) && loop.it >= next_test_;
+    async_update(local, loop.it, loop.fresh_residual, loop.last_local_sq);
+    loop.non_finite = loop.non_finite || !std::isfinite(loop.last_local_sq);
+    loop.repeated = idle;
+    local.advance();
+    ++loop.it;
+  }
+  if (loop.at_iteration_limit(max_iters) || over_time()) loop.local_done = true;
+}
+
+void IterationDriver::async_await_decision(LocalIteration& local, AsyncState& loop) {
+  loop.fresh_residual = false;
+  loop.held_back.reset();  // scopes close in the reverse order of opening
+  // Keep receiving so that neighbours' sends complete; no new updates. Nothing else to do
+  // until the decision comes: on a simulated cluster the clock moves on (core::PollBackoff).
+  if (!loop.awaiting_decision)
+    loop.awaiting_decision.emplace(loop.untested
+                                       ? "the other ranks to reach their --max-iters or --time-limit"
+                                       : "the other ranks' votes to stop (it is at --max-iters or --time-limit)");
+  core::Stopwatch t_halo;
+  local.pull(loop.it);
+  loop.waiting.idle();
+  if (opt_.idle != IdlePolicy::spin) std::this_thread::yield();
+  result_.stats.time.halo += t_halo.seconds();
+}
+
+bool IterationDriver::async_terminate(LocalIteration& local, AsyncState& loop) {
+  auto& st = result_.stats;
+  const std::int64_t max_iters = opt_.iteration.max_iters;
+  core::Stopwatch t_red;
+  if (loop.untested) {
+    if (loop.local_done && !loop.entered_end) {
+      const double here = 1;
+      loop.reduction->start(std::span<const double>(&here, 1));
+      loop.entered_end = true;
+    }
+    const bool ended = loop.entered_end && loop.reduction->test();
+    st.time.reduction += t_red.seconds();
+    if (ended)
+      result_.stop = loop.at_iteration_limit(max_iters) ? StopReason::max_iters : StopReason::time_limit;  // its own
+    return ended;
+  }
+  if (loop.tree) {
+    // Yamazaki et al. (2019), section 4.3: vote once, when locally converged by the minimum-
+    // residual rule; a rank at a limit or failing (non-finite, or its own residual alone beyond
+    // the divergence safeguard) votes too, so that the decision comes and names why.
+    if (!loop.tree->voted()) {
+      const bool converged = loop.fresh_residual && locally_converged(loop.last_local_sq, true);
+      const bool diverging = loop.fresh_residual && std::sqrt(loop.last_local_sq) / source_norm_ >
+                                                        opt_.iteration.divergence_factor * initial_residual_;
+      if (converged || diverging || loop.non_finite || loop.local_done) {
+        double votes[vote_count];
+        fill_votes(votes, loop.last_local_sq, loop.at_iteration_limit(max_iters), over_time(), loop.non_finite,
+                   converged);
+        loop.tree->vote(votes);
+      }
+    }
+    const bool decided = loop.tree->test();
+    st.time.reduction += t_red.seconds();
+    if (!decided) return false;
+    ++st.reductions;
+    double votes[vote_count];
+    std::copy(loop.tree->result().begin(), loop.tree->result().end(), votes);
+    // Every rank voted, each for a reason decide() reads: it always names one.
+    result_.stop = decide(votes, loop.it).value_or(StopReason::max_iters);
+    // Closed before the collective true residual: closing completes the decision's way down the
+    // tree (under the overlap schemes its puts wait for the next call on their channels).
+    loop.tree->close();
+    if (confirmed(local, result_.stop)) return true;
+    loop.tree = std::make_unique<comm::TreeTermination>(comm_, vote_count, opt_.termination_transport);  // afresh
+    return false;
+  }
+  if (!loop.reduction->active() && (loop.fresh_residual || loop.local_done)) {
+    double votes[vote_count];
+    // (A vote without a fresh residual, at a limit, reads the local state as it stands.)
+    fill_votes(votes, loop.last_local_sq, loop.at_iteration_limit(max_iters), over_time(), loop.non_finite,
+               locally_converged(loop.fresh_residual ? loop.last_local_sq : HUGE_VAL, true));
+    loop.reduction->start(votes);
+  }
+  const bool done = loop.reduction->test();
+  st.time.reduction += t_red.seconds();
+  if (done)
+    if (const auto stop = completed_test(*loop.reduction, loop.it)) {
+      result_.stop = *stop;
+      if (confirmed(local, *stop)) return true;
+    }
+  return false;
 }
 
 void IterationDriver::async_update(LocalIteration& local, std::int64_t it, bool want_residual, double& local_sq) {

@@ -13,7 +13,7 @@
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/linalg/ghost_requests.hpp"
-#include "desync/linalg/sparse_cholesky.hpp"
+#include "desync/linalg/local_solver.hpp"
 #include "desync/communication/sparse_alltoall.hpp"
 
 namespace desync::solvers {
@@ -94,101 +94,171 @@ std::int32_t position(const std::vector<Index>& sorted, Index g) {
   return it != sorted.end() && *it == g ? static_cast<std::int32_t>(it - sorted.begin()) : -1;
 }
 
-}  // namespace
-
-OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const OverlapOptions& o)
-    : comm_(A.comm), opt_(o) {
+/// The input checks of the construction (every rank alike): the options, and the layout the
+/// construction relies on (this rank's rows as row_offsets says, columns ascending).
+void check_input(MPI_Comm comm, int rank, const DistributedCsr& A, const OverlapOptions& o) {
   int nranks = 1;
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &nranks);
-  agree_or_throw(comm_, o.overlap >= 0, fmt::format("--overlap {}: must be >= 0", o.overlap));
-  agree_or_throw(comm_, o.robin >= 0 && o.robin < 1, fmt::format("--robin {}: must be in [0, 1)", o.robin));
-  agree_or_throw(comm_, A.block_size == 1,
+  MPI_Comm_size(comm, &nranks);
+  agree_or_throw(comm, o.overlap >= 0, fmt::format("--overlap {}: must be >= 0", o.overlap));
+  agree_or_throw(comm, o.robin >= 0 && o.robin < 1, fmt::format("--robin {}: must be in [0, 1)", o.robin));
+  agree_or_throw(comm, A.block_size == 1,
                  fmt::format("overlapping subdomains: block size {}, only 1 (scalar CSR) is supported", A.block_size));
-  agree_or_throw(comm_, A.row_offsets.size() == static_cast<std::size_t>(nranks) + 1,
+  agree_or_throw(comm, A.row_offsets.size() == static_cast<std::size_t>(nranks) + 1,
                  "overlapping subdomains: row_offsets must have one entry per rank plus one");
-  agree_or_throw(comm_, A.local_block_rows() > 0,
-                 fmt::format("rank {} owns no row: more ranks than rows ({})", rank_, A.global_rows()));
+  agree_or_throw(comm, A.local_block_rows() > 0,
+                 fmt::format("rank {} owns no row: more ranks than rows ({})", rank, A.global_rows()));
+  const Index first = A.row_offsets[static_cast<std::size_t>(rank)];
+  const Index owned = A.local_block_rows();
+  std::string bad;
+  if (A.row_offsets[static_cast<std::size_t>(rank) + 1] - first != owned || A.row_ptr.front() != 0 ||
+      A.row_ptr.back() != static_cast<Index>(A.col.size()) || A.val.size() != A.col.size())
+    bad = fmt::format("rank {}: the matrix's rows do not match its row_offsets", rank);
+  for (Index k = 0; k < owned && bad.empty(); ++k)
+    for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
+      const Index c = A.col[static_cast<std::size_t>(p)];
+      if (c < 0 || c >= A.global_rows() || (p > A.row_ptr[static_cast<std::size_t>(k)] && c <= A.col[static_cast<std::size_t>(p) - 1])) {
+        bad = fmt::format("row {}: columns must lie in [0, {}) and ascend", first + k, A.global_rows());
+        break;
+      }
+    }
+  agree_or_throw(comm, bad.empty(), "overlapping subdomains: " + bad);
+}
+
+/// Collective: the graph of A + A^T on the owned rows (rows first.., neighbours other than the row
+/// itself, ascending): A's columns, and each entry a_ji of another rank's row j (or of ours)
+/// reported to the owner of i.
+Rows symmetric_adjacency(MPI_Comm comm, const DistributedCsr& A, Index first, Index owned) {
   const auto& offsets = A.row_offsets;
-  const Index first = offsets[static_cast<std::size_t>(rank_)];
-  owned_ = A.local_block_rows();
-  {  // the layout the construction relies on: this rank's rows as row_offsets says, columns ascending
-    std::string bad;
-    if (offsets[static_cast<std::size_t>(rank_) + 1] - first != owned_ || A.row_ptr.front() != 0 ||
-        A.row_ptr.back() != static_cast<Index>(A.col.size()) || A.val.size() != A.col.size())
-      bad = fmt::format("rank {}: the matrix's rows do not match its row_offsets", rank_);
-    for (Index k = 0; k < owned_ && bad.empty(); ++k)
-      for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
-        const Index c = A.col[static_cast<std::size_t>(p)];
-        if (c < 0 || c >= A.global_rows() || (p > A.row_ptr[static_cast<std::size_t>(k)] && c <= A.col[static_cast<std::size_t>(p) - 1])) {
-          bad = fmt::format("row {}: columns must lie in [0, {}) and ascend", first + k, A.global_rows());
-          break;
-        }
-      }
-    agree_or_throw(comm_, bad.empty(), "overlapping subdomains: " + bad);
-  }
-  const Index last = first + owned_;
-  auto is_owned = [&](Index g) { return g >= first && g < last; };
-
-  // The graph of A + A^T on the owned rows: A's columns, and each entry a_ji of another rank's row
-  // j (or of ours) reported to the owner of i.
-  Rows adjacency;  // owned rows, neighbours other than the row itself, ascending
-  {
-    std::vector<int> count(static_cast<std::size_t>(nranks), 0), in(count.size(), 0);
-    std::vector<std::vector<Index>> pairs(count.size());  // (column, row) to the column's owner
-    for (Index k = 0; k < owned_; ++k)
-      for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
-        const Index c = A.col[static_cast<std::size_t>(p)];
-        if (c == first + k) continue;
-        auto& to = pairs[static_cast<std::size_t>(owner_of(offsets, c))];
-        to.push_back(c);
-        to.push_back(first + k);
-      }
-    std::vector<Index> out;
-    for (std::size_t q = 0; q < pairs.size(); ++q) {
-      count[q] = static_cast<int>(pairs[q].size());
-      out.insert(out.end(), pairs[q].begin(), pairs[q].end());
+  Rows adjacency;
+  std::vector<int> count(offsets.size() - 1, 0), in(count.size(), 0);
+  std::vector<std::vector<Index>> pairs(count.size());  // (column, row) to the column's owner
+  for (Index k = 0; k < owned; ++k)
+    for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {
+      const Index c = A.col[static_cast<std::size_t>(p)];
+      if (c == first + k) continue;
+      auto& to = pairs[static_cast<std::size_t>(owner_of(offsets, c))];
+      to.push_back(c);
+      to.push_back(first + k);
     }
-    comm::sparse_alltoall(count.data(), in.data(), comm_);
-    const auto od = displacements(count), id = displacements(in);
-    std::vector<Index> got(static_cast<std::size_t>(id.back()));
-    comm::sparse_alltoallv(out.data(), count.data(), od.data(), MPI_INT64_T, got.data(), in.data(), id.data(), MPI_INT64_T,
-                  comm_);
-    std::vector<std::vector<Index>> nb(static_cast<std::size_t>(owned_));
-    for (Index k = 0; k < owned_; ++k)
-      for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p)
-        if (A.col[static_cast<std::size_t>(p)] != first + k)
-          nb[static_cast<std::size_t>(k)].push_back(A.col[static_cast<std::size_t>(p)]);
-    for (std::size_t m = 0; m + 1 < got.size(); m += 2) nb[static_cast<std::size_t>(got[m] - first)].push_back(got[m + 1]);
-    for (auto& v : nb) {
-      std::sort(v.begin(), v.end());
-      v.erase(std::unique(v.begin(), v.end()), v.end());
-      adjacency.col.insert(adjacency.col.end(), v.begin(), v.end());
-      adjacency.ptr.push_back(static_cast<Index>(adjacency.col.size()));
-    }
+  std::vector<Index> out;
+  for (std::size_t q = 0; q < pairs.size(); ++q) {
+    count[q] = static_cast<int>(pairs[q].size());
+    out.insert(out.end(), pairs[q].begin(), pairs[q].end());
   }
+  comm::sparse_alltoall(count.data(), in.data(), comm);
+  const auto od = displacements(count), id = displacements(in);
+  std::vector<Index> got(static_cast<std::size_t>(id.back()));
+  comm::sparse_alltoallv(out.data(), count.data(), od.data(), MPI_INT64_T, got.data(), in.data(), id.data(), MPI_INT64_T,
+                         comm);
+  std::vector<std::vector<Index>> nb(static_cast<std::size_t>(owned));
+  for (Index k = 0; k < owned; ++k)
+    for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p)
+      if (A.col[static_cast<std::size_t>(p)] != first + k)
+        nb[static_cast<std::size_t>(k)].push_back(A.col[static_cast<std::size_t>(p)]);
+  for (std::size_t m = 0; m + 1 < got.size(); m += 2) nb[static_cast<std::size_t>(got[m] - first)].push_back(got[m + 1]);
+  for (auto& v : nb) {
+    std::sort(v.begin(), v.end());
+    v.erase(std::unique(v.begin(), v.end()), v.end());
+    adjacency.col.insert(adjacency.col.end(), v.begin(), v.end());
+    adjacency.ptr.push_back(static_cast<Index>(adjacency.col.size()));
+  }
+  return adjacency;
+}
 
-  // Omega_p: `overlap` layers of graph distance around the owned rows. Each layer is the
-  // neighbours of the previous one not yet in the set; the adjacency of a layer's rows not owned
-  // here is fetched from their owners (every rank the same number of rounds).
-  for (Index g = first; g < last; ++g) rows_.push_back(g);
-  std::vector<Index> frontier = rows_;
+/// Collective: Omega_p, the owned rows [first, first + owned) and `overlap` layers of graph
+/// distance around them, ascending. Each layer is the neighbours of the previous one not yet in the
+/// set; the adjacency of a layer's rows not owned here is fetched from their owners (every rank the
+/// same number of rounds).
+std::vector<Index> overlap_rows(MPI_Comm comm, const std::vector<Index>& offsets, Index first, Index owned,
+                                const Rows& adjacency, int overlap) {
+  std::vector<Index> rows;
+  for (Index g = first; g < first + owned; ++g) rows.push_back(g);
+  std::vector<Index> frontier = rows;
   Rows frontier_adj = adjacency;  // rows of `frontier`, in its order
-  for (int layer = 1; layer <= o.overlap; ++layer) {
+  for (int layer = 1; layer <= overlap; ++layer) {
     std::vector<Index> next;
     for (std::size_t f = 0; f < frontier.size(); ++f)
       for (Index p = frontier_adj.ptr[f]; p < frontier_adj.ptr[f + 1]; ++p) {
         const Index c = frontier_adj.col[static_cast<std::size_t>(p)];
-        if (!std::binary_search(rows_.begin(), rows_.end(), c)) next.push_back(c);
+        if (!std::binary_search(rows.begin(), rows.end(), c)) next.push_back(c);
       }
     std::sort(next.begin(), next.end());
     next.erase(std::unique(next.begin(), next.end()), next.end());
-    if (layer < o.overlap) frontier_adj = fetch_rows(comm_, offsets, first, next, adjacency, false);
-    const auto middle = static_cast<std::ptrdiff_t>(rows_.size());
-    rows_.insert(rows_.end(), next.begin(), next.end());
-    std::inplace_merge(rows_.begin(), rows_.begin() + middle, rows_.end());
+    if (layer < overlap) frontier_adj = fetch_rows(comm, offsets, first, next, adjacency, false);
+    const auto middle = static_cast<std::ptrdiff_t>(rows.size());
+    rows.insert(rows.end(), next.begin(), next.end());
+    std::inplace_merge(rows.begin(), rows.begin() + middle, rows.end());
     frontier = std::move(next);
   }
+  return rows;
+}
+
+/// A coupling a_ie of row `row` of Omega_p to a column e outside it.
+struct Dropped {
+  std::int32_t row;
+  Index e;
+  double a;
+};
+
+/// A_p = A(Omega_p, Omega_p) into `matrix`, each dropped coupling a_ie moved onto the diagonal times
+/// robin: (A_p)_ii = a_ii + robin * sum over e not in Omega_p of a_ie. `local`: the owned rows
+/// (Omega_p's rows own_begin.. own_begin + owned), `fetched`: the others in order. Returns the
+/// dropped couplings.
+std::vector<Dropped> assemble_subdomain(const std::vector<Index>& rows, Index own_begin, Index owned, const Rows& local,
+                                        const Rows& fetched, double robin, linalg::LocalCsr& matrix) {
+  std::vector<Dropped> dropped;
+  const auto n = static_cast<Index>(rows.size());
+  matrix.rows = n;
+  matrix.row_ptr.assign(1, 0);
+  for (Index r = 0; r < n; ++r) {
+    const bool own = r >= own_begin && r < own_begin + owned;
+    const Rows& src = own ? local : fetched;
+    const auto k = static_cast<std::size_t>(own ? r - own_begin : (r < own_begin ? r : r - owned));
+    std::vector<std::pair<std::int32_t, double>> entries;
+    double moved = 0;  // sum of the dropped a_ie
+    bool dropped_any = false;
+    for (Index p = src.ptr[k]; p < src.ptr[k + 1]; ++p) {
+      const Index c = src.col[static_cast<std::size_t>(p)];
+      const double v = src.val[static_cast<std::size_t>(p)];
+      const std::int32_t lc = position(rows, c);
+      if (lc >= 0) {
+        entries.push_back({lc, v});
+      } else {
+        dropped.push_back({static_cast<std::int32_t>(r), c, v});
+        moved += v;
+        dropped_any = true;
+      }
+    }
+    if (dropped_any && robin != 0) {
+      auto d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
+      if (d == entries.end()) {
+        entries.push_back({static_cast<std::int32_t>(r), 0.0});
+        std::sort(entries.begin(), entries.end());
+        d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
+      }
+      d->second += robin * moved;  // a_ii += robin * a_ie, summed over the dropped e
+    }
+    for (const auto& [c, v] : entries) {
+      matrix.col.push_back(c);
+      matrix.val.push_back(v);
+    }
+    matrix.row_ptr.push_back(static_cast<Index>(matrix.col.size()));
+  }
+  return dropped;
+}
+
+}  // namespace
+
+OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const OverlapOptions& o)
+    : comm_(A.comm), opt_(o) {
+  MPI_Comm_rank(comm_, &rank_);
+  check_input(comm_, rank_, A, o);
+  const auto& offsets = A.row_offsets;
+  const Index first = offsets[static_cast<std::size_t>(rank_)];
+  owned_ = A.local_block_rows();
+  const Index last = first + owned_;
+  auto is_owned = [&](Index g) { return g >= first && g < last; };
+  rows_ = overlap_rows(comm_, offsets, first, owned_, symmetric_adjacency(comm_, A, first, owned_), o.overlap);
   own_begin_ = position(rows_, first);
   const bool fits = static_cast<Index>(rows_.size()) < std::numeric_limits<std::int32_t>::max() / 2;
   agree_or_throw(comm_, fits, fmt::format("rank {}: its subdomain has too many rows for 32-bit indices", rank_));
@@ -203,51 +273,8 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Overla
   local.val = A.val;
   const Rows fetched = fetch_rows(comm_, offsets, first, remote, local, true);
 
-  // A_p: A(Omega_p, Omega_p), each dropped coupling a_ie moved onto the diagonal times robin:
-  //     (A_p)_ii = a_ii + robin * sum over e not in Omega_p of a_ie.
-  struct Dropped {
-    std::int32_t row;
-    Index e;
-    double a;
-  };
-  std::vector<Dropped> dropped;
+  const std::vector<Dropped> dropped = assemble_subdomain(rows_, own_begin_, owned_, local, fetched, o.robin, matrix_);
   const auto n = static_cast<Index>(rows_.size());
-  matrix_.rows = n;
-  matrix_.row_ptr.assign(1, 0);
-  for (Index r = 0; r < n; ++r) {
-    const bool own = r >= own_begin_ && r < own_begin_ + owned_;
-    const Rows& src = own ? local : fetched;
-    const auto k = static_cast<std::size_t>(own ? r - own_begin_ : (r < own_begin_ ? r : r - owned_));
-    std::vector<std::pair<std::int32_t, double>> entries;
-    double moved = 0;  // sum of the dropped a_ie
-    bool dropped_any = false;
-    for (Index p = src.ptr[k]; p < src.ptr[k + 1]; ++p) {
-      const Index c = src.col[static_cast<std::size_t>(p)];
-      const double v = src.val[static_cast<std::size_t>(p)];
-      const std::int32_t lc = position(rows_, c);
-      if (lc >= 0) {
-        entries.push_back({lc, v});
-      } else {
-        dropped.push_back({static_cast<std::int32_t>(r), c, v});
-        moved += v;
-        dropped_any = true;
-      }
-    }
-    if (dropped_any && o.robin != 0) {
-      auto d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
-      if (d == entries.end()) {
-        entries.push_back({static_cast<std::int32_t>(r), 0.0});
-        std::sort(entries.begin(), entries.end());
-        d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
-      }
-      d->second += o.robin * moved;  // a_ii += robin * a_ie, summed over the dropped e
-    }
-    for (const auto& [c, v] : entries) {
-      matrix_.col.push_back(c);
-      matrix_.val.push_back(v);
-    }
-    matrix_.row_ptr.push_back(static_cast<Index>(matrix_.col.size()));
-  }
 
   // The ghosts: u_e of the dropped couplings, u_i of their rows not owned (robin > 0), and the
   // owned rows' columns not owned (the local residual).

@@ -15,7 +15,7 @@
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
-#include "desync/linalg/sparse_cholesky.hpp"
+#include "desync/linalg/local_solver.hpp"
 #include "desync/problems/laplace3d.hpp"
 #include "desync/problems/poisson2d.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
@@ -256,7 +256,7 @@ class SchwarzRun : public detail::SubdomainIteration {
                    !it.detect_termination && !it.asynchronous && it.iteration.time_limit > 0);
     std::string failure;
     try {
-      chol_.emplace(sub_.matrix);
+      chol_ = linalg::make_local_solver(sub_.matrix, linalg::LocalSolverKind::cholmod);
     } catch (const linalg::FactorisationError& e) {
       failure = fmt::format("rank {}: the subdomain matrix could not be factored: {}", grid.rank(), e.what());
     }
@@ -337,7 +337,7 @@ class SchwarzRun : public detail::SubdomainIteration {
   const SchwarzOptions& opt_;
   SchwarzSubdomain sub_;
   std::vector<double> rhs_;
-  std::optional<linalg::SparseCholesky> chol_;
+  std::unique_ptr<linalg::LocalSolver> chol_;  // CHOLMOD, its own choice of mode
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
   IterationDriver driver_;
 };

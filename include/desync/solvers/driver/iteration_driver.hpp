@@ -254,6 +254,17 @@ class IterationDriver {
  private:
   StopReason run_sync(LocalIteration& local, IterationPhase which, std::int64_t& iterations, TimeSplit& time);
   void run_async(LocalIteration& local);
+  struct AsyncState;  // run_async's state between passes (iteration_driver.cpp)
+  /// One pass of the asynchronous loop before its limit: push, pull, then update or rest.
+  void async_pass(LocalIteration& local, AsyncState& loop);
+  /// A pass at a limit: keep receiving, so that the neighbours' sends complete, until the decision.
+  void async_await_decision(LocalIteration& local, AsyncState& loop);
+  /// The termination's part of a pass (the end barrier, the tree's vote or a reduction of votes):
+  /// true when the phase ends, with result_.stop set.
+  bool async_terminate(LocalIteration& local, AsyncState& loop);
+  /// Whether a stop on the test stands: the true residual of the current iterate (collective)
+  /// confirms it, or the refuted stops are used up.
+  bool confirmed(LocalIteration& local, StopReason stop);
   /// The synchronous main phase without termination detection (see the top of this file).
   StopReason run_sync_untested(LocalIteration& local, std::int64_t& iterations, TimeSplit& time);
   /// One update of the asynchronous loop, timed, with the slow rank's pause; want_residual: into

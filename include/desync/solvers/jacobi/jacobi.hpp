@@ -28,6 +28,7 @@
 #include "desync/core/history.hpp"
 #include "desync/solvers/driver/iteration_result.hpp"
 #include "desync/solvers/iteration_options.hpp"
+#include "desync/solvers/jacobi/jacobi_loop.hpp"
 #include "desync/solvers/jacobi/sweep.hpp"
 
 namespace desync::solvers {
@@ -39,22 +40,8 @@ inline constexpr core::Named<comm::HaloMode> jacobi_modes[] = {
     {comm::HaloMode::racy, "racy", "as async, but halo elements may mix the sender's iterations"},
 };
 
-struct JacobiOptions {
-  comm::HaloMode mode = comm::HaloMode::sync;
-  /// tol is on ||b - A u|| / ||s||, s the source part of b. check_every, async/racy with threads:
-  /// sweeps between a thread's residual updates (omp_jacobi.hpp). The command line's default
-  /// check_every is 100 in every mode (Bethune et al., 2011, Figure 1).
-  IterationOptions iteration;
-  /// How halo channels move data (channel.hpp). max_in_flight is R, halo messages in flight per
-  /// neighbour (async, racy): Bethune et al. (2011) started with 100 and found one buffer fastest
-  /// (section 6.3); docs/results/bethune2011.md measures R = 1 against R = 100.
-  comm::TransportConfig transport;
-  /// async, racy: a pass in which no new halo value has arrived (core::IdlePolicy; skip does not
-  /// apply: a sweep keeps converging the block's interior).
-  core::IdlePolicy idle = core::IdlePolicy::yield;
-  int halo_period = 1;        ///< N: swap halos every N iterations
-  int racy_chunks = 2;        ///< racy: pieces each halo message travels in
-  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async, racy
+/// The grid solver's options: its loop's (JacobiLoopOptions) and its threads and prefetch.
+struct JacobiOptions : JacobiLoopOptions {
   /// OpenMP threads per rank (Bethune et al., 2011, 3.3; see omp_jacobi.hpp). 0: the plain MPI solver, one
   /// thread per rank; T >= 1: each rank's block is split into T slabs along z, one per thread.
   int threads = 0;

@@ -54,6 +54,7 @@
 #include "desync/linalg/local_solver.hpp"
 #include "desync/solvers/driver/iteration_result.hpp"
 #include "desync/solvers/iteration_options.hpp"
+#include "desync/solvers/jacobi/jacobi_loop.hpp"
 
 namespace desync::solvers {
 
@@ -68,16 +69,10 @@ inline JacobiVariant parse_jacobi_variant(const std::string& name) {
   return core::parse_named(jacobi_variant_names, name, "--variant", "Jacobi variant");
 }
 
-struct MatrixJacobiOptions {
+/// The matrix solver's options: its loop's (JacobiLoopOptions, as the grid solver's; mode bounded
+/// is refused) and the variant and the spectral estimate.
+struct MatrixJacobiOptions : JacobiLoopOptions {
   JacobiVariant variant = JacobiVariant::point;
-  comm::HaloMode mode = comm::HaloMode::sync;  ///< sync, async or racy (bounded is refused)
-  /// tol is on ||b - A x|| / ||b||; check_every, polish, noise, max_iters as for every solver.
-  IterationOptions iteration;
-  comm::TransportConfig transport;  ///< how the ghost values travel; max_in_flight is R (async, racy)
-  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async, racy
-  int halo_period = 1;   ///< N: exchange ghost values every N iterations
-  int racy_chunks = 2;   ///< racy: pieces each message travels in
-  core::IdlePolicy idle = core::IdlePolicy::yield;  ///< async, racy: a pass with nothing new
   /// Steps of the power iteration that estimates rho(G) before the run (>= 2; 0: no estimate, no
   /// divergence check before the run).
   int spectral_steps = 30;

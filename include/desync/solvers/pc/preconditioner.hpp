@@ -4,7 +4,7 @@
 // applies them the same number of times). Each lives in its own file, src/solvers/pc/pc_<name>.cpp,
 // which cites what it follows and registers it once with its traits (PcInfo: whether it solves
 // overlapping subdomains, whether it is the identity, its simulation cost kind, its factory);
-// register_all_preconditioners (src/solvers/pc/registry.cpp) lists the registrations, like PETSc's
+// register_all_preconditioners (src/solvers/pc/pc_registry.cpp) lists the registrations, like PETSc's
 // PCRegisterAll. `--pc`, its help and checks, and the Schwarz options' checks come from the registry.
 //
 //   none          M = I (pc_none.cpp)

@@ -32,32 +32,16 @@
 #include "desync/solvers/schwarz/overlap.hpp"
 #include "desync/solvers/driver/iteration_result.hpp"
 #include "desync/solvers/iteration_options.hpp"
+#include "desync/solvers/schwarz/schwarz_loop.hpp"
 
 namespace desync::solvers {
 
-struct AlgebraicSchwarzOptions {
+/// The matrix solver's options: its loop's (SchwarzLoopOptions, as the grid solver's) and the
+/// subdomains' and the coarse level's.
+struct AlgebraicSchwarzOptions : SchwarzLoopOptions {
   int overlap = 1;      ///< delta >= 0 (0: block Jacobi with exact block solves)
   double robin = 0.0;   ///< beta in [0, 1): 0 classical RAS, else the dropped couplings times beta on the diagonal
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
-  comm::HaloMode mode = comm::HaloMode::sync;  ///< sync or async (schwarz_modes)
-  /// tol: the local criterion ||r_p|| < tol ||b_p|| on every rank; check_every: sync every
-  /// iteration (as the paper), async the least between votes.
-  IterationOptions iteration = iteration_defaults(1e-7, 100000, 1, 1e6);
-  /// How values travel in async mode (sync: two-sided); max_in_flight is R (as the grid solver).
-  comm::TransportConfig transport = [] {
-    comm::TransportConfig t;
-    t.max_in_flight = 2;
-    return t;
-  }();
-  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;
-  /// async: the binary-tree termination detection (Yamazaki et al., 2019, section 4.3).
-  bool tree_termination = true;
-  /// false: no convergence test, every rank iterates to max_iters or time_limit (sync: the last
-  /// iteration agreed through the exchanged messages, as the grid solver).
-  bool detect_termination = true;
-  bool wait_all = false;  ///< sync: MPI_Waitall-style wait for every neighbour together
-  /// async: a pass with no new value (skip: no solve, it would repeat its result).
-  core::IdlePolicy idle = core::IdlePolicy::skip;
   /// The coarse level (two-level Schwarz; kind none: one level). Sync: the hybrid iteration, the
   /// coarse correction multiplicative before each round of local solves; async: the coarse
   /// problem solved on rank 0 from the ranks' residuals summed up a tree (see the top).
@@ -71,19 +55,14 @@ struct AlgebraicSchwarzOptions {
   /// async with a coarse level: the fan-in of the tree the residual sums go up and the corrections
   /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
   int coarse_fan_in = 8;
-  bool asynchronous() const { return mode != comm::HaloMode::sync; }
   solvers::OverlapOptions overlap_options() const { return {overlap, robin, local_solver, {}}; }
 };
 
-struct AlgebraicSchwarzResult {
-  IterationResult run;  ///< iterations, stop, residuals, time split, history
+struct AlgebraicSchwarzResult : SchwarzRunResult {
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::umfpack;  ///< this rank's choice
   std::string local_solver_name, local_solver_reason;
-  double factor_seconds = 0;          ///< this rank's factorisation (auto's trial included)
-  std::int64_t factor_nonzeros = 0;
   std::int64_t extended_rows = 0;     ///< |Omega_p|
   double setup_seconds = 0;           ///< subdomain construction, factorisation included
-  double spmv_seconds = 0, update_seconds = 0, solve_seconds = 0;
   /// With a coarse level: its dimension, A0's nonzeros, its set-up seconds on this rank, its
   /// description, and this rank's counts (corrections applied, solves, contributions, held
   /// passes, seconds, the delays of the applied corrections).

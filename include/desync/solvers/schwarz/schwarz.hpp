@@ -9,8 +9,8 @@
 // neighbour are the local interface points; the points just outside, the external interface
 // points. Every iteration it solves
 //     A_p x_p = b_p + (Robin data from the neighbours' newest values),   A_p = L_p - D_p,
-// by a sparse Cholesky factorisation computed once (linalg::SparseCholesky), and keeps the block
-// part of x_p as its part of the global iterate.
+// by a sparse Cholesky factorisation computed once (linalg::make_local_solver: CHOLMOD, choosing
+// its mode), and keeps the block part of x_p as its part of the global iterate.
 //
 // Interface condition OO0 (their equation 2): du/dn + alpha u = du_q/dn + alpha u_q, the normal
 // derivative taken one-sided at the external point e of the local interface point i:
@@ -43,6 +43,7 @@
 #include "desync/core/names.hpp"
 #include "desync/solvers/driver/iteration_result.hpp"
 #include "desync/solvers/iteration_options.hpp"
+#include "desync/solvers/schwarz/schwarz_loop.hpp"
 
 namespace desync::solvers {
 
@@ -60,47 +61,11 @@ inline constexpr core::Named<SchwarzProblem> schwarz_problems[] = {
      "Jacobi's 3D problem of Bethune et al., 2011: 7-point, overlap in 3D"},
 };
 
-/// The modes of `desync schwarz` (--mode, the JSON "method").
-inline constexpr core::Named<comm::HaloMode> schwarz_modes[] = {
-    {comm::HaloMode::sync, "sync",
-     "two-sided exchange of the interface values and an allreduce of the local flags every iteration"},
-    {comm::HaloMode::async, "async",
-     "interface values pushed over the channel transport, newest whole message used; non-blocking votes"},
-};
-
-struct SchwarzOptions {
+/// The grid solver's options: its loop's (SchwarzLoopOptions) and the problem's and subdomains'.
+struct SchwarzOptions : SchwarzLoopOptions {
   SchwarzProblem problem = SchwarzProblem::poisson2d;
-  comm::HaloMode mode = comm::HaloMode::sync;  ///< sync or async (schwarz_modes)
   int overlap = 1;               ///< gamma >= 1
   double alpha = 0;              ///< Robin parameter > 0, or schwarz_classical (resolved by the caller)
-  /// tol: the local criterion ||r_p|| < tol ||b_p|| on every rank; check_every: sync every
-  /// iteration (as the paper), async the least between votes.
-  IterationOptions iteration = iteration_defaults(1e-7, 100000, 1, 1e6);
-  /// How interface values travel in async mode (sync: two-sided). max_in_flight is R, interface
-  /// messages in flight per neighbour: with R = 1 a rank whose neighbour has not yet taken its
-  /// previous message skips sending its newest values; a neighbour twice as slow then gets values
-  /// one iteration older than it could (see docs/benchmarks.md).
-  comm::TransportConfig transport = [] {
-    comm::TransportConfig t;
-    t.max_in_flight = 2;
-    return t;
-  }();
-  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;
-  /// async: the binary-tree termination detection of their section 4.3 (Figure 3) instead of
-  /// repeated non-blocking reductions (`reduction`); its flags travel over `transport`.
-  bool tree_termination = true;
-  /// false: no convergence test and no termination detection (their Table 4, "each process simply
-  /// terminates after a specified time"): every rank iterates until iteration.max_iters or
-  /// iteration.time_limit (sync: the ranks agree on the last iteration through the interface
-  /// messages, see driver/iteration_driver.hpp), then the true residual.
-  bool detect_termination = true;
-  /// sync: wait for every neighbour together (MPI_Waitall) instead of one MPI_Wait per neighbour.
-  bool wait_all = false;
-  /// async: a pass in which no new interface value has arrived (core::IdlePolicy). skip: the
-  /// subdomain solve would repeat its result, so none is made until something arrives or a
-  /// convergence test needs the residual.
-  core::IdlePolicy idle = core::IdlePolicy::skip;
-  bool asynchronous() const { return mode != comm::HaloMode::sync; }
 };
 
 /// The OO0 Robin parameter with overlap (Gander, "Optimized Schwarz methods", SIAM J. Numer. Anal.
@@ -175,12 +140,8 @@ comm::HaloPlan make_schwarz_plan(const decomposition::CartGrid& grid, int overla
 /// and ghost values `ghost`. The plain reference of what the run computes.
 double schwarz_local_residual_sq(const SchwarzSubdomain& s, const double* x, const double* ghost);
 
-struct SchwarzResult {
-  IterationResult run;               ///< iterations, stop, residuals, time split, history
+struct SchwarzResult : SchwarzRunResult {
   double alpha = 0;
-  std::int64_t factor_nonzeros = 0;
-  double factor_seconds = 0;
-  double spmv_seconds = 0, update_seconds = 0, solve_seconds = 0;
   double error_max = 0;           ///< max |u - u_exact| over the global solution (same on every rank; NaN
                                   ///< where the problem has no known solution)
 };

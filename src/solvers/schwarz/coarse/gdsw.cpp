@@ -24,7 +24,7 @@
 #include "desync/core/error.hpp"
 #include "desync/linalg/ghost_requests.hpp"
 #include "desync/linalg/local_solver.hpp"
-#include "desync/solvers/schwarz/coarse/registry.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
 
 namespace desync::solvers {
 

@@ -9,7 +9,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "desync/solvers/schwarz/coarse/registry.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
 
 namespace desync::solvers {
 

@@ -4,7 +4,7 @@
 // the iteration count stops growing with the number of subdomains (Toselli and Widlund, 2005,
 // chapter 3; Glusa, Boman, Chow, Rajamanickam and Szyld, 2020, section 2).
 //
-// The spaces (Phi) are registered by name, one file each (registry.hpp);
+// The spaces (Phi) are registered by name, one file each (coarse_registry.hpp);
 // this class forms A0 from whichever space --coarse names and applies the correction.
 //
 // Near-kernel vectors restricted to a subdomain (Nicolaides) or a component (GDSW) may be linearly
@@ -30,13 +30,13 @@
 
 #include "desync/linalg/csr.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
-#include "desync/solvers/schwarz/coarse/registry.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
 
 namespace desync::solvers {
 
 /// What the coarse level is built from.
 struct CoarseOptions {
-  /// "none" (one level) or a registered coarse space's name (registry.hpp).
+  /// "none" (one level) or a registered coarse space's name (coarse_registry.hpp).
   std::string kind = std::string(no_coarse);
   /// The near-kernel: this rank's rows of each near-kernel vector (each local_rows long). Empty:
   /// the constant (a scalar problem). Nicolaides takes one function per subdomain and vector,

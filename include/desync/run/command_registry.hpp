@@ -3,7 +3,7 @@
 // `desync <solver> ...` dispatches through it and `desync --help` lists it. Each solver's command
 // (its options, their checks, its run and its report section) lives in one file of the run layer,
 // src/run/commands/<name>_command.cpp, and is registered by one line of register_all_solvers()
-// (src/run/registry.cpp); docs/design.md, "Adding a solver", has the steps. The registry also
+// (src/run/command_registry.cpp); docs/design.md, "Adding a solver", has the steps. The registry also
 // holds the simulation cost kinds (core/simulation.hpp) of every solver and method, and of the
 // layers beneath them (shared_cost_kinds); `desync --registry` prints it all as JSON.
 #include <mpi.h>

@@ -1,5 +1,5 @@
-// The registry of coarse spaces (registry.hpp) and what the spaces share.
-#include "desync/solvers/schwarz/coarse/registry.hpp"
+// The registry of coarse spaces (coarse_registry.hpp) and what the spaces share.
+#include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
 
 #include <algorithm>
 #include <stdexcept>
@@ -20,11 +20,7 @@ void register_all_coarse_spaces(CoarseSpaceRegistry& registry) {
 }
 
 const CoarseSpaceRegistry& coarse_space_registry() {
-  static const CoarseSpaceRegistry registry = [] {  // not core:: template code: see core/registry.hpp
-    CoarseSpaceRegistry r;
-    register_all_coarse_spaces(r);
-    return r;
-  }();
+  static const CoarseSpaceRegistry registry = core::built(&register_all_coarse_spaces);  // a static here, not in core: core/registry.hpp
   return registry;
 }
 

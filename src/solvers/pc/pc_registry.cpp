@@ -18,11 +18,7 @@ void register_all_preconditioners(PcRegistry& registry) {
 }
 
 const PcRegistry& pc_registry() {
-  static const PcRegistry registry = [] {  // not core:: template code: see core/registry.hpp
-    PcRegistry r;
-    register_all_preconditioners(r);
-    return r;
-  }();
+  static const PcRegistry registry = core::built(&register_all_preconditioners);  // a static here, not in core: core/registry.hpp
   return registry;
 }
 

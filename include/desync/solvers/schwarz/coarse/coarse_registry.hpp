@@ -1,7 +1,7 @@
 #pragma once
 // The coarse spaces of two-level Schwarz by name (PETSc's PCRegister habit). Each space lives in its
 // own file, src/solvers/schwarz/coarse/<name>.cpp, which builds the basis Phi on this rank's rows
-// and registers the space with one function; register_all_coarse_spaces (registry.cpp) lists those,
+// and registers the space with one function; register_all_coarse_spaces (coarse_registry.cpp) lists those,
 // one line each. `--coarse`, its help and its check come from the registry; CoarseSpace
 // (coarse_space.hpp) forms A0 = Phi^T A Phi and solves with it for every space alike, and the
 // coarse level of the iteration (coarse_level.hpp) and the preconditioner (overlap.hpp) take any.

@@ -1,4 +1,4 @@
-#include "desync/run/registry.hpp"
+#include "desync/run/command_registry.hpp"
 
 #include <nlohmann/json.hpp>
 #include <set>
@@ -15,11 +15,7 @@ void register_all_solvers(SolverRegistry& registry) {
 }
 
 const SolverRegistry& solver_registry() {
-  static const SolverRegistry registry = [] {  // not core:: template code: see core/registry.hpp
-    SolverRegistry r;
-    register_all_solvers(r);
-    return r;
-  }();
+  static const SolverRegistry registry = core::built(&register_all_solvers);  // a static here, not in core: core/registry.hpp
   return registry;
 }
 
