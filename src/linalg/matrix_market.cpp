@@ -356,12 +356,8 @@ std::vector<Entry> redistribute(MPI_Comm comm, const std::vector<Entry>& entries
   for (std::size_t e = 0; e < entries.size(); ++e) send[static_cast<std::size_t>(fill[dest[e]]++)] = entries[e];
   std::vector<Entry> recv(static_cast<std::size_t>(total_in));
 
-  MPI_Datatype type;
-  MPI_Type_contiguous(static_cast<int>(sizeof(Entry)), MPI_BYTE, &type);
-  MPI_Type_commit(&type);
-  comm::sparse_alltoallv(send.data(), send_count.data(), send_disp.data(), type, recv.data(), recv_count.data(),
-                recv_disp.data(), type, comm);
-  MPI_Type_free(&type);
+  comm::sparse_alltoallv_records(send.data(), send_count.data(), send_disp.data(), recv.data(), recv_count.data(),
+                                 recv_disp.data(), comm);
   return recv;
 }
 

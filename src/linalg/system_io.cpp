@@ -750,12 +750,8 @@ bool is_symmetric(const DistributedCsr& A) {
     received += recv_count[r];
   }
   std::vector<Triple> in(static_cast<std::size_t>(received));
-  MPI_Datatype triple;
-  MPI_Type_contiguous(static_cast<int>(sizeof(Triple)), MPI_BYTE, &triple);
-  MPI_Type_commit(&triple);
-  comm::sparse_alltoallv(send.data(), send_count.data(), send_disp.data(), triple, in.data(), recv_count.data(),
-                recv_disp.data(), triple, comm);
-  MPI_Type_free(&triple);
+  comm::sparse_alltoallv_records(send.data(), send_count.data(), send_disp.data(), in.data(), recv_count.data(),
+                                 recv_disp.data(), comm);
 
   // (i, j, a_ij) with block row j ours: compare with our a_ji. The same pattern means every
   // stored entry finds its transpose, and the counts agree (so nothing of ours is left unmatched).

@@ -22,6 +22,9 @@
 #include "desync/core/error.hpp"
 #include "desync/run/field_io.hpp"
 #include "desync/run/command_registry.hpp"
+#include "desync/linalg/local_solver.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 
 namespace desync::run::detail {
 
@@ -68,6 +71,80 @@ class TransportCli {
   std::string kind_ = "p2p";
   std::string rma_sync_ = "flush";  // docs/channel.md says why flush is the default
   std::string shmem_sync_ = "put";
+};
+
+/// The subdomain-solve and coarse-level group of the Schwarz methods, stationary (`schwarz`) or
+/// as a preconditioner (`krylov --pc asm|ras`): --local-solver, --coarse, --coarse-ranks and
+/// --near-kernel, the same names, help and checks in both commands. The scopes say when the local
+/// solver and the coarse level apply ("--pc asm, ras", "With --matrix"); `coarse_note` adds what the
+/// command's coarse level does.
+class CoarseCli {
+ public:
+  void add(CLI::App& app, const std::string& local_scope, const std::string& coarse_scope,
+           const std::string& coarse_note = "") {
+    local_solver_opt_ = app.add_option("--local-solver", local_solver_,
+                                       local_scope + ": the subdomain factorisation, " +
+                                           core::named_help(linalg::local_solver_names))
+                            ->capture_default_str();
+    coarse_opt_ = app.add_option("--coarse", coarse_,
+                                 coarse_scope + ": the coarse level of two-level Schwarz" + coarse_note + ", " +
+                                     solvers::coarse_help())
+                      ->capture_default_str();
+    ranks_opt_ = app.add_option("--coarse-ranks", ranks_,
+                                "With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, "
+                                "redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; "
+                                "without, K = 1: SuiteSparse on rank 0)")
+                     ->capture_default_str();
+    near_kernel_opt_ = app.add_option("--near-kernel", near_kernel_,
+                                      "With --coarse and --matrix: the near-kernel vectors the coarse functions are "
+                                      "built from, a Matrix Market n x m file (array or coordinate) or one vector "
+                                      "(PETSc binary Vec, .npy); default: the constant (elasticity3d: its six "
+                                      "rigid-body modes)");
+  }
+  /// Checks the values for a run of `nranks`: the names, and --coarse-ranks and --near-kernel
+  /// given only with a coarse space. InputError on bad input.
+  void apply(int nranks) {
+    kind_ = linalg::parse_local_solver(local_solver_);
+    coarse_kind_ = solvers::parse_coarse(coarse_);
+    const bool two_level = coarse_kind_ != solvers::no_coarse;
+    if (ranks_opt_->count() > 0 && !two_level)
+      throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
+    if (!near_kernel_.empty() && !two_level)
+      throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
+    if (two_level) solvers::CoarseSolver::check_ranks(ranks_, nranks);
+  }
+  /// Whether --local-solver or --coarse was given (a command refuses them where they do not apply).
+  bool levels_given() const { return local_solver_opt_->count() > 0 || coarse_opt_->count() > 0; }
+  linalg::LocalSolverKind local_solver() const { return kind_; }
+  /// The coarse level as the solvers take it: the space's name (or none) and the ranks.
+  solvers::CoarseOptions coarse() const {
+    solvers::CoarseOptions c;
+    c.kind = coarse_kind_;
+    c.coarse_ranks = ranks_;
+    return c;
+  }
+  const std::string& coarse_name() const { return coarse_; }
+  bool two_level() const { return coarse_kind_ != solvers::no_coarse; }
+  int coarse_ranks() const { return ranks_; }
+  const std::string& near_kernel() const { return near_kernel_; }
+  CLI::Option* local_solver_option() const { return local_solver_opt_; }
+  CLI::Option* near_kernel_option() const { return near_kernel_opt_; }
+  /// The options' values, for the record.
+  void effective(std::vector<std::pair<std::string, std::string>>& out) const {
+    out.push_back({"local-solver", local_solver_});
+    out.push_back({"coarse", coarse_});
+    out.push_back({"coarse-ranks", std::to_string(ranks_)});
+    out.push_back({"near-kernel", near_kernel_});
+  }
+
+ private:
+  std::string local_solver_ = "auto";
+  std::string coarse_ = std::string(solvers::no_coarse);
+  int ranks_ = 0;
+  std::string near_kernel_;
+  linalg::LocalSolverKind kind_ = linalg::LocalSolverKind::automatic;
+  std::string coarse_kind_ = std::string(solvers::no_coarse);
+  CLI::Option *local_solver_opt_ = nullptr, *coarse_opt_ = nullptr, *ranks_opt_ = nullptr, *near_kernel_opt_ = nullptr;
 };
 
 /// The noise group (core/noise.hpp): --slow-rank, --slow-factor, --noise and its parameters, and

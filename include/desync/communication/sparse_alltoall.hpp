@@ -8,6 +8,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace desync::comm {
 
@@ -23,5 +24,18 @@ void sparse_alltoall(const std::int64_t* send, std::int64_t* recv, MPI_Comm comm
 /// counts only (the counts must agree pairwise, as MPI_Alltoallv requires). Collective.
 void sparse_alltoallv(const void* sendbuf, const int* sendcounts, const int* sdispls, MPI_Datatype sendtype,
                       void* recvbuf, const int* recvcounts, const int* rdispls, MPI_Datatype recvtype, MPI_Comm comm);
+
+/// sparse_alltoallv of trivially copyable records (a matrix entry, a triple), each sent as its
+/// bytes: counts and displacements in records. Collective.
+template <class T>
+void sparse_alltoallv_records(const T* send, const int* sendcounts, const int* sdispls, T* recv, const int* recvcounts,
+                              const int* rdispls, MPI_Comm comm) {
+  static_assert(std::is_trivially_copyable_v<T>, "records travel as their bytes");
+  MPI_Datatype type;
+  MPI_Type_contiguous(static_cast<int>(sizeof(T)), MPI_BYTE, &type);
+  MPI_Type_commit(&type);
+  sparse_alltoallv(send, sendcounts, sdispls, type, recv, recvcounts, rdispls, type, comm);
+  MPI_Type_free(&type);
+}
 
 }  // namespace desync::comm

@@ -153,10 +153,7 @@ class CgCommand final : public SolverCommand {
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
   detail::SystemCli system_cli;           // --matrix, --rhs, --partition, --partition-seed
   int overlap = 1;                        // --overlap (the subdomain preconditioners)
-  std::string local_solver = "auto";      // --local-solver (the subdomain preconditioners)
-  std::string coarse = "none";            // --coarse (the subdomain preconditioners)
-  int coarse_ranks = 0;                   // --coarse-ranks (a coarse space)
-  std::string near_kernel;                // --near-kernel FILE (--coarse with --matrix)
+  detail::CoarseCli coarse_cli;           // --local-solver, --coarse, --coarse-ranks, --near-kernel (asm, ras)
   std::string export_dir;                 // --export-system
   std::string local;                      // --local: points (nodes) per rank
   std::string global;                     // --global: total points (nodes)
@@ -190,9 +187,6 @@ class CgCommand final : public SolverCommand {
   CLI::Option* monitor_every_opt_ = nullptr;
   CLI::Option* restart_opt_ = nullptr;
   CLI::Option* overlap_opt_ = nullptr;
-  CLI::Option* local_solver_opt_ = nullptr;
-  CLI::Option* coarse_opt_ = nullptr;
-  CLI::Option* coarse_ranks_opt_ = nullptr;
 };
 
 void CgCommand::add_options(CLI::App& app) {
@@ -203,23 +197,7 @@ void CgCommand::add_options(CLI::App& app) {
       ->capture_default_str();
   overlap_opt_ = app.add_option("--overlap", overlap, "--pc " + solvers::subdomain_pcs(", ") + ": layers of graph distance each subdomain extends by (>= 0)")
                      ->capture_default_str();
-  local_solver_opt_ = app.add_option("--local-solver", local_solver,
-                                     "--pc " + solvers::subdomain_pcs(", ") + ": the subdomain factorisation, " +
-                                         core::named_help(linalg::local_solver_names))
-                          ->capture_default_str();
-  coarse_opt_ = app.add_option("--coarse", coarse,
-                               "--pc " + solvers::subdomain_pcs(", ") + ": the coarse level of two-level Schwarz (additive), " +
-                                   solvers::coarse_help())
-                    ->capture_default_str();
-  coarse_ranks_opt_ =
-      app.add_option("--coarse-ranks", coarse_ranks,
-                     "--coarse " + solvers::coarse_space_names() + ": the ranks that factor and solve the coarse matrix A0: 0, every rank "
-                     "(dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS; Open MPI builds)")
-          ->capture_default_str();
-  app.add_option("--near-kernel", near_kernel,
-                 "--coarse with --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market "
-                 "n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant "
-                 "(elasticity3d: its six rigid-body modes)");
+  coarse_cli.add(app, "--pc " + solvers::subdomain_pcs(", "), "--pc " + solvers::subdomain_pcs(", "), " (additive)");
   restart_opt_ = app.add_option("--restart", restart,
                                 restarting_methods() + " only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
                      ->capture_default_str();
@@ -309,19 +287,12 @@ void CgCommand::finalise(MPI_Comm comm) {
   from_matrix = system_cli.given();
   if (overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", overlap));
   s.pc_overlap = overlap;
-  s.pc_local_solver = linalg::parse_local_solver(local_solver);
-  s.pc_coarse.kind = solvers::parse_coarse(coarse);
-  if (!solvers::find_pc(s.pc).subdomains && ((overlap_opt_ && overlap_opt_->count() > 0) ||
-                                     (local_solver_opt_ && local_solver_opt_->count() > 0) ||
-                                     (coarse_opt_ && coarse_opt_->count() > 0)))
+  coarse_cli.apply(nranks);
+  s.pc_local_solver = coarse_cli.local_solver();
+  s.pc_coarse = coarse_cli.coarse();
+  if (!solvers::find_pc(s.pc).subdomains && ((overlap_opt_ && overlap_opt_->count() > 0) || coarse_cli.levels_given()))
     throw InputError("--overlap, --local-solver and --coarse go with --pc " + solvers::subdomain_pcs());
-  if (coarse_ranks_opt_ && coarse_ranks_opt_->count() > 0 && !s.pc_coarse.two_level())
-    throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
-  if (coarse_ranks < 0) throw InputError(fmt::format("--coarse-ranks {}: must be >= 0 (0: every rank, dense LU)", coarse_ranks));
-  s.pc_coarse.coarse_ranks = coarse_ranks;
-  if (!near_kernel.empty() && !s.pc_coarse.two_level())
-    throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
-  if (!near_kernel.empty() && !system_cli.given())
+  if (!coarse_cli.near_kernel().empty() && !system_cli.given())
     throw InputError("--near-kernel goes with --matrix (elasticity3d takes its rigid-body modes, poisson3d the constant)");
   if (solvers::find_pc(s.pc).subdomains && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
     operator_kind = "csr";  // the Schwarz preconditioners need the assembled matrix
@@ -396,10 +367,7 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
   system_cli.effective(out);
   if (solvers::find_pc(solver.pc).subdomains) {
     out.push_back({"overlap", std::to_string(overlap)});
-    out.push_back({"local-solver", local_solver});
-    out.push_back({"coarse", coarse});
-    out.push_back({"coarse-ranks", std::to_string(coarse_ranks)});
-    if (!near_kernel.empty()) out.push_back({"near-kernel", near_kernel});
+    coarse_cli.effective(out);
   }
   return out;
 }
@@ -488,7 +456,8 @@ int CgCommand::run(MPI_Comm comm) {
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
     solver.pc_matrix = &loaded->system.A;
-    if (!near_kernel.empty()) solver.pc_coarse.near_kernel = detail::load_near_kernel(comm, *loaded, near_kernel);
+    if (!coarse_cli.near_kernel().empty())
+      solver.pc_coarse.near_kernel = detail::load_near_kernel(comm, *loaded, coarse_cli.near_kernel());
   } else if (build_builtin(comm, grid, A, b, assembled)) {
     return exit_converged;  // --export-system wrote the system
   }
@@ -554,7 +523,7 @@ int CgCommand::run(MPI_Comm comm) {
     if (!result.pc_description.empty() && solvers::find_pc(solver.pc).subdomains)
       r.setup_lines.push_back({"preconditioner", result.pc_description});
     nlohmann::json details;
-    describe_coarse(r, details, coarse_level, coarse, coarse_setup, coarse_apply);
+    describe_coarse(r, details, coarse_level, coarse_cli.coarse_name(), coarse_setup, coarse_apply);
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
     r.performance_lines.push_back({"per iteration", fmt::format("{:.3f} ms (wall time / iterations)", 1e3 * per_it)});
     r.performance_lines.push_back(
@@ -564,9 +533,9 @@ int CgCommand::run(MPI_Comm comm) {
     if (loaded) detail::describe_system(r, details, *loaded, system_cli);
     details["pc"] = pc_name;
     details["pc_description"] = result.pc_description;
-    if (solvers::find_pc(solver.pc).subdomains) details["coarse"] = coarse;
+    if (solvers::find_pc(solver.pc).subdomains) details["coarse"] = coarse_cli.coarse_name();
     if (solver.pc_coarse.two_level()) {
-      details["near_kernel"] = !near_kernel.empty()          ? "file:" + near_kernel
+      details["near_kernel"] = !coarse_cli.near_kernel().empty() ? "file:" + coarse_cli.near_kernel()
                                : problem == "elasticity3d" ? std::string("rigid-body")
                                                            : std::string("constant");
       details["near_kernel_vectors"] = solver.pc_coarse.near_kernel.empty() ? 1 : solver.pc_coarse.near_kernel.size();

@@ -96,14 +96,10 @@ class SchwarzCommand final : public SolverCommand {
   decomposition::Index3 process_grid{1, 1, 1};
   detail::SystemCli system_cli;     // --matrix, --rhs, --partition, --partition-seed
   double robin = 0;                 // --robin (with --matrix)
-  std::string local_solver = "auto";  // --local-solver (with --matrix)
   std::string export_dir;           // --export-system
-  std::string coarse = "none";      // --coarse
   int coarse_reuse = 1;             // --coarse-reuse (async)
   int coarse_fan_in = 8;            // --coarse-fan-in (async)
-  int coarse_ranks = 0;             // --coarse-ranks
-  std::string near_kernel;          // --near-kernel FILE (with --matrix)
-  CLI::Option* coarse_opt_ = nullptr;
+  detail::CoarseCli coarse_cli;     // --local-solver (with --matrix), --coarse, --coarse-ranks, --near-kernel
   CLI::Option* fan_in_opt_ = nullptr;
   CLI::Option* reuse_opt_ = nullptr;
   CLI::Option* alpha_opt_ = nullptr;
@@ -133,28 +129,14 @@ void SchwarzCommand::add_options(CLI::App& app) {
                      "onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; "
                      "on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition)")
           ->capture_default_str());
-  matrix_options_.push_back(
-      app.add_option("--local-solver", local_solver,
-                     "With --matrix: the subdomain factorisation, " + core::named_help(linalg::local_solver_names))
-          ->capture_default_str());
-  coarse_opt_ = app.add_option("--coarse", coarse,
-                               "Two-level Schwarz: the coarse level, " + solvers::coarse_help() +
-                                   ". sync: the hybrid iteration (coarse correction before each round of local solves); "
-                                   "async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse "
-                                   "problem and sends the corrections down (Glusa et al., 2020; Gbikpi-Benissan and "
-                                   "Magoulès, 2023). With the "
-                                   "built-in poisson2d problem it runs on the assembled 5-point matrix (graph-distance "
-                                   "overlap, robin 1/(1 + alpha h), --alpha inf unless given)")
-                    ->capture_default_str();
-  app.add_option("--coarse-ranks", coarse_ranks,
-                 "With --coarse: the ranks that factor and solve A0: 0 every rank (dense LU; sync), K >= 1 ranks "
-                 "0..K-1 (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0). async solves on rank 0 "
-                 "alone: 0 and 1 both factor A0 there only")
-      ->capture_default_str();
-  matrix_options_.push_back(app.add_option(
-      "--near-kernel", near_kernel,
-      "With --matrix and --coarse: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m "
-      "file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant"));
+  coarse_cli.add(app, "With --matrix", "With --matrix or poisson2d",
+                 " (sync: the hybrid iteration, a coarse correction before each round of local solves; async: the "
+                 "ranks' residuals are summed up a tree to rank 0, which solves the coarse problem, A0 factored there "
+                 "alone, --coarse-ranks 0 or 1, and sends the corrections down, Glusa et al., 2020; Gbikpi-Benissan "
+                 "and Magoulès, 2023; poisson2d runs on its assembled 5-point matrix: graph-distance overlap, robin "
+                 "1/(1 + alpha h), --alpha inf unless given)");
+  matrix_options_.push_back(coarse_cli.local_solver_option());
+  matrix_options_.push_back(coarse_cli.near_kernel_option());
   reuse_opt_ = app.add_option("--coarse-reuse", coarse_reuse,
                  "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
                  "for the next; its residual sum follows the last, so each correction lands on the iterate it was "
@@ -204,7 +186,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   iteration_cli.apply(s.iteration, nranks);
   if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
-  const std::string coarse_kind = solvers::parse_coarse(coarse);
+  coarse_cli.apply(nranks);
+  const std::string coarse_kind = coarse_cli.coarse().kind;
+  const int coarse_ranks = coarse_cli.coarse_ranks();
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
   if (reuse_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
@@ -212,15 +196,10 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1", coarse_fan_in));
   if (fan_in_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-fan-in goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
-  if (!near_kernel.empty() && coarse_kind == solvers::no_coarse)
-    throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
-  if (coarse_ranks != 0 && coarse_kind == solvers::no_coarse)
-    throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
   if (async && coarse_ranks > 1)
     throw InputError(fmt::format("--coarse-ranks {} with --mode async: the asynchronous coarse solve runs on rank 0 "
                                  "alone (--coarse-ranks 0 or 1)",
                                  coarse_ranks));
-  if (coarse_kind != solvers::no_coarse) solvers::CoarseSolver::check_ranks(coarse_ranks, nranks);
   system_cli.check();
   if (coarse_kind != solvers::no_coarse && !system_cli.given()) {
     if (problem != "poisson2d")
@@ -236,7 +215,6 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
       if (o->count() > 0) throw InputError(o->get_name() + " applies to the built-in problems, not to --matrix");
     if (s.overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", s.overlap));
     if (!(robin >= 0 && robin < 1)) throw InputError(fmt::format("--robin {}: must be in [0, 1)", robin));
-    linalg::parse_local_solver(local_solver);
     if (!output.save_path.empty()) detail::check_vector_path(comm, output.save_path, "--save");
     output.check(comm, /*field=*/false);
     return;
@@ -322,13 +300,10 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"sync-wait", sync_wait},
       {"idle", idle},
       {"robin", system_cli.given() ? fmt::format("{}", robin) : ""},
-      {"local-solver", system_cli.given() ? local_solver : ""},
-      {"coarse", coarse},
       {"coarse-reuse", std::to_string(coarse_reuse)},
       {"coarse-fan-in", std::to_string(coarse_fan_in)},
-      {"coarse-ranks", std::to_string(coarse_ranks)},
-      {"near-kernel", near_kernel},
   };
+  coarse_cli.effective(out);
   if (system_cli.given())
     for (auto& [k, v] : out)
       if (k == "problem" || k == "global" || k == "dims" || k == "alpha") v = "";
@@ -366,7 +341,7 @@ RankFields rank_fields(const solvers::SchwarzRunResult& r) {
 
 int SchwarzCommand::run(MPI_Comm comm) {
   if (system_cli.given()) return run_matrix(comm, detail::load_system(comm, system_cli), false);
-  if (coarse != "none") return run_matrix(comm, builtin_system(comm), true);
+  if (coarse_cli.two_level()) return run_matrix(comm, builtin_system(comm), true);
   if (!export_dir.empty()) return export_grid_system(comm);
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
@@ -515,13 +490,14 @@ solvers::AlgebraicSchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, c
   // The grid's Robin condition on the 5-point matrix: beta = 1/(1 + alpha h) (algebraic.hpp).
   const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
   o.robin = !builtin ? robin : std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
-  o.coarse.kind = solvers::parse_coarse(coarse);
-  if (!near_kernel.empty()) o.coarse.near_kernel = detail::load_near_kernel(comm, sys, near_kernel);
+  o.coarse = coarse_cli.coarse();
+  if (!coarse_cli.near_kernel().empty())
+    o.coarse.near_kernel = detail::load_near_kernel(comm, sys, coarse_cli.near_kernel());
   // async: rank 0 alone solves the coarse problem, so A0 is factored there only.
-  o.coarse.coarse_ranks = solver.asynchronous() ? 1 : coarse_ranks;
+  o.coarse.coarse_ranks = solver.asynchronous() ? 1 : coarse_cli.coarse_ranks();
   o.coarse_reuse = coarse_reuse;
   o.coarse_fan_in = coarse_fan_in;
-  o.local_solver = linalg::parse_local_solver(local_solver);
+  o.local_solver = coarse_cli.local_solver();
   static_cast<solvers::SchwarzLoopOptions&>(o) = solver;  // the loop's settings, the grid run's
   return o;
 }
@@ -584,7 +560,7 @@ void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, cons
                                    solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_fan_in,
                                    result.coarse.tree_height, coarse_s)
                      : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, coarse_s)});
-  details["coarse"] = coarse;
+  details["coarse"] = coarse_cli.coarse_name();
   details["coarse_functions"] = result.coarse_size;
   details["coarse_nonzeros"] = result.coarse_nonzeros;
   details["coarse_factor_nonzeros"] = result.coarse_factor_nonzeros;
@@ -600,7 +576,7 @@ void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, cons
     details["coarse_tree_height"] = result.coarse.tree_height;
   }
   details["coarse_ranks"] = o.coarse.coarse_ranks;
-  details["near_kernel"] = near_kernel.empty() ? std::string("constant") : "file:" + near_kernel;
+  details["near_kernel"] = coarse_cli.near_kernel().empty() ? std::string("constant") : "file:" + coarse_cli.near_kernel();
   details["near_kernel_vectors"] = o.coarse.near_kernel.empty() ? 1 : o.coarse.near_kernel.size();
   details["coarse_solver"] = result.coarse_solver;
 }
@@ -647,7 +623,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     }
     const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
     r.headline = fmt::format("{}restricted additive Schwarz, mode {}, transport {}, termination {}",
-                             two_level ? fmt::format("two-level ({}) ", coarse) : std::string(), mode, transport_text,
+                             two_level ? fmt::format("two-level ({}) ", coarse_cli.coarse_name()) : std::string(), mode, transport_text,
                              termination);
     if (termination == "none") r.residual_note = " (none tested: --termination none)";
     nlohmann::json details;
@@ -675,7 +651,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     details["termination"] = termination;
     details["sync_wait"] = solver.asynchronous() ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
     details["transport"] = solver.asynchronous() ? transport_cli.kind() : "p2p";
-    details["local_solver_option"] = local_solver;
+    details["local_solver_option"] = linalg::to_string(coarse_cli.local_solver());
     details["local_solvers"] = names;
     details["local_solver_reasons"] = reasons;
     details["factor_nonzeros"] = nnz;

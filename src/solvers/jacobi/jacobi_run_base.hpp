@@ -13,17 +13,6 @@
 
 namespace desync::solvers::detail {
 
-/// The driver's settings of a Jacobi run.
-inline DriverOptions jacobi_driver_options(const JacobiOptions& o) {
-  DriverOptions d;
-  d.iteration = o.iteration;
-  d.asynchronous = o.mode != comm::HaloMode::sync;
-  d.exchange_period = o.halo_period;
-  d.reduction = o.reduction;
-  d.idle = o.idle;
-  return d;
-}
-
 /// The halo exchange of a synchronous phase (main or polish).
 inline comm::PlanExchangeConfig sync_halo_config(const JacobiOptions& o) {
   comm::PlanExchangeConfig c;

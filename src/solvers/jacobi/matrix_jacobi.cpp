@@ -147,12 +147,7 @@ class MatrixJacobiRun : public LocalIteration {
 
  private:
   static DriverOptions driver_options(const MatrixJacobiOptions& o) {
-    DriverOptions d;
-    d.iteration = o.iteration;
-    d.asynchronous = o.mode != comm::HaloMode::sync;
-    d.exchange_period = o.halo_period;
-    d.reduction = o.reduction;
-    d.idle = o.idle;
+    DriverOptions d = jacobi_driver_options(o);
     d.stop_rule = StopRule::global_residual;
     return d;
   }

@@ -5,6 +5,7 @@
 #include "desync/communication/reduction.hpp"
 #include "desync/communication/transport_config.hpp"
 #include "desync/core/waiting.hpp"
+#include "desync/solvers/driver/iteration_driver.hpp"
 #include "desync/solvers/iteration_options.hpp"
 
 namespace desync::solvers {
@@ -27,5 +28,16 @@ struct JacobiLoopOptions {
   int racy_chunks = 2;  ///< racy: pieces each halo message travels in
   comm::ReductionKind reduction = comm::ReductionKind::iallreduce;  ///< async, racy
 };
+
+/// The driver's settings of a Jacobi run, on the grid or a matrix.
+inline DriverOptions jacobi_driver_options(const JacobiLoopOptions& o) {
+  DriverOptions d;
+  d.iteration = o.iteration;
+  d.asynchronous = o.mode != comm::HaloMode::sync;
+  d.exchange_period = o.halo_period;
+  d.reduction = o.reduction;
+  d.idle = o.idle;
+  return d;
+}
 
 }  // namespace desync::solvers
