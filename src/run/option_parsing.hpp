@@ -101,9 +101,9 @@ class CoarseCli {
                                       "(PETSc binary Vec, .npy); default: the constant (elasticity3d: its six "
                                       "rigid-body modes)");
   }
-  /// Checks the values for a run of `nranks`: the names, and --coarse-ranks and --near-kernel
-  /// given only with a coarse space. InputError on bad input.
-  void apply(int nranks) {
+  /// Checks the names, and --coarse-ranks and --near-kernel given only with a coarse space.
+  /// InputError on bad input.
+  void apply() {
     kind_ = linalg::parse_local_solver(local_solver_);
     coarse_kind_ = solvers::parse_coarse(coarse_);
     const bool two_level = coarse_kind_ != solvers::no_coarse;
@@ -111,7 +111,11 @@ class CoarseCli {
       throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
     if (!near_kernel_.empty() && !two_level)
       throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
-    if (two_level) solvers::CoarseSolver::check_ranks(ranks_, nranks);
+  }
+  /// With a coarse space: --coarse-ranks against a run of `nranks` and this build (a command's own
+  /// limits on it first); InputError.
+  void check_ranks(int nranks) const {
+    if (two_level()) solvers::CoarseSolver::check_ranks(ranks_, nranks);
   }
   /// Whether --local-solver or --coarse was given (a command refuses them where they do not apply).
   bool levels_given() const { return local_solver_opt_->count() > 0 || coarse_opt_->count() > 0; }

@@ -287,7 +287,8 @@ void CgCommand::finalise(MPI_Comm comm) {
   from_matrix = system_cli.given();
   if (overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", overlap));
   s.pc_overlap = overlap;
-  coarse_cli.apply(nranks);
+  coarse_cli.apply();
+  coarse_cli.check_ranks(nranks);
   s.pc_local_solver = coarse_cli.local_solver();
   s.pc_coarse = coarse_cli.coarse();
   if (!solvers::find_pc(s.pc).subdomains && ((overlap_opt_ && overlap_opt_->count() > 0) || coarse_cli.levels_given()))

@@ -186,7 +186,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   iteration_cli.apply(s.iteration, nranks);
   if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
-  coarse_cli.apply(nranks);
+  coarse_cli.apply();
   const std::string coarse_kind = coarse_cli.coarse().kind;
   const int coarse_ranks = coarse_cli.coarse_ranks();
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
@@ -200,6 +200,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     throw InputError(fmt::format("--coarse-ranks {} with --mode async: the asynchronous coarse solve runs on rank 0 "
                                  "alone (--coarse-ranks 0 or 1)",
                                  coarse_ranks));
+  coarse_cli.check_ranks(nranks);
   system_cli.check();
   if (coarse_kind != solvers::no_coarse && !system_cli.given()) {
     if (problem != "poisson2d")
