@@ -11,6 +11,7 @@ must hold whatever the draw.
                                schwarz --mode async --transport rma ...
   python3 scripts/soak.py check --case /tmp/soak/run-00042    # rerun a failed matrix draw with its checks
   python3 scripts/soak.py summary soak-openmpi.json soak-mpich.json   # the tables of docs/soak.md
+  python3 scripts/soak.py selftest   # the judge's verdicts on stand-in runs (a ctest)
 
 A built-in draw (`run`) picks a solver (jacobi, schwarz, pde, cg), its mode or method, a transport
 (p2p, rma, and shmem where --oshrun is given) with a completion scheme, 1 to 4 ranks, a slow rank,
@@ -36,7 +37,8 @@ from the generated system must meet the tolerance when the exit code is 0 and eq
 true_residual (within 1e-6 relative plus a rounding bound, residual_check); a stop on the test may
 leave the true residual at most FALSE_STOP times the tolerance; the empty-row matrix must be refused
 (exit code 2, one 'desync: error:' line); a --robin draw and an asynchronous two-level draw with
---coarse-reuse 0 may diverge (exit code 3, one message).
+--coarse-reuse 0 may diverge (exit code 3, one message: that it diverges, or that the iterate
+overflowed to NaN or Inf).
 
 `check` runs one given command the same way (the CI's 3-rank cases) and can also bound the ratio of
 the largest to the smallest iteration count over the ranks (--balance), or reruns a kept matrix draw
@@ -871,8 +873,12 @@ def run_one(cmd, solver, timeout, balance=None, per_message=None, case=None):
             if len(errors) != 1:
                 return False, f"exit code 2 with {len(errors)} 'desync: error:' lines, expected one: {tail}", info
             return True, "", info
-        if case and case.get("may_diverge") and proc.returncode == 3 and len(set(errors)) == 1 and "diverg" in errors[0]:
-            # a draw whose method can diverge (the Robin variant): exit code 3 with one message saying so
+        if case and case.get("may_diverge") and proc.returncode == 3 and len(set(errors)) == 1 and \
+                ("diverg" in errors[0] or "non-finite value" in errors[0]):
+            # a draw whose method can diverge (the Robin variant): exit code 3 with one message saying so,
+            # or saying that the iterate overflowed (NaN or Inf): an asynchronous run whose growth outruns
+            # its tests (a tree termination votes once per rank) ends there, as reruns of a kept draw
+            # show (aniso3d, --robin 0.9 --overlap 0 over shmem: either message, by the timing)
             info["message"] = tail
             return True, "", info
         if proc.returncode not in (0, 1):
@@ -1170,10 +1176,37 @@ def cmd_summary(args):
     return 0
 
 
+def cmd_selftest():
+    """The judge (run_one) on stand-in runs whose exit code and message are known: a check that cannot
+    fail checks nothing. Returns 0 when every verdict is the one expected."""
+    diverging = {"may_diverge": True, "expect": "solve", "description": "stand-in", "tol": 1e-9}
+    cases = [  # (message, exit code, may_diverge, the verdict expected)
+        ("residual grew from 1.000e+00 to 2.3e+09 (more than 1e+06 times): diverging", 3, True, True),
+        ("non-finite value (NaN or Inf) in the solution at iteration 978 on 2 rank(s)", 3, True, True),
+        ("non-finite value (NaN or Inf) in the solution at iteration 978 on 2 rank(s)", 3, False, False),
+        ("residual grew from 1.000e+00 to 2.3e+09 (more than 1e+06 times): diverging", 3, False, False),
+        ("the local matrix of its subdomain could not be factored", 3, True, False),
+        ("an internal error", 4, True, False),
+    ]
+    failed = 0
+    with tempfile.TemporaryDirectory(prefix="desync-soak-selftest-") as folder:
+        for message, code, may, want in cases:
+            case = dict(diverging, may_diverge=may, folder=folder, save=os.path.join(folder, "x.npy"))
+            cmd = ["bash", "-c", f"echo 'desync: error: {message}'; exit {code}", "stand-in"]
+            ok, why, _ = run_one(cmd, "schwarz", 30, case=case)
+            if ok != want:
+                failed += 1
+                print(f"FAIL: exit {code}, may_diverge {may}, '{message}': judged {'ok' if ok else 'failed'} "
+                      f"({why}), expected {'ok' if want else 'failed'}")
+    print(f"soak selftest: {len(cases) - failed} of {len(cases)} verdicts as expected")
+    return 1 if failed else 0
+
+
 def main(argv=None):
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
                                 formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
     sub = p.add_subparsers(dest="what", required=True)
+    sub.add_parser("selftest", help="check the judge's verdicts on stand-in runs")
     sm = sub.add_parser("summary")
     sm.add_argument("files", nargs="+", help="JSON files written by run --json")
     for name in ("run", "check"):
@@ -1212,6 +1245,8 @@ def main(argv=None):
     args = p.parse_args(argv)
     if args.what == "summary":
         return cmd_summary(args)
+    if args.what == "selftest":
+        return cmd_selftest()
     if args.what == "run":
         if args.runs is None and args.minutes is None:
             p.error("run: give --runs or --minutes")
