@@ -105,11 +105,10 @@ class CoarseCli {
   /// InputError on bad input.
   void apply() {
     kind_ = linalg::parse_local_solver(local_solver_);
-    coarse_kind_ = solvers::parse_coarse(coarse_);
-    const bool two_level = coarse_kind_ != solvers::no_coarse;
-    if (ranks_opt_->count() > 0 && !two_level)
+    solvers::parse_coarse(coarse_);  // none or a registered space; InputError otherwise
+    if (ranks_opt_->count() > 0 && !two_level())
       throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
-    if (!near_kernel_.empty() && !two_level)
+    if (!near_kernel_.empty() && !two_level())
       throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
   }
   /// With a coarse space: --coarse-ranks against a run of `nranks` and this build (a command's own
@@ -123,12 +122,12 @@ class CoarseCli {
   /// The coarse level as the solvers take it: the space's name (or none) and the ranks.
   solvers::CoarseOptions coarse() const {
     solvers::CoarseOptions c;
-    c.kind = coarse_kind_;
+    c.kind = coarse_;
     c.coarse_ranks = ranks_;
     return c;
   }
   const std::string& coarse_name() const { return coarse_; }
-  bool two_level() const { return coarse_kind_ != solvers::no_coarse; }
+  bool two_level() const { return coarse_ != solvers::no_coarse; }
   int coarse_ranks() const { return ranks_; }
   const std::string& near_kernel() const { return near_kernel_; }
   CLI::Option* local_solver_option() const { return local_solver_opt_; }
@@ -147,7 +146,6 @@ class CoarseCli {
   int ranks_ = 0;
   std::string near_kernel_;
   linalg::LocalSolverKind kind_ = linalg::LocalSolverKind::automatic;
-  std::string coarse_kind_ = std::string(solvers::no_coarse);
   CLI::Option *local_solver_opt_ = nullptr, *coarse_opt_ = nullptr, *ranks_opt_ = nullptr, *near_kernel_opt_ = nullptr;
 };
 
