@@ -175,8 +175,8 @@ Global convection_diffusion(int m, double c = 40.0) {
   return g;
 }
 
-AlgebraicSchwarzOptions fixed_iterations(int iterations, int overlap, double robin = 0) {
-  AlgebraicSchwarzOptions o;
+SchwarzOptions fixed_iterations(int iterations, int overlap, double robin = 0) {
+  SchwarzOptions o;
   o.overlap = overlap;
   o.robin = robin;
   o.iteration.tol = 1e-300;
@@ -197,7 +197,7 @@ TEST(AlgebraicSchwarz, OneRankIsTheDirectSolve) {
   for (const std::string coarse : {"none", "nicolaides"}) {
     SCOPED_TRACE(coarse);
     std::vector<double> x(b.size(), 0.0);
-    AlgebraicSchwarzOptions o;
+    SchwarzOptions o;
     o.iteration.tol = 1e-10;
     o.coarse.kind = coarse;
     const auto r = solvers::solve_algebraic_schwarz(A, b, x, o);
@@ -374,7 +374,7 @@ TEST(AlgebraicSchwarz, RasMatchesTheDirectSolve) {
   for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<std::int64_t>(i);
   const auto direct = solve_direct(g.restrict_to(all), b);
   std::vector<double> x(part(b, offsets, me).size(), 0.0);
-  AlgebraicSchwarzOptions o;
+  SchwarzOptions o;
   o.overlap = 2;
   o.iteration.tol = 1e-10;
   const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
@@ -405,7 +405,7 @@ TEST(AlgebraicSchwarz, AsyncConvergesOverEveryTransport) {
 #endif
     for (bool tree : {true, false}) {
       SCOPED_TRACE(std::string(comm::to_string(t)) + (tree ? ", tree termination" : ", iallreduce votes"));
-      AlgebraicSchwarzOptions o;
+      SchwarzOptions o;
       o.mode = comm::HaloMode::async;
       o.transport.kind = t;
       o.tree_termination = tree;
@@ -434,7 +434,7 @@ TEST(AlgebraicSchwarz, NoTerminationDetection) {
   std::vector<double> b(static_cast<std::size_t>(g.n()), 1.0);
   for (auto mode : {comm::HaloMode::sync, comm::HaloMode::async}) {
     SCOPED_TRACE(comm::to_string(mode));
-    AlgebraicSchwarzOptions o;
+    SchwarzOptions o;
     o.mode = mode;
     o.detect_termination = false;
     o.iteration.max_iters = 200;
@@ -453,7 +453,7 @@ TEST(AlgebraicSchwarz, NoTerminationDetection) {
   }
   // Sync with a time limit: the ranks agree on the last iteration through the exchanged values
   // (exchange_carrying), so every rank makes the same number.
-  AlgebraicSchwarzOptions o;
+  SchwarzOptions o;
   o.detect_termination = false;
   o.iteration.max_iters = 100000000;
   o.iteration.time_limit = 0.2;
@@ -585,7 +585,7 @@ TEST(AlgebraicSchwarz, SingularLocalMatrixIsReported) {
   const auto offsets = balanced(n, p);
   const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
   std::vector<double> b(static_cast<std::size_t>(per), 1.0), x(b.size(), 0.0);
-  AlgebraicSchwarzOptions o;
+  SchwarzOptions o;
   o.overlap = 0;
   try {
     solvers::solve_algebraic_schwarz(A, b, x, o);
@@ -649,7 +649,7 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
         for (std::size_t f = 0; f < N; ++f) ref[i] += phi[i * N + f] * c[f];  // x += Phi c
       if (k < iterations) ref = ras_step_ref(g, offsets, 1, robin, b, ref);
     }
-    AlgebraicSchwarzOptions o = fixed_iterations(iterations, 1, robin);
+    SchwarzOptions o = fixed_iterations(iterations, 1, robin);
     o.coarse.kind = kind;
     std::vector<double> x(part(b, offsets, me).size(), 0.25);
     const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
@@ -658,6 +658,45 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
     EXPECT_EQ(r.coarse_size, space.size());
     EXPECT_LT(world_max(max_abs_diff(x, part(ref, offsets, me))), 1e-11 * max_abs(ref));
   }
+}
+
+// Two-level, synchronous, without termination detection and with a time limit: the exchanges carry
+// the last iteration (driver/iteration_driver.hpp), and the coarse step still comes once after each
+// exchange: the iterates are those of the run that tests (TwoLevelSyncMatchesTheSerialReference).
+TEST(AlgebraicSchwarz, TwoLevelSyncCarryingTheLastIterationCorrectsOncePerExchange) {
+  const int p = world_size(), me = world_rank();
+  const Global g = convection_diffusion(12);
+  const auto offsets = balanced(g.n(), p);
+  const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
+  std::vector<double> b(static_cast<std::size_t>(g.n()));
+  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.1 * static_cast<double>(i));
+  const int iterations = 6;
+  const solvers::CoarseSpace space(A, "nicolaides");
+  const std::vector<double> phi = gather_basis(space, offsets);
+  const auto N = static_cast<std::size_t>(space.size());
+  const solvers::DenseLu a0(space.matrix(), space.size());
+  // No stopping test: each iteration is an exchange, the coarse step, the local solves.
+  std::vector<double> ref(b.size(), 0.25);
+  for (int k = 0; k < iterations; ++k) {
+    const std::vector<double> ax = g.times(ref);
+    std::vector<double> c(N, 0.0);
+    for (std::size_t i = 0; i < b.size(); ++i)
+      for (std::size_t f = 0; f < N; ++f) c[f] += phi[i * N + f] * (b[i] - ax[i]);  // Phi^T (b - A x)
+    a0.solve(c);
+    for (std::size_t i = 0; i < b.size(); ++i)
+      for (std::size_t f = 0; f < N; ++f) ref[i] += phi[i * N + f] * c[f];  // x += Phi c
+    ref = ras_step_ref(g, offsets, 1, 0.0, b, ref);
+  }
+  SchwarzOptions o = fixed_iterations(iterations, 1);
+  o.coarse.kind = "nicolaides";
+  o.detect_termination = false;
+  o.iteration.time_limit = 1000;  // carried; max_iters stops it first
+  std::vector<double> x(part(b, offsets, me).size(), 0.25);
+  const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
+  EXPECT_EQ(r.run.stats.iterations, iterations);
+  EXPECT_EQ(r.coarse.corrections, iterations);  // once per exchange, not twice
+  EXPECT_EQ(r.coarse.solves, iterations);
+  EXPECT_LT(world_max(max_abs_diff(x, part(ref, offsets, me))), 1e-11 * max_abs(ref));
 }
 
 // Two-level, asynchronous: converges over every transport built, with rank 0 (the coarse root)
@@ -680,7 +719,7 @@ TEST(AlgebraicSchwarz, TwoLevelAsyncConvergesOverEveryTransport) {
       if (kind == "gdsw" && p == 1) continue;
       for (const int reuse : {0, 2}) {
         SCOPED_TRACE(std::string(comm::to_string(t)) + ", " + kind + ", reuse " + std::to_string(reuse));
-        AlgebraicSchwarzOptions o;
+        SchwarzOptions o;
         o.mode = comm::HaloMode::async;
         o.transport.kind = t;
         o.overlap = 1;
@@ -726,7 +765,7 @@ TEST(AlgebraicSchwarz, TwoLevelAsyncReuseOneFollowsTheSyncIteration) {
   const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
   for (const std::string kind : {"nicolaides", "gdsw"}) {
     SCOPED_TRACE(kind);
-    AlgebraicSchwarzOptions o;
+    SchwarzOptions o;
     o.overlap = 1;
     o.coarse.kind = kind;
     o.iteration.tol = 1e-8;

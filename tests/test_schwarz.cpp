@@ -33,7 +33,7 @@ int world_size() {
 }
 
 /// Dense h^2 A of a subdomain, row by row.
-std::vector<std::vector<double>> dense_scaled(const SchwarzSubdomain& s) {
+std::vector<std::vector<double>> dense_scaled(const GridSubdomain& s) {
   const auto n = static_cast<std::size_t>(s.matrix.rows);
   std::vector<std::vector<double>> a(n, std::vector<double>(n, 0.0));
   for (std::size_t r = 0; r < n; ++r)
@@ -96,7 +96,7 @@ TEST(SchwarzSubdomain, CornerMatrixByHand) {
   for (std::size_t r = 0; r < 9; ++r)
     for (std::size_t c = 0; c < 9; ++c) EXPECT_NEAR(a[r][c], expected[r][c], 1e-12) << "row " << r << " col " << c;
   // Robin terms: one per external neighbour, the corner twice.
-  EXPECT_EQ(s.robin.size(), 6u);
+  EXPECT_EQ(s.couplings.size(), 6u);
 }
 
 // The paper's Figure 1 example: a 3x3 process grid with 2x2 blocks, the middle subdomain extended

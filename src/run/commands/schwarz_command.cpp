@@ -72,11 +72,11 @@ class SchwarzCommand final : public SolverCommand {
  private:
   std::vector<std::pair<std::string, std::string>> effective() const;
   int run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin);
-  /// The algebraic solver's options from the command's (builtin: the grid's alpha as robin).
-  solvers::AlgebraicSchwarzOptions matrix_options(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) const;
+  /// The matrix run's options from the command's (builtin: the grid's alpha as robin).
+  solvers::SchwarzOptions matrix_options(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) const;
   /// The coarse level's part of the record (rank 0): its set-up and performance lines and details.
-  void describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::AlgebraicSchwarzResult& result,
-                       const solvers::AlgebraicSchwarzOptions& o) const;
+  void describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::SchwarzResult& result,
+                       const solvers::SchwarzOptions& o) const;
   detail::LoadedSystem builtin_system(MPI_Comm comm) const;
   int export_grid_system(MPI_Comm comm);
 
@@ -315,7 +315,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
   return out;
 }
 
-RankFields rank_fields(const solvers::SchwarzRunResult& r) {
+RankFields rank_fields(const solvers::SchwarzResult& r) {
   const auto& s = r.run.stats;
   RankFields f;
   // The delays: the age in iterations of the neighbour values each update used (0: the neighbour's
@@ -484,10 +484,9 @@ detail::LoadedSystem SchwarzCommand::builtin_system(MPI_Comm comm) const {
   return sys;
 }
 
-solvers::AlgebraicSchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, const detail::LoadedSystem& sys,
-                                                                bool builtin) const {
-  solvers::AlgebraicSchwarzOptions o;
-  o.overlap = solver.overlap;
+solvers::SchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, const detail::LoadedSystem& sys,
+                                                       bool builtin) const {
+  solvers::SchwarzOptions o = solver;  // the loop's settings and the overlap, the grid run's
   // The grid's Robin condition on the 5-point matrix: beta = 1/(1 + alpha h) (algebraic.hpp).
   const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
   o.robin = !builtin ? robin : std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
@@ -499,7 +498,6 @@ solvers::AlgebraicSchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, c
   o.coarse_reuse = coarse_reuse;
   o.coarse_fan_in = coarse_fan_in;
   o.local_solver = coarse_cli.local_solver();
-  static_cast<solvers::SchwarzLoopOptions&>(o) = solver;  // the loop's settings, the grid run's
   return o;
 }
 
@@ -508,7 +506,7 @@ solvers::AlgebraicSchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, c
 /// here (async: rank 0), residual sums made (one per coarse cycle), passes held back by
 /// --coarse-reuse, its seconds, and the delays (this rank's iterations between its sum and the
 /// correction built from it).
-RankFields matrix_rank_fields(const solvers::AlgebraicSchwarzResult& result, bool two_level) {
+RankFields matrix_rank_fields(const solvers::SchwarzResult& result, bool two_level) {
   RankFields fields = rank_fields(result);  // the grid run's fields
   fields.integer("extended_rows", result.extended_rows).number("setup_seconds", result.setup_seconds);
   if (!two_level) return fields;
@@ -536,8 +534,8 @@ std::string local_solver_counts(const std::vector<std::string>& names) {
   return list;
 }
 
-void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::AlgebraicSchwarzResult& result,
-                                     const solvers::AlgebraicSchwarzOptions& o) const {
+void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::SchwarzResult& result,
+                                     const solvers::SchwarzOptions& o) const {
   double coarse_setup = 0, coarse_s = 0, delay_sum = 0;
   long corrections = 0, solves = 0, held = 0, delay_max = 0;
   for (const auto& p : r.per_rank) {
@@ -586,9 +584,9 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
-  const solvers::AlgebraicSchwarzOptions o = matrix_options(comm, sys, builtin);
+  const solvers::SchwarzOptions o = matrix_options(comm, sys, builtin);
   std::vector<double> x(sys.b.size(), 0.0);
-  const solvers::AlgebraicSchwarzResult result = solvers::solve_algebraic_schwarz(sys.system.A, sys.b, x, o);
+  const solvers::SchwarzResult result = solvers::solve_algebraic_schwarz(sys.system.A, sys.b, x, o);
 
   RunRecord r;
   r.solver = "schwarz";

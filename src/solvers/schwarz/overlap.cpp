@@ -288,7 +288,8 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Overla
   ghosts_.erase(std::unique(ghosts_.begin(), ghosts_.end()), ghosts_.end());
   for (const auto& d : dropped) {
     const Index gi = rows_[static_cast<std::size_t>(d.row)];
-    couplings_.push_back({d.row, position(ghosts_, d.e), is_owned(gi) || o.robin == 0 ? -1 : position(ghosts_, gi), d.a});
+    couplings_.push_back(
+        {d.row, position(ghosts_, d.e), is_owned(gi) || o.robin == 0 ? -1 : position(ghosts_, gi), d.a, o.robin});
   }
   residual_ptr_.assign(1, 0);
   for (Index k = 0; k < owned_; ++k) {
@@ -332,18 +333,34 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Overla
   agree_or_throw(comm_, failure.empty(), failure);
 }
 
-void OverlappingSubdomain::local_rhs(const double* b_ext, const double* x, const double* ghost, double* rhs) const {
-  std::copy(b_ext, b_ext + rows_.size(), rhs);
-  for (const auto& c : couplings_) {
-    const double ui = c.ghost_i < 0 ? x[c.row] : ghost[c.ghost_i];
-    rhs[c.row] -= c.a * (ghost[c.ghost_e] - opt_.robin * ui);  // rhs_i = b_i - a_ie (u_e - robin u_i)
-  }
+void OverlappingSubdomain::set_rhs(std::span<const double> b, const comm::TransportConfig& transport) {
+  b_ext_.assign(rows_.size(), 0.0);
+  std::copy(b.begin(), b.end(), b_ext_.begin() + own_begin_);
+  comm::PlanExchangeConfig c;
+  c.mode = comm::HaloMode::sync;
+  c.transport = transport;
+  comm::PlanExchange ex(comm_, restriction_plan_, c);
+  ex.start(b.data(), 0);
+  ex.finish(b_ext_.data(), 0);
+  ex.close();
 }
 
-double OverlappingSubdomain::local_residual_sq(const double* b_ext, const double* x, const double* ghost) const {
+double OverlappingSubdomain::source_norm_sq() const {
+  double b2 = 0;
+  for (Index k = 0; k < owned_; ++k) b2 += b_ext_[static_cast<std::size_t>(own_begin_ + k)] * b_ext_[static_cast<std::size_t>(own_begin_ + k)];
+  return b2;
+}
+
+int OverlappingSubdomain::exchange_hops() const {
+  int n = 1;
+  MPI_Comm_size(comm_, &n);
+  return n - 1;
+}
+
+double OverlappingSubdomain::local_residual_sq(const double* x, const double* ghost) const {
   double sum = 0;
   for (Index k = 0; k < owned_; ++k) {
-    double r = b_ext[own_begin_ + k];  // r_i = b_i - sum_j a_ij u_j
+    double r = b_ext_[static_cast<std::size_t>(own_begin_ + k)];  // r_i = b_i - sum_j a_ij u_j
     for (Index p = residual_ptr_[static_cast<std::size_t>(k)]; p < residual_ptr_[static_cast<std::size_t>(k) + 1]; ++p) {
       const std::int32_t j = residual_index_[static_cast<std::size_t>(p)];
       r -= residual_value_[static_cast<std::size_t>(p)] * (j >= 0 ? x[j] : ghost[-j - 1]);

@@ -19,7 +19,7 @@
 #include "desync/problems/laplace3d.hpp"
 #include "desync/problems/poisson2d.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
-#include "subdomain_iteration.hpp"
+#include "schwarz_run.hpp"
 #include "desync/core/simulation.hpp"
 
 namespace desync::solvers {
@@ -68,20 +68,20 @@ double boundary_value(SchwarzProblem p, double x, double y, double z) {
 
 }  // namespace
 
-std::int32_t SchwarzSubdomain::ghost_index(int x, int y, int z) const {
+std::int32_t GridSubdomain::ghost_index(int x, int y, int z) const {
   const std::int64_t g = global_index(x, y, z);
   const auto it = std::lower_bound(ghosts.begin(), ghosts.end(), g);
   return it != ghosts.end() && *it == g ? static_cast<std::int32_t>(it - ghosts.begin()) : -1;
 }
 
-SchwarzSubdomain make_schwarz_subdomain(const decomposition::CartGrid& grid, Index3 coords, int overlap,
+GridSubdomain make_schwarz_subdomain(const decomposition::CartGrid& grid, Index3 coords, int overlap,
                                         double alpha, SchwarzProblem problem) {
   return make_schwarz_subdomain(grid.global(), grid.dims(), coords, overlap, alpha, problem);
 }
 
-SchwarzSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coords, int overlap, double alpha,
+GridSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coords, int overlap, double alpha,
                                         SchwarzProblem problem) {
-  SchwarzSubdomain s;
+  GridSubdomain s;
   s.problem = problem;
   s.axes = problem == SchwarzProblem::poisson2d ? 2 : 3;
   s.nx = global[0];
@@ -163,7 +163,9 @@ SchwarzSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coord
         rhs += g_at(ex, ey, ez) / hh[a];  // Dirichlet boundary
       } else {
         d -= beta[a] / hh[a];  // D_p: beta per external neighbour (2 beta at a corner, 3 in 3D)
-        s.robin.push_back({row, s.ghost_index(ex, ey, ez), s.ghost_index(x, y, z), 1.0 / hh[a], beta[a]});
+        // The Robin data (subdomain.hpp: add_robin_data): a_ie = -1/h^2, so that
+        // rhs -= a_ie (u_q(e) - beta u_q(i)) adds (u_q(e) - beta u_q(i)) / h^2.
+        s.couplings.push_back({row, s.ghost_index(ex, ey, ez), s.ghost_index(x, y, z), -1.0 / hh[a], beta[a]});
       }
     }
     entries.push_back({row, d});
@@ -196,7 +198,7 @@ SchwarzSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coord
   return s;
 }
 
-double schwarz_local_residual_sq(const SchwarzSubdomain& s, const double* x, const double* ghost) {
+double schwarz_local_residual_sq(const GridSubdomain& s, const double* x, const double* ghost) {
   std::vector<double> r(s.b_block.size());
   for (std::size_t p = 0; p < r.size(); ++p) r[p] = s.b_block[p] - s.diag * x[s.block_ext[p]];  // b - D u
   for (const auto& l : s.links) r[static_cast<std::size_t>(l.point)] += l.coef * (l.ghost ? ghost[l.index] : x[l.index]);
@@ -208,7 +210,7 @@ double schwarz_local_residual_sq(const SchwarzSubdomain& s, const double* x, con
 comm::HaloPlan make_schwarz_plan(const decomposition::CartGrid& grid, int overlap, double alpha,
                                  SchwarzProblem problem) {
   const Index3 me = grid.coords();
-  const SchwarzSubdomain mine = make_schwarz_subdomain(grid, me, overlap, alpha, problem);
+  const GridSubdomain mine = make_schwarz_subdomain(grid, me, overlap, alpha, problem);
   const auto& d = grid.dims();
   comm::HaloPlan plan;
   plan.rank = grid.rank();
@@ -223,7 +225,7 @@ comm::HaloPlan make_schwarz_plan(const decomposition::CartGrid& grid, int overla
         const Index3 q{me[0] + dx, me[1] + dy, me[2] + dz};
         if (q[0] < 0 || q[0] >= d[0] || q[1] < 0 || q[1] >= d[1] || q[2] < 0 || q[2] >= d[2]) continue;
         const Box3 qblock = block_of(grid.global(), d, q);
-        const SchwarzSubdomain theirs = make_schwarz_subdomain(grid, q, overlap, alpha, problem);
+        const GridSubdomain theirs = make_schwarz_subdomain(grid, q, overlap, alpha, problem);
         comm::PlanNeighbour nb;
         nb.peer = grid.rank_at(q);
         nb.direction = {dx, dy, dz};
@@ -242,107 +244,27 @@ comm::HaloPlan make_schwarz_plan(const decomposition::CartGrid& grid, int overla
   return plan;
 }
 
-namespace {
-
-// One rank's run: the driver's loops around a subdomain solve (LocalIteration).
-class SchwarzRun : public detail::SubdomainIteration {
- public:
-  SchwarzRun(const decomposition::CartGrid& grid, const SchwarzOptions& o, const DriverOptions& it)
-      : grid_(grid), opt_(o), sub_(make_schwarz_subdomain(grid, grid.coords(), o.overlap, o.alpha, o.problem)),
-        rhs_(sub_.rhs_fixed.size(), 0.0), driver_(grid.comm(), it, *this) {
-    // The subdomain's values on ext, sent from x_ itself; the ghosts of the Robin data and the residual.
-    init_subdomain(grid.comm(), make_schwarz_plan(grid, o.overlap, o.alpha, o.problem), sub_.rhs_fixed.size(), 0,
-                   sub_.ghosts.size(), o.transport, o.wait_all,
-                   !it.detect_termination && !it.asynchronous && it.iteration.time_limit > 0);
-    std::string failure;
-    try {
-      chol_ = linalg::make_local_solver(sub_.matrix, linalg::LocalSolverKind::cholmod);
-    } catch (const linalg::FactorisationError& e) {
-      failure = fmt::format("rank {}: the subdomain matrix could not be factored: {}", grid.rank(), e.what());
-    }
-    agree_or_throw(grid.comm(), failure.empty(), failure);
-    auto& st = driver_.stats();
-    st.rank = grid.rank();
-    st.coords = grid.coords();
-    st.local = {sub_.block.nx(), sub_.block.ny(), sub_.block.nz()};
-    st.neighbours = plan_.remote_peers();
-    driver_.start();
+GridSchwarzSubdomain::GridSchwarzSubdomain(const decomposition::CartGrid& grid, int overlap, double alpha,
+                                           SchwarzProblem problem)
+    : comm_(grid.comm()), dims_(grid.dims()), coords_(grid.coords()),
+      sub_(make_schwarz_subdomain(grid, grid.coords(), overlap, alpha, problem)),
+      plan_(make_schwarz_plan(grid, overlap, alpha, problem)) {
+  std::string failure;
+  try {
+    solver_ = linalg::make_local_solver(sub_.matrix, linalg::LocalSolverKind::cholmod);
+  } catch (const linalg::FactorisationError& e) {
+    failure = fmt::format("rank {}: the subdomain matrix could not be factored: {}", grid.rank(), e.what());
   }
+  agree_or_throw(comm_, failure.empty(), failure);
+}
 
-  SchwarzResult run() {
-    SchwarzResult r;
-    r.run = driver_.run(*this);
-    r.alpha = opt_.alpha;
-    r.factor_nonzeros = chol_->factor_nonzeros();
-    r.factor_seconds = chol_->factor_seconds();
-    r.spmv_seconds = spmv_s_;
-    r.update_seconds = update_s_;
-    r.solve_seconds = solve_s_;
-    return r;
-  }
+GridSchwarzSubdomain::~GridSchwarzSubdomain() = default;
 
-  /// This rank's block of the final iterate, x fastest.
-  std::vector<double> block_values() const {
-    std::vector<double> u(sub_.block_ext.size());
-    for (std::size_t p = 0; p < u.size(); ++p) u[p] = x_[static_cast<std::size_t>(sub_.block_ext[p])];
-    return u;
-  }
-  const SchwarzSubdomain& subdomain() const { return sub_; }
-
- private:
-  double local_source_norm_sq() override {
-    double b2 = 0;
-    for (double b : sub_.b_block) b2 += b * b;
-    return b2;
-  }
-  // The global residual of the assembled iterate: the owners' values at the ghosts, exchanged
-  // synchronously, then every block's rows.
-  double true_residual_sq() override {
-    const std::vector<double> ghost = current_ghosts();
-    const double r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost.data());
-    core::charge("schwarz.residual", static_cast<double>(n_));  // simulated cluster: its cost
-    return r2;
-  }
-
-  // Every face neighbour exchanges values (overlap >= 1): hops along the faces bound the distance.
-  int exchange_hops() const override {
-    const auto& d = grid_.dims();
-    return (d[0] - 1) + (d[1] - 1) + (d[2] - 1);
-  }
-  double update(std::int64_t, bool want_residual) override {
-    double r2 = 0;
-    if (want_residual) {
-      core::Stopwatch t;
-      r2 = schwarz_local_residual_sq(sub_, x_.data(), ghost_.data());  // r_p = b_p - L u, interior points
-      core::charge("schwarz.residual", static_cast<double>(n_));  // simulated cluster: its cost
-      spmv_s_ += t.seconds();
-    }
-    core::Stopwatch t_update;
-    rhs_ = sub_.rhs_fixed;  // b_p: f and the physical boundary
-    for (const auto& t : sub_.robin)  // + Robin data: (u_q(e) - beta u_q(i)) / h^2
-      rhs_[static_cast<std::size_t>(t.row)] += t.coef * (ghost_[static_cast<std::size_t>(t.ghost_e)] -
-                                                         t.beta * ghost_[static_cast<std::size_t>(t.ghost_i)]);
-    update_s_ += t_update.seconds();
-    core::Stopwatch t_solve;
-    chol_->solve(rhs_.data(), next_.data());  // x_p <- A_p^{-1} rhs
-    core::charge("schwarz.solve", static_cast<double>(n_));
-    solve_s_ += t_solve.seconds();
-    return r2;
-  }
-  void perturb(double value) override { x_[static_cast<std::size_t>(sub_.block_ext[0])] = value; }
-  // The candidate is A_p^{-1} (b_p + Robin data of the ghosts): the external values alone decide it.
-  bool update_repeats_without_new_data() const override { return true; }
-
-  const decomposition::CartGrid& grid_;
-  const SchwarzOptions& opt_;
-  SchwarzSubdomain sub_;
-  std::vector<double> rhs_;
-  std::unique_ptr<linalg::LocalSolver> chol_;  // CHOLMOD, its own choice of mode
-  double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
-  IterationDriver driver_;
-};
-
-}  // namespace
+double GridSchwarzSubdomain::source_norm_sq() const {
+  double b2 = 0;
+  for (double b : sub_.b_block) b2 += b * b;
+  return b2;
+}
 
 SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOptions& o, std::vector<double>& u) {
   if (o.problem == SchwarzProblem::poisson2d && grid.global()[2] != 1)
@@ -359,11 +281,13 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   if (grid.size() > 1 && o.overlap >= smallest)
     throw InputError(fmt::format("--overlap {}: must be smaller than the smallest block ({} points)", o.overlap,
                                  smallest));
-  const DriverOptions it = detail::schwarz_driver_options(o);
-  SchwarzRun run(grid, o, it);
-  SchwarzResult r = run.run();
-  u = run.block_values();
-  const auto& s = run.subdomain();
+  core::Stopwatch setup;
+  GridSchwarzSubdomain sub(grid, o.overlap, o.alpha, o.problem);
+  const double setup_seconds = setup.seconds();
+  u.assign(sub.owned(), 0.0);
+  SchwarzResult r = detail::run_schwarz(sub, o, {}, u, nullptr);
+  r.setup_seconds = setup_seconds;
+  const auto& s = sub.data();
   double err = 0;
   if (o.problem == SchwarzProblem::poisson2d) {
     for (int y = s.block.y0, p = 0; y < s.block.y1; ++y)

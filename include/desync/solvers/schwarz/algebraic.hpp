@@ -2,6 +2,8 @@
 // Restricted additive Schwarz on an assembled matrix (solvers::OverlappingSubdomain), optionally
 // optimized (Robin), synchronous and asynchronous: the algebraic counterpart of the grid solver of
 // solvers/schwarz/schwarz.hpp, after Yamazaki, Chow, Bouteiller and Dongarra (2019), sections 3-4.
+// Both are the one run of schwarz_run.cpp over a solvers::Subdomain (subdomain.hpp), with one
+// options type and one result type (schwarz_options.hpp).
 //
 // Rank p holds its extended subdomain Omega_p (overlap delta by graph distance) and the factored
 // local matrix A_p (dropped couplings moved onto the diagonal times robin). One iteration:
@@ -32,57 +34,18 @@
 #include "desync/solvers/schwarz/overlap.hpp"
 #include "desync/solvers/driver/iteration_result.hpp"
 #include "desync/solvers/iteration_options.hpp"
-#include "desync/solvers/schwarz/schwarz_loop.hpp"
+#include "desync/solvers/schwarz/schwarz_options.hpp"
 
 namespace desync::solvers {
 
-/// The matrix solver's options: its loop's (SchwarzLoopOptions, as the grid solver's) and the
-/// subdomains' and the coarse level's.
-struct AlgebraicSchwarzOptions : SchwarzLoopOptions {
-  int overlap = 1;      ///< delta >= 0 (0: block Jacobi with exact block solves)
-  double robin = 0.0;   ///< beta in [0, 1): 0 classical RAS, else the dropped couplings times beta on the diagonal
-  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
-  /// The coarse level (two-level Schwarz; kind none: one level). Sync: the hybrid iteration, the
-  /// coarse correction multiplicative before each round of local solves; async: the coarse
-  /// problem solved on rank 0 from the ranks' residuals summed up a tree (see the top).
-  solvers::CoarseOptions coarse;
-  /// async with a coarse level: a rank runs at most this many local solves on one coarse solution
-  /// before it waits for the next; its residual sum is taken after the last of them, so each
-  /// correction lands on the iterate it was computed from (the hybrid's multiplicative coarse step).
-  /// 0: never waits: the corrections land on iterates the local solves have moved since (an
-  /// additive two-level iteration, which may diverge; coarse_level.cpp).
-  int coarse_reuse = 1;
-  /// async with a coarse level: the fan-in of the tree the residual sums go up and the corrections
-  /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
-  int coarse_fan_in = 8;
-  solvers::OverlapOptions overlap_options() const { return {overlap, robin, local_solver, {}}; }
-};
-
-struct AlgebraicSchwarzResult : SchwarzRunResult {
-  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::umfpack;  ///< this rank's choice
-  std::string local_solver_name, local_solver_reason;
-  std::int64_t extended_rows = 0;     ///< |Omega_p|
-  double setup_seconds = 0;           ///< subdomain construction, factorisation included
-  /// With a coarse level: its dimension, A0's nonzeros, its set-up seconds on this rank, its
-  /// description, and this rank's counts (corrections applied, solves, contributions, held
-  /// passes, seconds, the delays of the applied corrections).
-  int coarse_size = 0;
-  std::int64_t coarse_nonzeros = 0, coarse_factor_nonzeros = 0;  ///< A0's, its factors'
-  double coarse_setup_seconds = 0;
-  std::string coarse_description;
-  std::string coarse_solver;  ///< "dense-lu", "mumps", "cholmod-simplicial-rank0", ... (solvers::CoarseSolver::name)
-  struct CoarseCounts {
-    long corrections = 0, solves = 0, contributions = 0, held = 0;
-    int tree_height = 0;  ///< async: the height of the coarse level's tree (0: one rank, or sync)
-    double seconds = 0;
-    comm::DelayStats delay;
-  } coarse;
-};
+/// The subdomains' settings of SchwarzOptions (those of the matrix solver: overlap, robin, local
+/// solver, coarse level).
+inline OverlapOptions overlap_options(const SchwarzOptions& o) { return {o.overlap, o.robin, o.local_solver, o.coarse}; }
 
 /// Solves A x = b (collective over A.comm). x: this rank's rows, the initial guess on entry, the
 /// final iterate on return. Throws InputError for bad options or sizes, and (every rank) naming
 /// the rank and subdomain size if a local matrix is singular.
-AlgebraicSchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span<const double> b,
-                                               std::span<double> x, const AlgebraicSchwarzOptions& options);
+SchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span<const double> b, std::span<double> x,
+                                      const SchwarzOptions& options);
 
 }  // namespace desync::solvers

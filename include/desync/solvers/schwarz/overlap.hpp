@@ -36,6 +36,7 @@
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
+#include "desync/solvers/schwarz/subdomain.hpp"
 
 namespace desync::solvers {
 
@@ -47,42 +48,30 @@ struct OverlapOptions {
   CoarseOptions coarse;
 };
 
-/// One rank's overlapping subdomain (see the header comment). Collective construction.
-class OverlappingSubdomain {
+/// One rank's overlapping subdomain (see the header comment). Collective construction. As the
+/// Schwarz run sees it (solvers::Subdomain), its right-hand side is b restricted to Omega_p, given
+/// by set_rhs.
+class OverlappingSubdomain final : public Subdomain {
  public:
-  /// One dropped coupling a_ie of extended row `row` (local index) with the outside column e,
-  /// whose value is ghost[ghost_e]; the Robin data reads u_i at ghost[ghost_i], or, for an owned i
-  /// (overlap 0), at the local iterate's row (ghost_i = -1).
-  struct Coupling {
-    std::int32_t row;
-    std::int32_t ghost_e;
-    std::int32_t ghost_i;
-    double a;
-  };
   /// Collective over A.comm: builds Omega_p, A_p, the plans, and factors A_p. Throws InputError
   /// (every rank alike) for bad options or a matrix of block size other than 1, and InputError
   /// naming the rank and the subdomain size if a local matrix cannot be factored ("rank 2: the
   /// local matrix of its subdomain (1234 rows, overlap 1) is singular: ...").
   OverlappingSubdomain(const linalg::DistributedCsr& A, const OverlapOptions& options);
 
-  MPI_Comm comm() const { return comm_; }
   int rank() const { return rank_; }
   const OverlapOptions& options() const { return opt_; }
   /// Omega_p, ascending global rows; the owned rows are rows()[own_begin(), own_begin() + owned()).
   const std::vector<std::int64_t>& rows() const { return rows_; }
-  std::int64_t size() const { return static_cast<std::int64_t>(rows_.size()); }
   std::int64_t own_begin() const { return own_begin_; }
-  std::int64_t owned() const { return owned_; }
   /// A_p with local (Omega_p) columns, before factorisation.
   const linalg::LocalCsr& matrix() const { return matrix_; }
-  linalg::LocalSolver& solver() const { return *solver_; }
-  const std::vector<Coupling>& couplings() const { return couplings_; }
-
+  /// The dropped couplings a_ie of the extended rows with the columns e outside Omega_p, beta =
+  /// robin; u_i is read from the ghost buffer, or for an owned i (overlap 0) from the local iterate.
+  const std::vector<RobinCoupling>& couplings() const { return couplings_; }
   /// The iteration's ghosts: the other ranks' values read by the local problem (u_e, and u_i where
   /// robin > 0) and by the owned rows' residual (their columns not owned), ascending global index.
   const std::vector<std::int64_t>& ghosts() const { return ghosts_; }
-  /// Its plan: send offsets into the owned part of a vector, receive offsets into the ghost buffer.
-  const comm::HaloPlan& ghost_plan() const { return ghost_plan_; }
   /// The restriction's plan: send offsets into the owned part, receive offsets into a vector on
   /// Omega_p (the rows not owned); the owned part is copied locally.
   const comm::HaloPlan& restriction_plan() const { return restriction_plan_; }
@@ -98,11 +87,28 @@ class OverlappingSubdomain {
   const std::vector<std::int32_t>& residual_index() const { return residual_index_; }
   const std::vector<double>& residual_value() const { return residual_value_; }
 
-  /// rhs = b_ext - sum over dropped couplings of a_ie (u_e - robin u_i): b_ext on Omega_p, x the
-  /// local iterate on Omega_p (its owned rows are the global iterate's), ghost the ghost buffer.
-  void local_rhs(const double* b_ext, const double* x, const double* ghost, double* rhs) const;
-  /// sum over owned rows of (b_i - (A u)_i)^2, u from x (owned rows) and ghost.
-  double local_residual_sq(const double* b_ext, const double* x, const double* ghost) const;
+  /// b on Omega_p from this rank's rows of b (its rows not owned from their owners). Collective
+  /// (one synchronous exchange through the restriction's plan).
+  void set_rhs(std::span<const double> b, const comm::TransportConfig& transport = {});
+
+  // solvers::Subdomain. The ghost plan sends from the owned part of a vector on Omega_p.
+  MPI_Comm comm() const override { return comm_; }
+  std::size_t size() const override { return rows_.size(); }
+  std::size_t owned() const override { return static_cast<std::size_t>(owned_); }
+  std::size_t owned_index(std::size_t k) const override { return static_cast<std::size_t>(own_begin_) + k; }
+  const comm::HaloPlan& ghost_plan() const override { return ghost_plan_; }
+  std::size_t send_offset() const override { return static_cast<std::size_t>(own_begin_); }
+  std::size_t ghost_count() const override { return ghosts_.size(); }
+  linalg::LocalSolver& solver() const override { return *solver_; }
+  std::span<const RobinCoupling> robin_couplings() const override { return couplings_; }
+  const double* rhs() const override { return b_ext_.data(); }
+  double local_residual_sq(const double* x, const double* ghost) const override;
+  double source_norm_sq() const override;
+  bool solve_reads_own_values() const override { return opt_.robin != 0 && opt_.overlap == 0; }
+  // Without structure, ranks - 1 exchanges bound the distance between any two ranks of a
+  // connected neighbour graph.
+  int exchange_hops() const override;
+  std::array<int, 3> extent() const override { return {static_cast<int>(owned_), 1, 1}; }
 
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
@@ -112,7 +118,8 @@ class OverlappingSubdomain {
   std::int64_t own_begin_ = 0, owned_ = 0;
   linalg::LocalCsr matrix_;
   std::unique_ptr<linalg::LocalSolver> solver_;
-  std::vector<Coupling> couplings_;
+  std::vector<RobinCoupling> couplings_;
+  std::vector<double> b_ext_;
   comm::HaloPlan ghost_plan_, restriction_plan_, prolongation_plan_;
   std::vector<std::int32_t> prolongation_rows_;
   std::vector<std::int64_t> residual_ptr_;

@@ -133,9 +133,9 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseSpaceInfo& space, 
   std::string failure;
   try {
     if (sparse)
-      solver_.factor_distributed(comm_, n_, options.coarse_ranks, sparse_entries(entries, n_));
+      solver_ = make_distributed_coarse_solver(comm_, n_, options.coarse_ranks, sparse_entries(entries, n_));
     else
-      solver_.factor_dense(a0_, n_);
+      solver_ = make_dense_coarse_solver(a0_, n_);
   } catch (const std::runtime_error& e) {
     failure = fmt::format("--coarse {}: the coarse matrix A0 = Phi^T A Phi ({} x {}) is singular: {} (A is "
                           "singular on the coarse space, e.g. a pure Neumann problem)",
@@ -143,7 +143,7 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseSpaceInfo& space, 
   }
   agree_or_throw(comm_, failure.empty(), failure);
   if (sparse) {
-    a0_nonzeros_ = solver_.nonzeros();
+    a0_nonzeros_ = solver_->nonzeros();
   } else {
     a0_nonzeros_ = std::count_if(a0_.begin(), a0_.end(), [](double v) { return v != 0.0; });
   }
@@ -151,8 +151,8 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseSpaceInfo& space, 
 }
 
 std::vector<double> CoarseSpace::matrix() const {
-  if (!solver_.distributed()) return a0_;
-  return n_ <= dense_copy_limit ? solver_.gather_dense(comm_) : std::vector<double>{};
+  if (!solver_->distributed()) return a0_;
+  return n_ <= dense_copy_limit ? solver_->gather_dense(comm_) : std::vector<double>{};
 }
 
 std::vector<double> CoarseSpace::local_basis() const {
@@ -198,11 +198,11 @@ void CoarseSpace::add_correction(std::span<const double> r, std::span<double> z)
 
 std::vector<double> CoarseSpace::coarse_solution(std::span<const double> r) const {
   std::vector<double> c = local_sums(r);  // this rank's part of Phi^T r
-  solver_.solve_sum(comm_, c);            // c = A0^-1 Phi^T r on every rank (coarse_solver.hpp)
+  solver_->solve_sum(comm_, c);            // c = A0^-1 Phi^T r on every rank (coarse_solver.hpp)
   return c;
 }
 
-void CoarseSpace::solve(std::span<double> c) const { solver_.solve(c); }
+void CoarseSpace::solve(std::span<double> c) const { solver_->solve(c); }
 
 CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const {
   // Each a_ij phi_ic of this rank's rows i goes to j's owner as (j, c, a_ij phi_ic); one
@@ -331,13 +331,13 @@ CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& globa
 }
 
 std::string CoarseSpace::description() const {
-  const std::int64_t fill = solver_.factor_nonzeros();
-  if (solver_.distributed() && !have_mumps())
+  const std::int64_t fill = solver_->factor_nonzeros();
+  if (solver_->distributed() && !have_mumps())
     return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) {} on rank 0 ({} in its factors)",
-                       kind_, n_, a0_nonzeros_, solver_.name(), fill);
-  if (solver_.distributed())
+                       kind_, n_, a0_nonzeros_, solver_->name(), fill);
+  if (solver_->distributed())
     return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) MUMPS on {} rank{} ({} in its factors)",
-                       kind_, n_, a0_nonzeros_, solver_.coarse_ranks(), solver_.coarse_ranks() == 1 ? "" : "s",
+                       kind_, n_, a0_nonzeros_, solver_->coarse_ranks(), solver_->coarse_ranks() == 1 ? "" : "s",
                        fill);
   return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) dense LU on every rank", kind_, n_,
                      a0_nonzeros_);

@@ -1,6 +1,6 @@
 #pragma once
-// The coarse matrix A0 = Phi^T A Phi of two-level Schwarz (coarse_space.hpp), factored and solved in
-// one of two ways:
+// The coarse matrix A0 = Phi^T A Phi of two-level Schwarz (coarse_space.hpp), factored and solved by
+// one of three strategies, each an implementation of the CoarseSolver interface:
 //
 //   dense LU    (coarse ranks 0) every rank holds the whole A0 as a dense matrix, factors it (LU with
 //               partial pivoting, Golub and Van Loan, 2013, algorithm 3.4.1) and solves redundantly:
@@ -12,11 +12,16 @@
 //               A solve sums Phi^T r on rank 0 (MPI_Reduce), solves on the k ranks with the
 //               right-hand side centralised on rank 0, and broadcasts the solution (MPI_Bcast).
 //
+//   SuiteSparse (coarse ranks 1, a build without MUMPS) A0's entries are gathered on rank 0, which
+//   on rank 0   factors the sparse A0 alone (make_local_solver, auto: CHOLMOD for a symmetric positive
+//               definite A0, UMFPACK otherwise); the same messages in every solve as MUMPS on one
+//               rank, A0 and its factors on one rank only.
+//
 // MUMPS is used where the build found Debian's libmumps (built with Open MPI) and this build's MPI is
-// Open MPI (DESYNC_HAVE_MUMPS). Elsewhere (MPICH, SimGrid's SMPI) coarse ranks 1 gathers A0's entries
-// on rank 0, which factors the sparse A0 alone with SuiteSparse (make_local_solver, auto: CHOLMOD for
-// a symmetric positive definite A0, UMFPACK otherwise; the same messages in every solve, A0 and its
-// factors on one rank only), and coarse ranks k >= 2 are refused with InputError.
+// Open MPI (DESYNC_HAVE_MUMPS). Elsewhere (MPICH, SimGrid's SMPI) coarse ranks 1 is SuiteSparse on
+// rank 0, and coarse ranks k >= 2 are refused with InputError. make_dense_coarse_solver and
+// make_distributed_coarse_solver choose; a new strategy (a coarse problem solved iteratively, say) is
+// one more implementation.
 #include <mpi.h>
 
 #include <cstdint>
@@ -49,7 +54,7 @@ class DenseLu {
 /// Whether this build can factor the coarse matrix on k >= 1 ranks (MUMPS, see above).
 bool have_mumps();
 
-/// A0's factors: dense LU on every rank, or MUMPS on the first k ranks of a communicator.
+/// A0's factors, by one of the strategies above.
 class CoarseSolver {
  public:
   /// One entry of A0 (0-based row and column); entries at the same place are summed.
@@ -58,35 +63,25 @@ class CoarseSolver {
     double value = 0;
   };
 
-  CoarseSolver();
-  ~CoarseSolver();
-  CoarseSolver(CoarseSolver&&) noexcept;
-  CoarseSolver& operator=(CoarseSolver&&) noexcept;
-  CoarseSolver(const CoarseSolver&) = delete;
-  CoarseSolver& operator=(const CoarseSolver&) = delete;
+  virtual ~CoarseSolver();
 
-  /// InputError (the same on every rank) unless 0 <= k <= ranks and, for k >= 1, this build has
+  /// InputError (the same on every rank) unless 0 <= k <= ranks and, for k >= 2, this build has
   /// MUMPS: "--coarse-ranks K: above the N ranks of the run", "--coarse-ranks: this desync was built
   /// without MUMPS ...".
   static void check_ranks(int k, int ranks);
 
-  /// Dense LU on this rank of the n x n row-major `a0` (the same on every rank). Throws
-  /// std::runtime_error if A0 is singular (DenseLu).
-  void factor_dense(std::vector<double> a0, int n);
-  /// MUMPS on ranks 0..k-1 of `comm` (k >= 1, check_ranks passed). `entries`: this rank's
-  /// contributions to A0 (n x n). Collective over comm; throws std::runtime_error on every rank
-  /// alike if MUMPS fails (e.g. a singular A0), naming INFOG(1) and INFOG(2).
-  void factor_distributed(MPI_Comm comm, int n, int k, std::vector<Entry> entries);
-
-  /// c = A0^-1 c in place. Dense LU: on this rank alone. MUMPS: collective over the k coarse ranks
+  /// c = A0^-1 c in place. Dense LU: on this rank alone. On coarse ranks: collective over them
   /// (with k = 1, rank 0 alone); c is read on rank 0 and the solution lands on every coarse rank.
   /// std::logic_error on a rank that is not a coarse rank.
-  void solve(std::span<double> c) const;
+  virtual void solve(std::span<double> c) const = 0;
   /// c = A0^-1 (sum over the ranks of c), on every rank: the sum of each rank's contributions
-  /// (Phi^T r over its rows), solved. Collective over the communicator (dense: `comm`; MUMPS: the
-  /// one given to factor_distributed, which `comm` must be). Dense LU: one MPI_Allreduce and the
-  /// solve on every rank; MUMPS: MPI_Reduce to rank 0, the solve on the coarse ranks, MPI_Bcast.
-  void solve_sum(MPI_Comm comm, std::span<double> c) const;
+  /// (Phi^T r over its rows), solved. Collective over the communicator (dense: `comm`; on coarse
+  /// ranks: the one they were chosen from, which `comm` must be). Dense LU: one MPI_Allreduce and
+  /// the solve on every rank; on coarse ranks: MPI_Reduce to rank 0, the solve, MPI_Bcast.
+  virtual void solve_sum(MPI_Comm comm, std::span<double> c) const = 0;
+  /// On coarse ranks: the whole A0, n x n row-major, on every rank (gathered from the coarse ranks;
+  /// for tests and small n). Collective. Dense LU: zeros (the caller holds A0).
+  virtual std::vector<double> gather_dense(MPI_Comm comm) const = 0;
 
   /// Whether A0 is factored on coarse ranks (MUMPS, or SuiteSparse on rank 0), not on every rank.
   bool distributed() const { return coarse_ranks_ > 0; }
@@ -101,31 +96,26 @@ class CoarseSolver {
   /// factor entry (L y = b, U x = y), CHOLMOD's L D L^T two (L, then L^T). What a simulated cluster's
   /// clock charges for a coarse solve.
   double solve_multiply_adds() const { return solve_multiply_adds_; }
-  /// MUMPS: the whole A0, n x n row-major, on every rank (gathered from the coarse ranks; for tests
-  /// and small n). Collective over the communicator given to factor_distributed.
-  std::vector<double> gather_dense(MPI_Comm comm) const;
   /// "dense-lu" (every rank) | "mumps" | "<factorisation>-rank0" (coarse ranks 1 without MUMPS:
   /// "cholmod-simplicial-rank0", "cholmod-supernodal-rank0" or "umfpack-rank0", rank 0's choice).
   const char* name() const { return name_.c_str(); }
 
- private:
-  void rank0_solve(double* c) const;  // c = A0^-1 c by rank0_ (length n_)
-  // factor_distributed's steps: this rank's entries, summed, to the coarse rank row % k (mumps_,
-  // nonzeros_); on the coarse ranks, MUMPS's analysis and factorisation, or (a build without MUMPS)
-  // SuiteSparse's on rank 0; each leaves {INFOG(1) or -10 for a failure, INFOG(2) or the
-  // LocalSolverKind, the factors' entries} in status.
-  void distribute_entries(MPI_Comm comm, int k, std::vector<Entry> entries);
-  void factor_mumps(int n, std::int64_t* status);
-  void factor_rank0(int n, std::int64_t* status, std::string& failure);
-  struct Mumps;  // the MUMPS instance, its communicator and its share of A0's entries
+ protected:
   int n_ = 0;
   int coarse_ranks_ = 0;
   std::int64_t nonzeros_ = 0, factor_nonzeros_ = 0;
   double solve_multiply_adds_ = 0;
-  std::string name_ = "dense-lu";
-  DenseLu lu_;
-  std::unique_ptr<linalg::LocalSolver> rank0_;  // coarse ranks 1 without MUMPS: A0's factors on rank 0
-  std::unique_ptr<Mumps> mumps_;
+  std::string name_;
 };
+
+/// Dense LU of the n x n row-major `a0` (the same on every rank) on every rank. Throws
+/// std::runtime_error if A0 is singular (DenseLu).
+std::unique_ptr<CoarseSolver> make_dense_coarse_solver(std::vector<double> a0, int n);
+/// A0 on ranks 0..k-1 of `comm` (k >= 1, check_ranks passed): MUMPS where this build has it,
+/// SuiteSparse on rank 0 otherwise. `entries`: this rank's contributions to A0 (n x n). Collective
+/// over comm; throws std::runtime_error on every rank alike if the factorisation fails (e.g. a
+/// singular A0), naming MUMPS's INFOG(1) and INFOG(2) or SuiteSparse's message.
+std::unique_ptr<CoarseSolver> make_distributed_coarse_solver(MPI_Comm comm, int n, int k,
+                                                             std::vector<CoarseSolver::Entry> entries);
 
 }  // namespace desync::solvers

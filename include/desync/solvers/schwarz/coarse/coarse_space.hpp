@@ -24,6 +24,7 @@
 #include <mpi.h>
 
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -113,10 +114,10 @@ class CoarseSpace {
   long applications() const { return applications_; }
   /// The ranks that factor A0 (0: every rank, dense LU) and how (CoarseSolver::name: "dense-lu",
   /// "mumps", "cholmod-simplicial-rank0", ...), its factors' entries and one solve's multiply-adds.
-  int coarse_ranks() const { return solver_.coarse_ranks(); }
-  const char* solver_name() const { return solver_.name(); }
-  std::int64_t factor_nonzeros() const { return solver_.factor_nonzeros(); }
-  double solve_multiply_adds() const { return solver_.solve_multiply_adds(); }
+  int coarse_ranks() const { return solver_->coarse_ranks(); }
+  const char* solver_name() const { return solver_->name(); }
+  std::int64_t factor_nonzeros() const { return solver_->factor_nonzeros(); }
+  double solve_multiply_adds() const { return solver_->solve_multiply_adds(); }
 
   std::string description() const;
 
@@ -134,7 +135,7 @@ class CoarseSpace {
   /// (Phi^T r)_c over this rank's rows only, all size() entries.
   std::vector<double> local_sums(std::span<const double> r) const;
   std::vector<double> a0_;
-  CoarseSolver solver_;
+  std::unique_ptr<CoarseSolver> solver_;
   double setup_seconds_ = 0;
   std::int64_t a0_nonzeros_ = 0;
   mutable double apply_seconds_ = 0;

@@ -1,0 +1,138 @@
+#pragma once
+// The one options type and the one result type of every Schwarz iteration, on the grid
+// (schwarz.hpp: solve_schwarz) and on an assembled matrix (algebraic.hpp: solve_algebraic_schwarz),
+// one level or two: the loop's group (SchwarzLoopOptions, what the CLI's loop options fill) embedded
+// in SchwarzOptions beside the subdomains' and the coarse level's settings.
+#include <cstdint>
+#include <string>
+
+#include "desync/communication/channel.hpp"
+#include "desync/communication/plan_exchange.hpp"
+#include "desync/communication/reduction.hpp"
+#include "desync/communication/transport_config.hpp"
+#include "desync/core/names.hpp"
+#include "desync/core/waiting.hpp"
+#include "desync/solvers/driver/iteration_result.hpp"
+#include "desync/linalg/local_solver.hpp"
+#include "desync/solvers/iteration_options.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_space.hpp"
+
+namespace desync::solvers {
+
+/// The built-in problems of the grid solver: -Δu = f with Dirichlet values on the boundary, finite
+/// differences scaled by 1/h^2 (the relative residual is that of the unscaled system).
+///   poisson2d  the unit square, f and g from a known solution (problems/poisson2d.hpp)
+///   laplace3d  the unit cube, f = 0, the source disc on the bottom face (problems/laplace3d.hpp,
+///              offset 0): Jacobi's problem, for comparing the two on one system; no known solution
+enum class SchwarzProblem { poisson2d, laplace3d };
+inline constexpr core::Named<SchwarzProblem> schwarz_problems[] = {
+    {SchwarzProblem::poisson2d, "poisson2d", "the unit square, a known smooth solution"},
+    {SchwarzProblem::laplace3d, "laplace3d",
+     "Jacobi's 3D problem of Bethune et al., 2011: 7-point, overlap in 3D"},
+};
+
+/// The modes of `desync schwarz` (--mode, the JSON "method").
+inline constexpr core::Named<comm::HaloMode> schwarz_modes[] = {
+    {comm::HaloMode::sync, "sync",
+     "two-sided exchange of the interface values and an allreduce of the local flags every iteration"},
+    {comm::HaloMode::async, "async",
+     "interface values pushed over the channel transport, newest whole message used; non-blocking votes"},
+};
+
+/// The loop of a Schwarz iteration (Yamazaki et al., 2019, section 4): how it exchanges, tests and
+/// stops, the same for the grid and the matrix solver.
+struct SchwarzLoopOptions {
+  comm::HaloMode mode = comm::HaloMode::sync;  ///< sync or async (schwarz_modes)
+  /// tol: the local criterion ||r_p|| < tol ||b_p|| on every rank; check_every: sync every
+  /// iteration (as the paper), async the least between votes.
+  IterationOptions iteration = iteration_defaults(1e-7, 100000, 1, 1e6);
+  /// How interface values travel in async mode (sync: two-sided). max_in_flight is R, interface
+  /// messages in flight per neighbour: with R = 1 a rank whose neighbour has not yet taken its
+  /// previous message skips sending its newest values; a neighbour twice as slow then gets values
+  /// one iteration older than it could (see docs/benchmarks.md).
+  comm::TransportConfig transport = [] {
+    comm::TransportConfig t;
+    t.max_in_flight = 2;
+    return t;
+  }();
+  comm::ReductionKind reduction = comm::ReductionKind::iallreduce;
+  /// async: the binary-tree termination detection of section 4.3 (Figure 3) instead of repeated
+  /// non-blocking reductions (`reduction`); its flags travel over `transport`.
+  bool tree_termination = true;
+  /// false: no convergence test and no termination detection (their Table 4, "each process simply
+  /// terminates after a specified time"): every rank iterates until iteration.max_iters or
+  /// iteration.time_limit (sync: the ranks agree on the last iteration through the interface
+  /// messages, see driver/iteration_driver.hpp), then the true residual.
+  bool detect_termination = true;
+  /// sync: wait for every neighbour together (MPI_Waitall) instead of one MPI_Wait per neighbour.
+  bool wait_all = false;
+  /// async: a pass in which no new interface value has arrived (core::IdlePolicy). skip: the
+  /// subdomain solve would repeat its result, so none is made until something arrives or a
+  /// convergence test needs the residual.
+  core::IdlePolicy idle = core::IdlePolicy::skip;
+  bool asynchronous() const { return mode != comm::HaloMode::sync; }
+};
+
+/// Every Schwarz solver's options: the loop's group and the subdomains' and the coarse level's.
+/// Where a field belongs to one kind of subdomain it says so.
+struct SchwarzOptions : SchwarzLoopOptions {
+  /// The grid: gamma >= 1 points each box extends into its neighbours. A matrix: delta >= 0 layers
+  /// of graph distance (0: block Jacobi with exact block solves).
+  int overlap = 1;
+  /// The grid's problem.
+  SchwarzProblem problem = SchwarzProblem::poisson2d;
+  /// The grid's Robin parameter alpha > 0 of the OO0 condition du/dn + alpha u, or schwarz_classical
+  /// (resolved by the caller): beta = 1/(1 + alpha h) per axis (subdomain.hpp).
+  double alpha = 0;
+  /// A matrix's beta in [0, 1): 0 classical RAS, else the dropped couplings times beta on the diagonal.
+  double robin = 0.0;
+  /// A matrix's local solver. The grid's subdomains are factored by CHOLMOD with its own choice
+  /// of mode (LocalSolverKind::cholmod) whatever this says.
+  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
+  /// A matrix's coarse level (two-level Schwarz; kind none: one level). Sync: the hybrid iteration,
+  /// the coarse correction multiplicative before each round of local solves; async: the coarse
+  /// problem solved on rank 0 from the ranks' residuals summed up a tree (coarse_level.hpp).
+  solvers::CoarseOptions coarse;
+  /// async with a coarse level: a rank runs at most this many local solves on one coarse solution
+  /// before it waits for the next; its residual sum is taken after the last of them, so each
+  /// correction lands on the iterate it was computed from (the hybrid's multiplicative coarse step).
+  /// 0: never waits: the corrections land on iterates the local solves have moved since (an
+  /// additive two-level iteration, which may diverge; coarse_level.cpp).
+  int coarse_reuse = 1;
+  /// async with a coarse level: the fan-in of the tree the residual sums go up and the corrections
+  /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
+  int coarse_fan_in = 8;
+};
+
+/// What a Schwarz run reports on each rank beside the driver's result: its subdomain, its
+/// factorisation, the seconds of its three kinds of work and, with a coarse level, the coarse
+/// level's figures.
+struct SchwarzResult {
+  IterationResult run;  ///< iterations, stop, residuals, time split, history
+  std::int64_t factor_nonzeros = 0;
+  double factor_seconds = 0;  ///< this rank's factorisation (auto's trial included)
+  double spmv_seconds = 0, update_seconds = 0, solve_seconds = 0;
+  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::cholmod;  ///< this rank's choice
+  std::string local_solver_name, local_solver_reason;
+  std::int64_t extended_rows = 0;     ///< the extended subdomain's points
+  double setup_seconds = 0;           ///< subdomain construction, factorisation included
+  /// The grid's poisson2d: max |u - u_exact| over the global solution (the same on every rank);
+  /// NaN where the problem has no known solution.
+  double error_max = 0;
+  /// With a coarse level: its dimension, A0's nonzeros, its set-up seconds on this rank, its
+  /// description, and this rank's counts (corrections applied, solves, contributions, held
+  /// passes, seconds, the delays of the applied corrections).
+  int coarse_size = 0;
+  std::int64_t coarse_nonzeros = 0, coarse_factor_nonzeros = 0;  ///< A0's, its factors'
+  double coarse_setup_seconds = 0;
+  std::string coarse_description;
+  std::string coarse_solver;  ///< "dense-lu", "mumps", "cholmod-simplicial-rank0", ... (solvers::CoarseSolver::name)
+  struct CoarseCounts {
+    long corrections = 0, solves = 0, contributions = 0, held = 0;
+    int tree_height = 0;  ///< async: the height of the coarse level's tree (0: one rank, or sync)
+    double seconds = 0;
+    comm::DelayStats delay;
+  } coarse;
+};
+
+}  // namespace desync::solvers
