@@ -225,41 +225,79 @@ class NoiseCli {
 /// The iteration group (solvers::IterationOptions): --tol, --max-iters, --time-limit,
 /// --check-every, --polish, --monitor and the noise group. `tol_help` and `check_help` say what the
 /// solver's tolerance is on and what its tests are; `unit` what a rank repeats.
+/// What a command takes of the iteration group: the help texts, and the options its solver has.
+struct IterationCliSpec {
+  std::string tol_help;
+  /// --check-every's help; empty: no --check-every (the method tests every iteration).
+  std::string check_help;
+  std::string unit = "iterations";
+  /// The tolerance's names, e.g. "--rtol,--tol": the first is the record's key and the messages' name.
+  std::string tol_names = "--tol";
+  bool tol_below_one = false;  ///< a relative tolerance, < 1
+  bool polish = true;          ///< --polish
+  bool noise = true;           ///< the noise group (NoiseCli)
+  bool perturb = false;        ///< with the noise: --perturb-*
+  /// --monitor-every K (implies --monitor): rank 0 prints every K iterations, not every test.
+  bool monitor_every = false;
+};
+
 class IterationCli {
  public:
-  void add(CLI::App& app, solvers::IterationOptions& it, const std::string& tol_help, const std::string& check_help,
-           const std::string& unit, bool perturb) {
-    app.add_option("--tol", it.tol, tol_help)->capture_default_str();
-    app.add_option("--max-iters", it.max_iters, "Stop after this many " + unit)->capture_default_str();
+  void add(CLI::App& app, solvers::IterationOptions& it, const IterationCliSpec& spec) {
+    spec_ = spec;
+    const auto comma = spec.tol_names.find(',');
+    tol_name_ = spec.tol_names.substr(0, comma);
+    app.add_option(spec.tol_names, it.tol, spec.tol_help)->capture_default_str();
+    app.add_option("--max-iters", it.max_iters, "Stop after this many " + spec.unit)->capture_default_str();
     app.add_option("--time-limit", it.time_limit, "Stop after this many seconds and report the residual reached "
                                                   "(0: no limit)")
         ->capture_default_str();
-    app.add_option("--check-every", it.check_every, check_help)->capture_default_str();
-    app.add_flag("--polish", it.polish,
-                 "If the final true residual is above --tol, continue with synchronous " + unit + " until it is not");
-    app.add_flag("--monitor", it.monitor, "Print each convergence test on rank 0");
-    noise.add(app, it.noise, unit, perturb);
+    if (!spec.check_help.empty()) app.add_option("--check-every", it.check_every, spec.check_help)->capture_default_str();
+    if (spec.polish)
+      app.add_flag("--polish", it.polish,
+                   "If the final true residual is above --tol, continue with synchronous " + spec.unit + " until it is not");
+    if (spec.monitor_every) {
+      app.add_flag("--monitor", it.monitor, "Print the residual on rank 0 every --monitor-every iterations");
+      monitor_every_opt_ =
+          app.add_option("--monitor-every", monitor_every_, "Iterations between --monitor lines (implies --monitor)")
+              ->capture_default_str();
+    } else {
+      app.add_flag("--monitor", it.monitor, "Print each convergence test on rank 0");
+    }
+    if (spec.noise) noise.add(app, it.noise, spec.unit, spec.perturb);
   }
   /// Checks the values for a run of `nranks`; InputError on bad input.
-  void apply(solvers::IterationOptions& it, int nranks) const {
-    if (!(it.tol > 0) || !std::isfinite(it.tol)) throw InputError(fmt::format("--tol {}: must be > 0", it.tol));
+  void apply(solvers::IterationOptions& it, int nranks) {
+    if (!(it.tol > 0) || !std::isfinite(it.tol)) throw InputError(fmt::format("{} {}: must be > 0", tol_name_, it.tol));
+    if (spec_.tol_below_one && !(it.tol < 1)) throw InputError(fmt::format("{} {}: must be < 1", tol_name_, it.tol));
     if (it.max_iters < 0) throw InputError("--max-iters must be >= 0");
-    if (!(it.time_limit >= 0)) throw InputError("--time-limit must be >= 0 seconds");
+    if (!(it.time_limit >= 0) || !std::isfinite(it.time_limit)) throw InputError("--time-limit must be >= 0 seconds");
     if (it.check_every < 1) throw InputError("--check-every must be >= 1");
-    noise.apply(it.noise, nranks);
+    if (monitor_every_ < 1) throw InputError("--monitor-every must be >= 1");
+    if (monitor_every_opt_ && monitor_every_opt_->count() > 0) it.monitor = true;
+    if (spec_.noise) noise.apply(it.noise, nranks);
   }
+  /// --monitor-every's value (1 unless given).
+  int monitor_every() const { return monitor_every_; }
   /// The options' effective values, for the record.
   void effective(std::vector<std::pair<std::string, std::string>>& out, const solvers::IterationOptions& it) const {
-    out.push_back({"tol", fmt::format("{}", it.tol)});
-    out.push_back({"check-every", std::to_string(it.check_every)});
+    out.push_back({tol_name_.substr(2), fmt::format("{}", it.tol)});
+    if (!spec_.check_help.empty()) out.push_back({"check-every", std::to_string(it.check_every)});
     out.push_back({"max-iters", std::to_string(it.max_iters)});
     out.push_back({"time-limit", fmt::format("{}", it.time_limit)});
-    out.push_back({"polish", it.polish ? "true" : "false"});
+    if (spec_.polish) out.push_back({"polish", it.polish ? "true" : "false"});
     out.push_back({"monitor", it.monitor ? "true" : "false"});
-    noise.effective(out, it.noise);
+    if (spec_.monitor_every) out.push_back({"monitor-every", std::to_string(monitor_every_)});
+    if (spec_.noise) noise.effective(out, it.noise);
   }
 
   NoiseCli noise;
+
+ private:
+  IterationCliSpec spec_;
+  std::string tol_name_ = "--tol";
+  int monitor_every_ = 1;
+  CLI::Option* monitor_every_opt_ = nullptr;
 };
 
 /// The output group: --json, --quiet and, for a solver that writes its solution, --save.

@@ -158,9 +158,9 @@ def solve(
     tol: float = ...,
     max_iters: int = ...,
     time_limit: float = ...,
-    replace_every: int = ...,
     monitor: bool = ...,
     monitor_every: int = ...,
+    replace_every: int = ...,
     json: str = ...,
     save: str = ...,
 ) -> Result:
@@ -195,10 +195,10 @@ def solve(
         load: elasticity3d: total traction on the face z = 1 [default 1]
         rtol: Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual); --tol is the same [default 1e-06]
         max_iters: Stop after this many iterations [default 10000]
-        time_limit: Stop after this many seconds (0: no limit) [default 0]
-        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
+        time_limit: Stop after this many seconds and report the residual reached (0: no limit) [default 0]
         monitor: Print the residual on rank 0 every --monitor-every iterations
         monitor_every: Iterations between --monitor lines (implies --monitor) [default 1]
+        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
         json: Write the run's statistics as JSON to this file
         save: With --matrix: write the solution vector in the file's row order (.npy, .mtx, PETSc binary .petsc/.bin/.dat)
     """
@@ -240,9 +240,9 @@ def solve(
     tol: float = ...,
     max_iters: int = ...,
     time_limit: float = ...,
-    replace_every: int = ...,
     monitor: bool = ...,
     monitor_every: int = ...,
+    replace_every: int = ...,
     json: str = ...,
     save: str = ...,
 ) -> Result:
@@ -277,10 +277,10 @@ def solve(
         load: elasticity3d: total traction on the face z = 1 [default 1]
         rtol: Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual); --tol is the same [default 1e-06]
         max_iters: Stop after this many iterations [default 10000]
-        time_limit: Stop after this many seconds (0: no limit) [default 0]
-        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
+        time_limit: Stop after this many seconds and report the residual reached (0: no limit) [default 0]
         monitor: Print the residual on rank 0 every --monitor-every iterations
         monitor_every: Iterations between --monitor lines (implies --monitor) [default 1]
+        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
         json: Write the run's statistics as JSON to this file
         save: With --matrix: write the solution vector in the file's row order (.npy, .mtx, PETSc binary .petsc/.bin/.dat)
     """
@@ -517,9 +517,9 @@ def run(
     tol: float = ...,
     max_iters: int = ...,
     time_limit: float = ...,
-    replace_every: int = ...,
     monitor: bool = ...,
     monitor_every: int = ...,
+    replace_every: int = ...,
     json: str = ...,
     save: str = ...,
 ) -> Result:
@@ -558,10 +558,10 @@ def run(
         load: elasticity3d: total traction on the face z = 1 [default 1]
         rtol: Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual); --tol is the same [default 1e-06]
         max_iters: Stop after this many iterations [default 10000]
-        time_limit: Stop after this many seconds (0: no limit) [default 0]
-        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
+        time_limit: Stop after this many seconds and report the residual reached (0: no limit) [default 0]
         monitor: Print the residual on rank 0 every --monitor-every iterations
         monitor_every: Iterations between --monitor lines (implies --monitor) [default 1]
+        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
         json: Write the run's statistics as JSON to this file
         save: With --matrix: write the solution vector in the file's row order (.npy, .mtx, PETSc binary .petsc/.bin/.dat)
     """
@@ -604,9 +604,9 @@ def run(
     tol: float = ...,
     max_iters: int = ...,
     time_limit: float = ...,
-    replace_every: int = ...,
     monitor: bool = ...,
     monitor_every: int = ...,
+    replace_every: int = ...,
     json: str = ...,
     save: str = ...,
 ) -> Result:
@@ -645,10 +645,10 @@ def run(
         load: elasticity3d: total traction on the face z = 1 [default 1]
         rtol: Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual); --tol is the same [default 1e-06]
         max_iters: Stop after this many iterations [default 10000]
-        time_limit: Stop after this many seconds (0: no limit) [default 0]
-        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
+        time_limit: Stop after this many seconds and report the residual reached (0: no limit) [default 0]
         monitor: Print the residual on rank 0 every --monitor-every iterations
         monitor_every: Iterations between --monitor lines (implies --monitor) [default 1]
+        replace_every: Recompute r = b - Ax and the vectors derived from it every K iterations (0: never) [default 0]
         json: Write the run's statistics as JSON to this file
         save: With --matrix: write the solution vector in the file's row order (.npy, .mtx, PETSc binary .petsc/.bin/.dat)
     """

@@ -101,13 +101,15 @@ void JacobiCommand::add_options(CLI::App& app) {
       "Write the grid problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the boundary "
       "values as identity rows, so that point Jacobi on it repeats this solver's arithmetic) and exit"));
   app.add_option("--mode", mode, core::named_help(solvers::jacobi_modes))->capture_default_str();
-  iteration_cli.add(app, s.iteration, "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)",
-                    "Iterations between convergence tests. sync: a blocking test every N; async/racy: a new "
+  detail::IterationCliSpec spec;
+  spec.tol_help = "Tolerance on ||b - Au|| / ||s|| (s: the source part of b)";
+  spec.check_help = "Iterations between convergence tests. sync: a blocking test every N; async/racy: a new "
                     "non-blocking test starts N iterations after the previous one started, or when it completes if "
                     "that is later (1: as soon as it completes, Bethune et al., 2011, 3.1.2); with --threads, "
                     "async/racy threads update the shared residual every N sweeps, and every sweep once a thread has "
-                    "seen it at or below --tol",
-                    "iterations", /*perturb=*/true);
+                    "seen it at or below --tol";
+  spec.perturb = true;
+  iteration_cli.add(app, s.iteration, spec);
   app.add_option("--halo-period", s.halo_period, "Swap halos every N iterations")->capture_default_str();
   app.add_option("--racy-chunks", s.racy_chunks, "racy: pieces each halo message travels in")
       ->capture_default_str();

@@ -166,12 +166,8 @@ class CgCommand final : public SolverCommand {
   double young = 1.0;                     // --young (elasticity3d)
   double poisson_ratio = 0.3;             // --poisson-ratio (elasticity3d)
   double load = 1.0;                      // --load (elasticity3d)
-  double rtol = 1e-6;                     // --rtol
-  long long max_iters = 10000;            // --max-iters
-  double time_limit = 0;                  // --time-limit
+  detail::IterationCli iteration_cli;     // --rtol, --max-iters, --time-limit, --monitor, --monitor-every
   int replace_every = 0;                  // --replace-every
-  bool monitor = false;                   // --monitor
-  int monitor_every = 1;                  // --monitor-every
   detail::OutputCli output;               // --json, --quiet
 
   // Resolved by finalise().
@@ -184,7 +180,6 @@ class CgCommand final : public SolverCommand {
   CLI::Option* problem_opt_ = nullptr;
   CLI::Option* operator_opt_ = nullptr;
   CLI::Option* dims_opt_ = nullptr;
-  CLI::Option* monitor_every_opt_ = nullptr;
   CLI::Option* restart_opt_ = nullptr;
   CLI::Option* overlap_opt_ = nullptr;
 };
@@ -233,17 +228,18 @@ void CgCommand::add_options(CLI::App& app) {
   app.add_option("--young", young, "elasticity3d: Young's modulus E")->capture_default_str();
   app.add_option("--poisson-ratio", poisson_ratio, "elasticity3d: Poisson's ratio nu")->capture_default_str();
   app.add_option("--load", load, "elasticity3d: total traction on the face z = 1")->capture_default_str();
-  app.add_option("--rtol,--tol", rtol, "Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual); --tol is the same")
-      ->capture_default_str();
-  app.add_option("--max-iters", max_iters, "Stop after this many iterations")->capture_default_str();
-  app.add_option("--time-limit", time_limit, "Stop after this many seconds (0: no limit)")->capture_default_str();
+  // The Krylov methods test every iteration and have no polish phase or injected noise (cg.hpp).
+  detail::IterationCliSpec spec;
+  spec.tol_help = "Stop when ||r|| <= rtol ||b|| (r: the unpreconditioned residual); --tol is the same";
+  spec.tol_names = "--rtol,--tol";
+  spec.tol_below_one = true;
+  spec.polish = false;
+  spec.noise = false;
+  spec.monitor_every = true;
+  iteration_cli.add(app, solver.iteration, spec);
   app.add_option("--replace-every", replace_every,
                  "Recompute r = b - Ax and the vectors derived from it every K iterations (0: never)")
       ->capture_default_str();
-  app.add_flag("--monitor", monitor, "Print the residual on rank 0 every --monitor-every iterations");
-  monitor_every_opt_ =
-      app.add_option("--monitor-every", monitor_every, "Iterations between --monitor lines (implies --monitor)")
-          ->capture_default_str();
   output.add(app, "With --matrix: write the solution vector in the file's row order (.npy, .mtx, PETSc binary .petsc/.bin/.dat)");
 }
 
@@ -261,18 +257,10 @@ void CgCommand::finalise(MPI_Comm comm) {
   const auto kind = core::parse_named_among(comm::reduction_names, krylov_reductions, reduction, "--reduction", "reduction");
   s.nonblocking = kind != comm::ReductionKind::blocking;
   s.doubling = kind == comm::ReductionKind::doubling;
-  if (!(rtol > 0) || !std::isfinite(rtol)) throw InputError(fmt::format("--rtol {}: must be > 0", rtol));
-  if (!(rtol < 1)) throw InputError(fmt::format("--rtol {}: must be < 1", rtol));
-  s.iteration.tol = rtol;
-  if (max_iters < 0) throw InputError("--max-iters must be >= 0");
-  s.iteration.max_iters = max_iters;
-  if (!(time_limit >= 0) || !std::isfinite(time_limit)) throw InputError("--time-limit must be >= 0 seconds");
-  s.iteration.time_limit = time_limit;
+  iteration_cli.apply(s.iteration, nranks);
   if (replace_every < 0) throw InputError("--replace-every must be >= 0 (0: never)");
   s.replace_every = replace_every;
-  if (monitor_every < 1) throw InputError("--monitor-every must be >= 1");
-  if (monitor_every_opt_ && monitor_every_opt_->count() > 0) monitor = true;
-  s.monitor_every = monitor ? monitor_every : 0;
+  s.monitor_every = s.iteration.monitor ? iteration_cli.monitor_every() : 0;
 
   spmv.engine = linalg::parse_exchange_engine(engine);
   spmv.progress = linalg::parse_progress(progress);
@@ -354,13 +342,9 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
           {"young", fmt::format("{}", young)},
           {"poisson-ratio", fmt::format("{}", poisson_ratio)},
           {"load", fmt::format("{}", load)},
-          {"rtol", fmt::format("{}", rtol)},
-          {"max-iters", std::to_string(max_iters)},
-          {"time-limit", fmt::format("{}", time_limit)},
           {"replace-every", std::to_string(replace_every)},
-          {"monitor", monitor ? "true" : "false"},
-          {"monitor-every", std::to_string(monitor_every)},
   };
+  iteration_cli.effective(out, solver.iteration);
   // The restarting methods only, so that the CG methods' records stay as they were.
   if (solvers::find_cg_method(solver.method).restarts) out.emplace_back("restart", std::to_string(restart));
   output.effective(out);

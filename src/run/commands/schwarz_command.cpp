@@ -151,8 +151,10 @@ void SchwarzCommand::add_options(CLI::App& app) {
       "--export-system", export_dir,
       "Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the "
       "grid's own blocks) and exit"));
-  iteration_cli.add(app, s.iteration, "Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points",
-                    "Iterations between convergence votes (async: the least)", "iterations", /*perturb=*/false);
+  detail::IterationCliSpec spec;
+  spec.tol_help = "Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points";
+  spec.check_help = "Iterations between convergence votes (async: the least)";
+  iteration_cli.add(app, s.iteration, spec);
   app.add_option("--termination", termination, "Global termination: " + core::named_help(terminations));
   max_iters_option = app.get_option("--max-iters");
   app.add_option("--sync-wait", sync_wait, "sync: " + core::named_help(sync_waits))->capture_default_str();

@@ -33,7 +33,7 @@ SchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span
   const double setup_seconds = setup.seconds();
   sub.set_rhs(b, o.transport);  // b on Omega_p
   std::unique_ptr<detail::CoarseLevel> coarse;
-  if (o.coarse.two_level()) coarse = std::make_unique<detail::CoarseLevel>(A, sub, o.coarse, o.coarse_reuse, o.coarse_fan_in);
+  if (o.coarse.two_level()) coarse = std::make_unique<detail::CoarseLevel>(A, sub, o.coarse);
   const std::vector<double> x0(x.begin(), x.end());
   SchwarzResult r = detail::run_schwarz(sub, o, x0, x, coarse.get());
   r.setup_seconds = setup_seconds;

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <limits>
+#include <memory>
 #include <optional>
 #include <vector>
 
@@ -56,6 +57,8 @@ class SchwarzRun final : public LocalIteration {
       ghost_ = current_ghosts();
     }
     if (coarse_) {
+      sync_coarse_.emplace(*coarse_);
+      if (o.asynchronous()) tree_ = std::make_unique<AsyncCoarseTree>(*coarse_, o.coarse_reuse, o.coarse_fan_in);
       // async: the halo values carry their sender's coarse version (x_[n_]) and are lifted to
       // this rank's (coarse_level.hpp); raw_ keeps them as received.
       carry_async_ = true;
@@ -83,15 +86,16 @@ class SchwarzRun final : public LocalIteration {
     r.update_seconds = update_s_;
     r.solve_seconds = solve_s_;
     if (coarse_) {
-      const auto& c = coarse_->space();
+      const auto& c = *coarse_->space;
       r.coarse_size = c.size();
       r.coarse_nonzeros = c.matrix_nonzeros();
       r.coarse_factor_nonzeros = c.factor_nonzeros();
       r.coarse_setup_seconds = c.setup_seconds();
       r.coarse_description = c.description();
       r.coarse_solver = c.solver_name();
-      const auto& st = coarse_->stats();
-      r.coarse = {st.corrections, st.solves, st.contributions, st.held, coarse_->tree().height, st.seconds, st.delay};
+      const auto& st = coarse_->stats;
+      r.coarse = {st.corrections, st.solves, st.contributions, st.held, tree_ ? tree_->tree().height : 0, st.seconds,
+                  st.delay};
     }
     return r;
   }
@@ -128,7 +132,7 @@ class SchwarzRun final : public LocalIteration {
     sub_.solver().solve(rhs_.data(), next_.data());  // y_p = A_p^-1 rhs
     core::charge("schwarz.solve", static_cast<double>(n_));
     solve_s_ += t_solve.seconds();
-    if (async_coarse_) coarse_->after_solve();
+    if (async_coarse_) tree_->after_solve();
     return r2;
   }
   // advance(): u_i <- y_p,i on the owned points (the rest of y_p is read by nobody: restricted
@@ -139,7 +143,7 @@ class SchwarzRun final : public LocalIteration {
   // an owned u_i. Not with a coarse level: a coarse correction changes the iterate without a halo
   // message.
   bool update_repeats_without_new_data() const override { return !coarse_ && !sub_.solve_reads_own_values(); }
-  bool may_update() override { return !async_coarse_ || coarse_->may_update(); }
+  bool may_update() override { return !async_coarse_ || tree_->may_update(); }
 
   comm::PlanExchangeConfig exchange_config(comm::HaloMode mode) const {
     comm::PlanExchangeConfig c;
@@ -177,8 +181,8 @@ class SchwarzRun final : public LocalIteration {
                       exchange_config(synchronous ? comm::HaloMode::sync : comm::HaloMode::async));
     // Two-level, asynchronous: the halo values as received go to raw_, the coarse level takes its
     // newest correction, and the ghosts are the received values lifted to this rank's version.
-    async_coarse_ = coarse_ && !synchronous;
-    if (async_coarse_) coarse_->open_async(opt_.transport);
+    async_coarse_ = tree_ && !synchronous;
+    if (async_coarse_) tree_->open_async(opt_.transport);
   }
   // Section 4.1: send the values the neighbours read, wait for theirs of the same iteration; then,
   // two-level, the coarse correction before the local solves (coarse_level.hpp):
@@ -186,7 +190,7 @@ class SchwarzRun final : public LocalIteration {
   void exchange(std::int64_t it) override {
     exchange_->start(x_.data() + source_, it);
     exchange_->finish(ghost_.data(), it);
-    if (coarse_) coarse_->correct_sync(sub_.rhs(), x_.data(), ghost_.data());
+    if (sync_coarse_) sync_coarse_->correct(sub_.rhs(), x_.data(), ghost_.data());
   }
   // The last iteration travels as a double (exact up to 2^53), none as +inf.
   std::int64_t exchange_carrying(std::int64_t it, std::int64_t level) override {
@@ -202,7 +206,7 @@ class SchwarzRun final : public LocalIteration {
   void refresh() override { exchange_->install(ghost_.data()); }
   // Section 4.2: push the newest values (two-level: with this rank's coarse version).
   void push(std::int64_t it) override {
-    if (async_coarse_) x_[n_] = static_cast<double>(coarse_->version());
+    if (async_coarse_) x_[n_] = static_cast<double>(tree_->version());
     exchange_->start(x_.data() + source_, it);
   }
   // Section 4.2: pull whatever newest whole messages have arrived.
@@ -210,18 +214,18 @@ class SchwarzRun final : public LocalIteration {
     if (!async_coarse_) return exchange_->finish(ghost_.data(), it);
     last_it_ = it;
     exchange_->finish(raw_.data(), it);
-    coarse_->pull(it, x_.data());
-    coarse_->lift(plan_, ghosts_, raw_.data(), ghost_.data());
-    coarse_->contribute_and_solve(it, sub_.rhs(), x_.data());
+    tree_->pull(it, x_.data());
+    tree_->lift(plan_, ghosts_, raw_.data(), ghost_.data());
+    tree_->contribute_and_solve(it, sub_.rhs(), x_.data());
   }
   comm::ExchangeStats exchange_stats() const override { return exchange_->stats(); }
   void close_exchange() override {
     exchange_->close();
-    if (async_coarse_) coarse_->close_async(last_it_, x_.data());
+    if (async_coarse_) tree_->close_async(last_it_, x_.data());
     async_coarse_ = false;
   }
   void settle() override {
-    if (async_coarse_) coarse_->settle(last_it_, x_.data());
+    if (async_coarse_) tree_->settle(last_it_, x_.data());
   }
 
   Subdomain& sub_;
@@ -235,7 +239,9 @@ class SchwarzRun final : public LocalIteration {
   std::vector<double> x_, next_, ghost_, rhs_;
   std::optional<comm::PlanExchange> exchange_;
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
-  CoarseLevel* coarse_;
+  CoarseLevel* coarse_;                          // two-level: what both forms share
+  std::optional<SyncCoarseCorrection> sync_coarse_;  // the synchronous phases' hybrid step
+  std::unique_ptr<AsyncCoarseTree> tree_;       // async: the tree of sums and corrections
   bool async_coarse_ = false;  // the asynchronous phase is open with a coarse level
   std::int64_t last_it_ = 0;   // the iteration of the last pull (the final corrections' delays)
   std::vector<double> raw_;    // async two-level: the ghosts as received, the senders' versions after them

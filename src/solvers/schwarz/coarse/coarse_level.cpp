@@ -49,80 +49,86 @@ std::vector<std::int32_t> iota(std::size_t first, std::size_t n) {
 
 }  // namespace
 
-CoarseLevel::CoarseLevel(const linalg::DistributedCsr& A, const solvers::OverlappingSubdomain& sub,
-                         const solvers::CoarseOptions& options, int reuse, int fan_in)
-    : comm_(A.comm), sub_(sub), reuse_(reuse), fan_in_(fan_in) {
-  MPI_Comm_rank(comm_, &rank_);
-  MPI_Comm_size(comm_, &ranks_);
+CoarseLevel::CoarseLevel(const linalg::DistributedCsr& A, const solvers::OverlappingSubdomain& s,
+                         const solvers::CoarseOptions& options)
+    : comm(A.comm), sub(s), owned(s.owned()) {
+  MPI_Comm_rank(comm, &rank);
+  MPI_Comm_size(comm, &ranks);
   core::Stopwatch t;
-  space_ = std::make_unique<solvers::CoarseSpace>(A, options);
-  own_ = space_->own_rows();
-  ghost_rows_ = space_->basis_rows(sub.ghosts());  // Phi at the other ranks' rows this rank reads
-  needed_ = own_.cols;
-  needed_.insert(needed_.end(), ghost_rows_.cols.begin(), ghost_rows_.cols.end());
-  std::sort(needed_.begin(), needed_.end());
-  needed_.erase(std::unique(needed_.begin(), needed_.end()), needed_.end());
+  space = std::make_unique<solvers::CoarseSpace>(A, options);
+  own = space->own_rows();
+  ghost_rows = space->basis_rows(sub.ghosts());  // Phi at the other ranks' rows this rank reads
+  needed = own.cols;
+  needed.insert(needed.end(), ghost_rows.cols.begin(), ghost_rows.cols.end());
+  std::sort(needed.begin(), needed.end());
+  needed.erase(std::unique(needed.begin(), needed.end()), needed.end());
   // The contributions: this rank's part of Phi^T (b - A x) = Phi^T b - sum_j (A^T Phi)_j x_j over
-  // its own rows j (reading its own values alone), at the functions contributed_.
-  bt_ = space_->transposed_product(A);
-  phi_b_ = own_;
-  contributed_ = bt_.cols;
-  contributed_.insert(contributed_.end(), own_.cols.begin(), own_.cols.end());
-  std::sort(contributed_.begin(), contributed_.end());
-  contributed_.erase(std::unique(contributed_.begin(), contributed_.end()), contributed_.end());
-  to_positions(bt_, contributed_);
-  to_positions(phi_b_, contributed_);
-  to_positions(own_, needed_);
-  to_positions(ghost_rows_, needed_);
-  r_.assign(static_cast<std::size_t>(sub.owned()), 0.0);
-  cumulative_.emplace_back(needed_.size(), 0.0);  // U_0 = 0
-  stats_.seconds += t.seconds();
+  // its own rows j (reading its own values alone), at the functions contributed.
+  bt = space->transposed_product(A);
+  phi_b = own;
+  contributed = bt.cols;
+  contributed.insert(contributed.end(), own.cols.begin(), own.cols.end());
+  std::sort(contributed.begin(), contributed.end());
+  contributed.erase(std::unique(contributed.begin(), contributed.end()), contributed.end());
+  to_positions(bt, contributed);
+  to_positions(phi_b, contributed);
+  to_positions(own, needed);
+  to_positions(ghost_rows, needed);
+  stats.seconds += t.seconds();
 }
 
 CoarseLevel::~CoarseLevel() = default;
 
-void CoarseLevel::residual(const double* b_ext, const double* x, const double* ghost, std::vector<double>& r) const {
-  const auto& ptr = sub_.residual_ptr();
-  const auto& index = sub_.residual_index();
-  const auto& value = sub_.residual_value();
-  const auto own = static_cast<std::size_t>(sub_.own_begin());
-  for (std::size_t k = 0; k < r.size(); ++k) {
+void SyncCoarseCorrection::residual(const double* b_ext, const double* x, const double* ghost) {
+  const auto& ptr = level_.sub.residual_ptr();
+  const auto& index = level_.sub.residual_index();
+  const auto& value = level_.sub.residual_value();
+  const auto own = static_cast<std::size_t>(level_.sub.own_begin());
+  for (std::size_t k = 0; k < r_.size(); ++k) {
     double v = b_ext[own + k];  // r_i = b_i - sum_j a_ij u_j
     for (auto p = ptr[k]; p < ptr[k + 1]; ++p) {
       const std::int32_t j = index[static_cast<std::size_t>(p)];
       v -= value[static_cast<std::size_t>(p)] * (j >= 0 ? x[j] : ghost[-j - 1]);
     }
-    r[k] = v;
+    r_[k] = v;
   }
 }
 
-void CoarseLevel::correct_sync(const double* b_ext, double* x, double* ghost) {
+void SyncCoarseCorrection::correct(const double* b_ext, double* x, double* ghost) {
   core::Stopwatch t;
-  residual(b_ext, x, ghost, r_);                                  // r = b - A u
-  const std::vector<double> c = space_->coarse_solution(r_);      // c = A0^-1 Phi^T r (one MPI_Allreduce)
-  charge_coarse_solve(*space_);
-  std::vector<double> cn(needed_.size());
-  for (std::size_t k = 0; k < needed_.size(); ++k) cn[k] = c[static_cast<std::size_t>(needed_[k])];
-  const auto own = static_cast<std::size_t>(sub_.own_begin());
-  for (std::size_t i = 0; i < r_.size(); ++i) x[own + i] += row_dot(own_, i, cn.data());  // u <- u + Phi c
-  for (std::size_t g = 0; g + 1 < ghost_rows_.ptr.size(); ++g) ghost[g] += row_dot(ghost_rows_, g, cn.data());
+  auto& L = level_;
+  residual(b_ext, x, ghost);                                     // r = b - A u
+  const std::vector<double> c = L.space->coarse_solution(r_);   // c = A0^-1 Phi^T r (one MPI_Allreduce)
+  charge_coarse_solve(*L.space);
+  std::vector<double> cn(L.needed.size());
+  for (std::size_t k = 0; k < L.needed.size(); ++k) cn[k] = c[static_cast<std::size_t>(L.needed[k])];
+  const auto own = static_cast<std::size_t>(L.sub.own_begin());
+  for (std::size_t i = 0; i < r_.size(); ++i) x[own + i] += row_dot(L.own, i, cn.data());  // u <- u + Phi c
+  for (std::size_t g = 0; g + 1 < L.ghost_rows.ptr.size(); ++g) ghost[g] += row_dot(L.ghost_rows, g, cn.data());
   core::charge("schwarz.residual", static_cast<double>(r_.size()));
-  ++stats_.solves;
-  ++stats_.corrections;
-  stats_.seconds += t.seconds();
+  ++L.stats.solves;
+  ++L.stats.corrections;
+  L.stats.seconds += t.seconds();
 }
 
-void CoarseLevel::open_async(const comm::TransportConfig& transport) {
+AsyncCoarseTree::AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in)
+    : level_(level), reuse_(reuse), fan_in_(fan_in) {
+  cumulative_.emplace_back(level.needed.size(), 0.0);  // U_0 = 0
+}
+
+AsyncCoarseTree::~AsyncCoarseTree() = default;
+
+void AsyncCoarseTree::open_async(const comm::TransportConfig& transport) {
   core::Stopwatch t;
-  tree_ = comm::rank_tree(rank_, ranks_, fan_in_);
+  tree_ = comm::rank_tree(level_.rank, level_.ranks, fan_in_);
   const std::size_t m = tree_.children.size();
   // The subtree's lists, bottom up: each rank receives its children's (the unions over their
   // subtrees), merges its own and sends the result to its parent (blocking: the tree has no cycle).
   std::vector<std::vector<int>> child_up(m), child_down(m);
-  up_functions_ = contributed_;
-  down_needed_ = needed_;
+  up_functions_ = level_.contributed;
+  down_needed_ = level_.needed;
   MPI_Comm tc = MPI_COMM_NULL;
-  MPI_Comm_dup(comm_, &tc);
+  MPI_Comm_dup(level_.comm, &tc);
   for (std::size_t j = 0; j < m; ++j) {
     int n[2] = {0, 0};
     const int c = tree_.children[j];
@@ -145,14 +151,14 @@ void CoarseLevel::open_async(const comm::TransportConfig& transport) {
     MPI_Send(down_needed_.data(), n[1], MPI_INT, tree_.parent, 2, tc);
   }
   MPI_Comm_free(&tc);
-  own_up_pos_ = positions(contributed_, up_functions_);
-  own_down_pos_ = positions(needed_, down_needed_);
+  own_up_pos_ = positions(level_.contributed, up_functions_);
+  own_down_pos_ = positions(level_.needed, down_needed_);
   // Messages: up [sum at the subtree's functions..., version], down [c at the functions the
   // subtree needs..., version]; the trailing version keeps every message non-empty.
   up_out_.assign(up_functions_.size() + 1, 0.0);
   down_in_.assign(down_needed_.size() + 1, 0.0);
   comm::HaloPlan up, down;
-  up.rank = down.rank = rank_;
+  up.rank = down.rank = level_.rank;
   if (tree_.parent >= 0) {
     comm::PlanNeighbour to, from;
     to.peer = from.peer = tree_.parent;
@@ -185,12 +191,12 @@ void CoarseLevel::open_async(const comm::TransportConfig& transport) {
   comm::PlanExchangeConfig c;
   c.mode = comm::HaloMode::async;
   c.transport = transport;
-  gather_ = std::make_unique<comm::PlanExchange>(comm_, std::move(up), c);
-  scatter_ = std::make_unique<comm::PlanExchange>(comm_, std::move(down), c);
-  stats_.seconds += t.seconds();
+  gather_ = std::make_unique<comm::PlanExchange>(level_.comm, std::move(up), c);
+  scatter_ = std::make_unique<comm::PlanExchange>(level_.comm, std::move(down), c);
+  level_.stats.seconds += t.seconds();
 }
 
-void CoarseLevel::close_async(std::int64_t it, double* x) {
+void AsyncCoarseTree::close_async(std::int64_t it, double* x) {
   // The run is over: the final iterate is one version everywhere (settle; a no-op after the
   // settle that confirmed the stop: no sum is made in between), then nothing is left pending.
   settle(it, x);
@@ -198,7 +204,7 @@ void CoarseLevel::close_async(std::int64_t it, double* x) {
   if (scatter_) scatter_->close();
 }
 
-void CoarseLevel::settle(std::int64_t it, double* x) {
+void AsyncCoarseTree::settle(std::int64_t it, double* x) {
   // Every rank takes the corrections it has not applied yet (at most the newest one, rank 0's, on
   // its way down the tree): a correction applied on some ranks' rows and not on others' leaves an
   // iterate no rank ever read. No sum is made here, so no version is made either.
@@ -208,32 +214,32 @@ void CoarseLevel::settle(std::int64_t it, double* x) {
   // last correction forever: a livelock, every allreduce completing). The rounds are one wait for
   // the watchdog (DESYNC_WAIT_LIMIT): a round that never ends the loop is reported, not repeated
   // forever.
-  std::int64_t target = rank_ == 0 ? root_version_ : version_;
-  MPI_Allreduce(MPI_IN_PLACE, &target, 1, MPI_INT64_T, MPI_MAX, comm_);
+  std::int64_t target = level_.rank == 0 ? root_version_ : version_;
+  MPI_Allreduce(MPI_IN_PLACE, &target, 1, MPI_INT64_T, MPI_MAX, level_.comm);
   core::WaitScope closing("the newest coarse correction to reach every rank (closing the asynchronous coarse level)");
   for (int all_there = 0; !all_there;) {
     pull(it, x);  // applies and forwards (again, while a child's slot was busy)
     if (gather_) gather_->progress();
     if (scatter_) scatter_->progress();
     int here = version_ >= target && !down_pending_ ? 1 : 0;
-    MPI_Allreduce(&here, &all_there, 1, MPI_INT, MPI_LAND, comm_);
+    MPI_Allreduce(&here, &all_there, 1, MPI_INT, MPI_LAND, level_.comm);
   }
 }
 
-void CoarseLevel::sum_up(std::int64_t it, const double* b_ext, const double* x) {
+void AsyncCoarseTree::sum_up(std::int64_t it, const double* b_ext, const double* x) {
   // This rank's part: Phi_p^T b_p - sum over own rows j of (A^T Phi)_j x_j; summed over the ranks,
   // Phi^T (b - A x) for the iterate made of every rank's own values, whatever their age (no ghost
   // value enters).
   std::fill(up_out_.begin(), up_out_.end(), 0.0);
   double* g = up_out_.data();
-  const auto own = static_cast<std::size_t>(sub_.own_begin());
-  for (std::size_t j = 0; j < r_.size(); ++j) {
-    for (auto k = phi_b_.ptr[j]; k < phi_b_.ptr[j + 1]; ++k)
-      g[own_up_pos_[static_cast<std::size_t>(phi_b_.cols[static_cast<std::size_t>(k)])]] +=
-          phi_b_.vals[static_cast<std::size_t>(k)] * b_ext[own + j];
-    for (auto k = bt_.ptr[j]; k < bt_.ptr[j + 1]; ++k)
-      g[own_up_pos_[static_cast<std::size_t>(bt_.cols[static_cast<std::size_t>(k)])]] -=
-          bt_.vals[static_cast<std::size_t>(k)] * x[own + j];
+  const auto own = static_cast<std::size_t>(level_.sub.own_begin());
+  for (std::size_t j = 0; j < level_.owned; ++j) {
+    for (auto k = level_.phi_b.ptr[j]; k < level_.phi_b.ptr[j + 1]; ++k)
+      g[own_up_pos_[static_cast<std::size_t>(level_.phi_b.cols[static_cast<std::size_t>(k)])]] +=
+          level_.phi_b.vals[static_cast<std::size_t>(k)] * b_ext[own + j];
+    for (auto k = level_.bt.ptr[j]; k < level_.bt.ptr[j + 1]; ++k)
+      g[own_up_pos_[static_cast<std::size_t>(level_.bt.cols[static_cast<std::size_t>(k)])]] -=
+          level_.bt.vals[static_cast<std::size_t>(k)] * x[own + j];
   }
   double added = 0;  // the children's subtree sums of this version
   for (std::size_t j = 0; j < tree_.children.size(); ++j) {
@@ -242,38 +248,38 @@ void CoarseLevel::sum_up(std::int64_t it, const double* b_ext, const double* x) 
     for (std::size_t k = 0; k < pos.size(); ++k) g[pos[k]] += in[k];
     added += static_cast<double>(pos.size());
   }
-  core::charge("schwarz.residual", static_cast<double>(r_.size()) + added / 10.0);
+  core::charge("schwarz.residual", static_cast<double>(level_.owned) + added / 10.0);
   sent_version_ = version_;
   sum_iteration_ = it;
-  ++stats_.contributions;
+  ++level_.stats.contributions;
   if (tree_.parent >= 0) {
     up_out_.back() = static_cast<double>(version_);
     up_pending_ = true;
     return;
   }
   // Rank 0: c_{v+1} = A0^-1 Phi^T r, kept as its own correction (applied and sent down by pull).
-  std::vector<double> c(static_cast<std::size_t>(space_->size()), 0.0);
+  std::vector<double> c(static_cast<std::size_t>(level_.space->size()), 0.0);
   for (std::size_t k = 0; k < up_functions_.size(); ++k) c[static_cast<std::size_t>(up_functions_[k])] = g[k];
-  space_->solve(c);
-  charge_coarse_solve(*space_);
+  level_.space->solve(c);
+  charge_coarse_solve(*level_.space);
   ++root_version_;
-  ++stats_.solves;
+  ++level_.stats.solves;
   for (std::size_t k = 0; k < down_needed_.size(); ++k) down_in_[k] = c[static_cast<std::size_t>(down_needed_[k])];
   down_in_.back() = static_cast<double>(root_version_);
 }
 
-void CoarseLevel::after_solve() {
+void AsyncCoarseTree::after_solve() {
   ++updates_;
   ++solves_since_apply_;
 }
 
-bool CoarseLevel::may_update() {
+bool AsyncCoarseTree::may_update() {
   held_ = reuse_ > 0 && solves_since_apply_ >= reuse_;
-  if (held_) ++stats_.held;
+  if (held_) ++level_.stats.held;
   return !held_;
 }
 
-bool CoarseLevel::pull(std::int64_t it, double* x) {
+bool AsyncCoarseTree::pull(std::int64_t it, double* x) {
   core::Stopwatch t;
   const auto send_down = [&] {
     if (tree_.children.empty()) return;
@@ -297,11 +303,11 @@ bool CoarseLevel::pull(std::int64_t it, double* x) {
   if (level > version_) {
     // Versions come one at a time: rank 0 makes v + 1 only from sums of version v, which every
     // rank made after it applied v.
-    const std::size_t n = needed_.size();
+    const std::size_t n = level_.needed.size();
     std::vector<double> cn(n);
     for (std::size_t k = 0; k < n; ++k) cn[k] = down_in_[static_cast<std::size_t>(own_down_pos_[k])];
-    const auto own = static_cast<std::size_t>(sub_.own_begin());
-    for (std::size_t i = 0; i < r_.size(); ++i) x[own + i] += row_dot(own_, i, cn.data());  // u_i += (Phi c)_i
+    const auto own = static_cast<std::size_t>(level_.sub.own_begin());
+    for (std::size_t i = 0; i < level_.owned; ++i) x[own + i] += row_dot(level_.own, i, cn.data());  // u_i += (Phi c)_i
     version_ = level;
     // Forward c_{v+1} to the children, each its subtree's functions.
     double forwarded = 0;
@@ -321,17 +327,17 @@ bool CoarseLevel::pull(std::int64_t it, double* x) {
       cumulative_.pop_front();
       ++front_version_;
     }
-    stats_.delay.record(it - sum_iteration_);
-    ++stats_.corrections;
+    level_.stats.delay.record(it - sum_iteration_);
+    ++level_.stats.corrections;
     solves_since_apply_ = 0;
-    core::charge("schwarz.residual", static_cast<double>(r_.size()) + forwarded / 10.0);
+    core::charge("schwarz.residual", static_cast<double>(level_.owned) + forwarded / 10.0);
     applied = true;
   }
-  stats_.seconds += t.seconds();
+  level_.stats.seconds += t.seconds();
   return applied;
 }
 
-void CoarseLevel::contribute_and_solve(std::int64_t it, const double* b_ext, const double* x) {
+void AsyncCoarseTree::contribute_and_solve(std::int64_t it, const double* b_ext, const double* x) {
   core::Stopwatch t;
   // At rest: no update since the last pass although none was held back (at its limit: it no longer
   // solves), so the values are final for this version; otherwise at least one local solve on the
@@ -367,10 +373,10 @@ void CoarseLevel::contribute_and_solve(std::int64_t it, const double* b_ext, con
     gather_->progress();  // the last sum sent is announced now, not with the next one
     up_unannounced_ = false;
   }
-  stats_.seconds += t.seconds();
+  level_.stats.seconds += t.seconds();
 }
 
-void CoarseLevel::lift(const comm::HaloPlan& plan, std::size_t ghosts, const double* raw, double* ghost) const {
+void AsyncCoarseTree::lift(const comm::HaloPlan& plan, std::size_t ghosts, const double* raw, double* ghost) const {
   std::vector<double> d;
   std::int64_t d_from = -1;
   for (std::size_t j = 0; j < plan.neighbours.size(); ++j) {
@@ -390,7 +396,7 @@ void CoarseLevel::lift(const comm::HaloPlan& plan, std::size_t ghosts, const dou
       for (std::size_t k = 0; k < d.size(); ++k) d[k] = now[k] - then[k];
       d_from = s;
     }
-    for (const auto g : recv) ghost[g] += row_dot(ghost_rows_, static_cast<std::size_t>(g), d.data());
+    for (const auto g : recv) ghost[g] += row_dot(level_.ghost_rows, static_cast<std::size_t>(g), d.data());
   }
 }
 

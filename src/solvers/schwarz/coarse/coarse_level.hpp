@@ -1,6 +1,9 @@
 #pragma once
-// Internal to the algebraic Schwarz solver (algebraic.cpp): the coarse level of two-level Schwarz
-// as a stationary iteration, synchronous and asynchronous (see solvers/schwarz/algebraic.hpp).
+// Internal to the Schwarz run (schwarz_run.cpp): the coarse level of two-level Schwarz as a
+// stationary iteration, synchronous and asynchronous (see solvers/schwarz/algebraic.hpp), as three
+// types: CoarseLevel, what both forms share (the coarse space on this rank's subdomain, Phi at its
+// rows and ghosts, the counts); SyncCoarseCorrection, the synchronous hybrid step; AsyncCoarseTree,
+// the asynchronous tree of sums and corrections with its versions.
 //
 // Synchronous (the hybrid form: coarse correction multiplicative, local solves additive; Toselli
 // and Widlund, 2005, section 2.5.2): before each round of local solves,
@@ -54,20 +57,53 @@ struct CoarseLevelStats {
   comm::DelayStats delay;   ///< async: this rank's iterations between its sum and the correction built from it
 };
 
-class CoarseLevel {
- public:
-  /// Collective over A.comm: builds the coarse space (CoarseSpace) and Phi's rows at the
-  /// subdomain's ghosts. reuse: --coarse-reuse; fan_in: --coarse-fan-in (async, >= 1).
+/// What both forms share: the coarse space (CoarseSpace) built on this rank's subdomain, Phi at its
+/// owned rows and at its ghosts, (A^T Phi) at its owned rows, and the counts.
+struct CoarseLevel {
+  /// Collective over A.comm: builds the coarse space and Phi's rows at the subdomain's ghosts.
   CoarseLevel(const linalg::DistributedCsr& A, const solvers::OverlappingSubdomain& sub,
-              const solvers::CoarseOptions& options, int reuse, int fan_in);
+              const solvers::CoarseOptions& options);
   ~CoarseLevel();
+  CoarseLevel(const CoarseLevel&) = delete;
+  CoarseLevel& operator=(const CoarseLevel&) = delete;
 
-  const solvers::CoarseSpace& space() const { return *space_; }
-  const CoarseLevelStats& stats() const { return stats_; }
+  MPI_Comm comm;
+  int rank = 0, ranks = 1;
+  const solvers::OverlappingSubdomain& sub;
+  std::unique_ptr<solvers::CoarseSpace> space;
+  std::size_t owned = 0;  // the subdomain's owned rows
+  // Phi at the owned rows and at the ghosts, columns as positions in needed (the functions this
+  // rank's rows and ghosts touch, ascending).
+  std::vector<int> needed;
+  solvers::CoarseSpace::Rows own, ghost_rows;
+  // The contributions' functions (ascending), (A^T Phi) and Phi at the own rows with columns as
+  // positions in it.
+  std::vector<int> contributed;
+  solvers::CoarseSpace::Rows bt, phi_b;
+  CoarseLevelStats stats;
+};
 
-  /// Synchronous hybrid step (see the top). x: the local iterate on Omega_p (its owned rows are
-  /// corrected), ghost: the ghost buffer (corrected in place). Collective.
-  void correct_sync(const double* b_ext, double* x, double* ghost);
+/// The synchronous hybrid step (see the top).
+class SyncCoarseCorrection {
+ public:
+  explicit SyncCoarseCorrection(CoarseLevel& level) : level_(level), r_(level.owned, 0.0) {}
+  /// x: the local iterate on Omega_p (its owned rows are corrected), ghost: the ghost buffer
+  /// (corrected in place). Collective.
+  void correct(const double* b_ext, double* x, double* ghost);
+
+ private:
+  // r = b - A u on the owned rows (u from x and ghost).
+  void residual(const double* b_ext, const double* x, const double* ghost);
+  CoarseLevel& level_;
+  std::vector<double> r_;
+};
+
+/// The asynchronous tree of sums and corrections (see the top).
+class AsyncCoarseTree {
+ public:
+  /// reuse: --coarse-reuse; fan_in: --coarse-fan-in (>= 1).
+  AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in);
+  ~AsyncCoarseTree();
 
   /// Asynchronous: opens the two exchanges of the tree (sums up to the parent, corrections down to
   /// the children) over `transport`. Collective.
@@ -99,29 +135,12 @@ class CoarseLevel {
   void lift(const comm::HaloPlan& plan, std::size_t ghosts, const double* raw, double* ghost) const;
 
  private:
-  // r = b - A u on the owned rows (u from x and ghost).
-  void residual(const double* b_ext, const double* x, const double* ghost, std::vector<double>& r) const;
   void sum_up(std::int64_t it, const double* b_ext, const double* x);
   // The plan index of child j in the tree's exchanges (the parent first, where there is one).
   std::size_t child_index(std::size_t j) const { return j + (tree_.parent >= 0 ? 1 : 0); }
 
-  MPI_Comm comm_;
-  int rank_ = 0, ranks_ = 1;
-  const solvers::OverlappingSubdomain& sub_;
-  std::unique_ptr<solvers::CoarseSpace> space_;
+  CoarseLevel& level_;
   int reuse_ = 0, fan_in_ = 1;
-  // Phi at the owned rows and at the ghosts, columns as positions in needed_ (the functions this
-  // rank's rows and ghosts touch, ascending).
-  std::vector<int> needed_;
-  solvers::CoarseSpace::Rows own_, ghost_rows_;
-  // The contributions' functions (ascending), (A^T Phi) and Phi at the own rows with columns as
-  // positions in it.
-  std::vector<int> contributed_;
-  solvers::CoarseSpace::Rows bt_, phi_b_;
-  std::vector<double> r_;
-  CoarseLevelStats stats_;
-
-  // Asynchronous state.
   std::int64_t version_ = 0;
   std::deque<std::vector<double>> cumulative_;  // U_v over needed_, the newest last; front is version front_version_
   std::int64_t front_version_ = 0;
