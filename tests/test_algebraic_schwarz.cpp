@@ -614,6 +614,29 @@ std::vector<double> gather_basis(const solvers::CoarseSpace& c, const std::vecto
   return all;
 }
 
+/// The serial hybrid iteration from x = 0.25: `steps` times x <- x + Phi A0^-1 Phi^T (b - A x), then
+/// the RAS step (overlap 1, robin); and with `final_correction` one more coarse step (the one after
+/// the stopping test's exchange).
+std::vector<double> two_level_sync_ref(const Global& g, const std::vector<std::int64_t>& offsets,
+                                       const std::vector<double>& b, const solvers::CoarseSpace& space, int steps,
+                                       double robin, bool final_correction) {
+  const std::vector<double> phi = gather_basis(space, offsets);
+  const auto N = static_cast<std::size_t>(space.size());
+  const solvers::DenseLu a0(space.matrix(), space.size());
+  std::vector<double> ref(b.size(), 0.25);
+  for (int k = 0; k < steps + (final_correction ? 1 : 0); ++k) {
+    const std::vector<double> ax = g.times(ref);
+    std::vector<double> c(N, 0.0);
+    for (std::size_t i = 0; i < b.size(); ++i)
+      for (std::size_t f = 0; f < N; ++f) c[f] += phi[i * N + f] * (b[i] - ax[i]);  // Phi^T (b - A x)
+    a0.solve(c);
+    for (std::size_t i = 0; i < b.size(); ++i)
+      for (std::size_t f = 0; f < N; ++f) ref[i] += phi[i * N + f] * c[f];  // x += Phi c
+    if (k < steps) ref = ras_step_ref(g, offsets, 1, robin, b, ref);
+  }
+  return ref;
+}
+
 }  // namespace
 
 // Two-level, synchronous: the hybrid iteration x <- x + Phi A0^-1 Phi^T (b - A x), then the RAS step,
@@ -633,22 +656,9 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
     if (kind == "gdsw" && p == 1) continue;  // GDSW needs an interface
     SCOPED_TRACE(kind + ", robin " + std::to_string(robin));
     const solvers::CoarseSpace space(A, kind);
-    const std::vector<double> phi = gather_basis(space, offsets);
-    const auto N = static_cast<std::size_t>(space.size());
-    const solvers::DenseLu a0(space.matrix(), space.size());
-    std::vector<double> ref(b.size(), 0.25);
     // The coarse step comes after each exchange, the last (the stopping test's) included: the run
     // returns the corrected iterate its test judged.
-    for (int k = 0; k <= iterations; ++k) {
-      const std::vector<double> ax = g.times(ref);
-      std::vector<double> c(N, 0.0);
-      for (std::size_t i = 0; i < b.size(); ++i)
-        for (std::size_t f = 0; f < N; ++f) c[f] += phi[i * N + f] * (b[i] - ax[i]);  // Phi^T (b - A x)
-      a0.solve(c);
-      for (std::size_t i = 0; i < b.size(); ++i)
-        for (std::size_t f = 0; f < N; ++f) ref[i] += phi[i * N + f] * c[f];  // x += Phi c
-      if (k < iterations) ref = ras_step_ref(g, offsets, 1, robin, b, ref);
-    }
+    const std::vector<double> ref = two_level_sync_ref(g, offsets, b, space, iterations, robin, true);
     SchwarzOptions o = fixed_iterations(iterations, 1, robin);
     o.coarse.kind = kind;
     std::vector<double> x(part(b, offsets, me).size(), 0.25);
@@ -672,21 +682,8 @@ TEST(AlgebraicSchwarz, TwoLevelSyncCarryingTheLastIterationCorrectsOncePerExchan
   for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.1 * static_cast<double>(i));
   const int iterations = 6;
   const solvers::CoarseSpace space(A, "nicolaides");
-  const std::vector<double> phi = gather_basis(space, offsets);
-  const auto N = static_cast<std::size_t>(space.size());
-  const solvers::DenseLu a0(space.matrix(), space.size());
   // No stopping test: each iteration is an exchange, the coarse step, the local solves.
-  std::vector<double> ref(b.size(), 0.25);
-  for (int k = 0; k < iterations; ++k) {
-    const std::vector<double> ax = g.times(ref);
-    std::vector<double> c(N, 0.0);
-    for (std::size_t i = 0; i < b.size(); ++i)
-      for (std::size_t f = 0; f < N; ++f) c[f] += phi[i * N + f] * (b[i] - ax[i]);  // Phi^T (b - A x)
-    a0.solve(c);
-    for (std::size_t i = 0; i < b.size(); ++i)
-      for (std::size_t f = 0; f < N; ++f) ref[i] += phi[i * N + f] * c[f];  // x += Phi c
-    ref = ras_step_ref(g, offsets, 1, 0.0, b, ref);
-  }
+  const std::vector<double> ref = two_level_sync_ref(g, offsets, b, space, iterations, 0.0, false);
   SchwarzOptions o = fixed_iterations(iterations, 1);
   o.coarse.kind = "nicolaides";
   o.detect_termination = false;
