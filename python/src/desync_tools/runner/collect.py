@@ -6,15 +6,14 @@ Results of `desync.solve` / `desync.run` (anything with a `.record`), so that su
 table figures (desync_tools.plot.plot_sweep, plot_scaling) work on runs made in-process."""
 import csv
 import json
-import math
 import os
-import statistics
 
 from ..errors import UserError
 from ..records import OUTPUT_OPTIONS, as_records, load_record
 from ..tables import cell, record_row, sort_key
 from .execute import read_json
 from .experiment import run_id as folder_name
+from .session import median
 
 RUN_COLUMNS = ("run_id", "repetition", "status", "exit_code", "reason", "seconds")
 # Stop reasons that are numerical failures (desync::core::is_numerical_failure): exit code 3.
@@ -166,10 +165,6 @@ def write_csv(path, columns, rows):
             w.writerow([cell(r.get(c)) for c in columns])
 
 
-def _median(xs):
-    return statistics.median(xs) if xs else math.nan
-
-
 def summary(rows, parameters, baseline=None, metric="wall_time"):
     """Lines of a table: per combination (repetitions pooled) the runs ok, the median metric with its
     min-max, median iterations, and with a baseline `key=value` the ratio of medians to the baseline
@@ -196,14 +191,14 @@ def summary(rows, parameters, baseline=None, metric="wall_time"):
         vals = med[key]
         its = [float(r["iterations_mean"]) for r in combos[key] if isinstance(r.get("iterations_mean"), (int, float))]
         line = list(key) + [f"{len(vals)}/{len(combos[key])}"]
-        line += [f"{_median(vals):.4g}", f"{min(vals):.4g}", f"{max(vals):.4g}"] if vals else ["-", "-", "-"]
-        line.append(f"{_median(its):.1f}" if its else "-")
+        line += [f"{median(vals):.4g}", f"{min(vals):.4g}", f"{max(vals):.4g}"] if vals else ["-", "-", "-"]
+        line.append(f"{median(its):.1f}" if its else "-")
         if baseline:
             bkey_i = parameters.index(bkey)
             base = list(key)
             base[bkey_i] = bval
             bvals = med.get(tuple(base), [])
-            line.append(f"{_median(vals) / _median(bvals):.3f}" if vals and bvals else "-")
+            line.append(f"{median(vals) / median(bvals):.3f}" if vals and bvals else "-")
         table.append(line)
     widths = [max(len(str(row[i])) for row in table) for i in range(len(head))]
     return ["  ".join(str(v).rjust(w) for v, w in zip(row, widths)) for row in table]

@@ -17,16 +17,9 @@ import time
 
 from ..errors import UserError
 from ..records import load_record
-from . import machine
+from . import machine, session
+from .session import write_json
 from .experiment import LAUNCHERS, run_id, shown
-
-
-def write_json(path, doc):
-    tmp = path + ".tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        json.dump(doc, f, indent=1)
-        f.write("\n")
-    os.replace(tmp, path)
 
 
 def read_json(path):
@@ -60,14 +53,7 @@ def prepare_results(exp, results):
 
 
 def child_env(exp, ranks):
-    env = dict(os.environ)
-    if hasattr(os, "geteuid") and os.geteuid() == 0:  # Open MPI refuses root without these; MPICH ignores them
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT", "1")
-        env.setdefault("OMPI_ALLOW_RUN_AS_ROOT_CONFIRM", "1")
-    if ranks > (os.cpu_count() or 1):  # Open MPI refuses more ranks than cores without it
-        env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
-    env.update(exp.env)
-    return env
+    return session.child_env(ranks, exp.env)
 
 
 def _clock(seconds):

@@ -31,6 +31,7 @@ import shlex
 import tomllib
 
 from ..errors import UserError
+from .session import interleaved
 
 EXPERIMENT_KEYS = {"name": str, "description": str, "executable": str, "launcher": str, "solver": str,
                    "repetitions": int, "order": str, "timeout": (int, float), "env": dict, "accept_exit": list}
@@ -83,14 +84,7 @@ class Experiment:
         combos = self.combinations()
         if self.order == "sequential":
             return [(rep, c) for c in combos for rep in range(1, self.repetitions + 1)]
-        out = []
-        for rep in range(1, self.repetitions + 1):
-            shift = ((rep - 1) * 5) % len(combos)
-            order = combos[shift:] + combos[:shift]
-            if rep % 2 == 0:
-                order.reverse()
-            out += [(rep, c) for c in order]
-        return out
+        return list(interleaved(combos, self.repetitions, first=1))
 
     @staticmethod
     def settings(combo):

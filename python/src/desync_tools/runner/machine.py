@@ -15,7 +15,7 @@ def _first_line(cmd, cwd=None):
     return text.splitlines()[0] if text else None
 
 
-def _cpu():
+def cpu():
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as f:
             for line in f:
@@ -26,7 +26,7 @@ def _cpu():
     return platform.processor() or platform.machine()
 
 
-def _os():
+def os_name():
     try:
         with open("/etc/os-release", encoding="utf-8") as f:
             for line in f:
@@ -52,9 +52,9 @@ def describe(executable, launcher_program):
     return {
         "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
         "hostname": platform.node(),
-        "cpu": _cpu(),
+        "cpu": cpu(),
         "cpus": os.cpu_count(),
-        "os": _os(),
+        "os": os_name(),
         "kernel": platform.release(),
         "python": platform.python_version(),
         "mpi": _first_line([launcher, "--version"]) if launcher else None,
