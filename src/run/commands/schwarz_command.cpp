@@ -23,6 +23,7 @@
 #include "../report_common.hpp"
 #include "../system_input.hpp"
 #include "driven_run.hpp"
+#include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
@@ -77,6 +78,12 @@ class SchwarzCommand final : public SolverCommand {
   /// The coarse level's part of the record (rank 0): its set-up and performance lines and details.
   void describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::SchwarzResult& result,
                        const solvers::SchwarzOptions& o) const;
+  /// The record's part that the grid and the matrix runs share: the run, the driver's figures, the
+  /// per-rank fields and histories; on rank 0 the iteration rate, the headline (after `kind`), the
+  /// termination note and the shared details (the factorisation over the ranks, termination, wait,
+  /// transport, the ranks' iterations). Collective.
+  RunRecord shared_record(MPI_Comm comm, const solvers::SchwarzResult& result, const RankFields& fields,
+                          const std::string& kind, nlohmann::json& details) const;
   detail::LoadedSystem builtin_system(MPI_Comm comm) const;
   int export_grid_system(MPI_Comm comm);
 
@@ -342,44 +349,56 @@ RankFields rank_fields(const solvers::SchwarzResult& r) {
   return f;
 }
 
+RunRecord SchwarzCommand::shared_record(MPI_Comm comm, const solvers::SchwarzResult& result, const RankFields& fields,
+                                        const std::string& kind, nlohmann::json& details) const {
+  RunRecord r;
+  r.solver = "schwarz";
+  r.method = mode;
+  MPI_Comm_size(comm, &r.ranks);
+  r.mpi_library = mpi_library_version();
+  r.options = effective();
+  r.tolerance = solver.iteration.tol;
+  detail::fill_from_driver(r, comm, result.run);
+  r.per_rank = gather_rank_fields(comm, fields);
+  detail::gather_rank_histories(r, comm, result.run, solver.asynchronous());
+  if (core::rank_of(comm) != 0) return r;
+  const auto it = summarise_iterations(r.per_rank);
+  r.iteration_rate = r.wall_time > 0 ? it.mean / r.wall_time : 0.0;
+  std::int64_t nnz = 0;
+  double factor_s = 0;
+  for (const auto& p : r.per_rank) {
+    nnz += static_cast<std::int64_t>(p.value("factor_nonzeros"));
+    factor_s = std::max(factor_s, p.value("factor_seconds"));
+  }
+  const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
+  r.headline = fmt::format("{}mode {}, transport {}, termination {}", kind, mode, transport_text, termination);
+  // --termination none tests nothing: the recorded tested residual is no test's (it stays 0).
+  if (termination == "none") r.residual_note = " (none tested: --termination none)";
+  details["termination"] = termination;
+  details["sync_wait"] = solver.asynchronous() ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
+  details["transport"] = solver.asynchronous() ? transport_cli.kind() : "p2p";
+  details["factor_nonzeros"] = nnz;
+  details["factor_seconds"] = factor_s;
+  details["iterations_local"] = {{"min", it.min}, {"max", it.max}};
+  return r;
+}
+
 int SchwarzCommand::run(MPI_Comm comm) {
   if (system_cli.given()) return run_matrix(comm, detail::load_system(comm, system_cli), false);
   if (coarse_cli.two_level()) return run_matrix(comm, builtin_system(comm), true);
   if (!export_dir.empty()) return export_grid_system(comm);
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  const int rank = core::rank_of(comm);
   decomposition::CartGrid grid(comm, global_points, process_grid);
   std::vector<double> u;
   const solvers::SchwarzResult result = solvers::solve_schwarz(grid, solver, u);
 
-  RunRecord r;
-  r.solver = "schwarz";
-  r.method = mode;
-  r.ranks = size;
-  r.mpi_library = mpi_library_version();
+  nlohmann::json details;
+  RunRecord r = shared_record(comm, result, rank_fields(result), "", details);
   r.process_grid = grid.dims();
   r.global_size = grid.global();
   r.unknowns = static_cast<long long>(global_points[0]) * global_points[1] * global_points[2];
-  r.options = effective();
-  r.tolerance = solver.iteration.tol;
-  detail::fill_from_driver(r, comm, result.run);
-  r.per_rank = gather_rank_fields(comm, rank_fields(result));
-  detail::gather_rank_histories(r, comm, result.run, solver.asynchronous());
   if (rank == 0) {
-    const auto it = summarise_iterations(r.per_rank);
-    r.iteration_rate = r.wall_time > 0 ? it.mean / r.wall_time : 0.0;
-    std::int64_t nnz = 0;
-    double factor_s = 0;
-    for (const auto& p : r.per_rank) {
-      nnz += static_cast<std::int64_t>(p.value("factor_nonzeros"));
-      factor_s = std::max(factor_s, p.value("factor_seconds"));
-    }
-    const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
     const std::string alpha_text = std::isinf(solver.alpha) ? "inf (classical)" : fmt::format("{:.6g}", solver.alpha);
-    r.headline = fmt::format("mode {}, transport {}, termination {}", mode, transport_text, termination);
-    // --termination none tests nothing: the recorded tested residual is no test's (it stays 0).
-    if (termination == "none") r.residual_note = " (none tested: --termination none)";
     const bool three = solver.problem == solvers::SchwarzProblem::laplace3d;
     const std::string points = three ? fmt::format("3D Laplace, {}x{}x{} points", global_points[0], global_points[1],
                                                    global_points[2])
@@ -387,22 +406,16 @@ int SchwarzCommand::run(MPI_Comm comm) {
     r.setup_lines.push_back({"problem", fmt::format("{}, overlap {}, alpha {}{}", points, solver.overlap, alpha_text,
                                                     alpha == "auto" ? " (auto)" : "")});
     r.setup_lines.push_back({"factorisation", fmt::format("CHOLMOD, {} nonzeros in the factors (all ranks), {:.4f} s "
-                                                          "(slowest rank)", nnz, factor_s)});
+                                                          "(slowest rank)", details["factor_nonzeros"].get<std::int64_t>(),
+                                                          details["factor_seconds"].get<double>())});
     if (!std::isnan(result.error_max))
       r.performance_lines.push_back({"error", fmt::format("max |u - u_exact| = {:.3e} (discretisation and algebraic)",
                                                           result.error_max)});
-    nlohmann::json details;
     details["alpha"] = std::isinf(solver.alpha) ? nlohmann::json("inf") : nlohmann::json(solver.alpha);
     details["alpha_option"] = alpha;
     details["overlap"] = solver.overlap;
-    details["termination"] = termination;
-    details["sync_wait"] = solver.asynchronous() ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
-    details["transport"] = solver.asynchronous() ? transport_cli.kind() : "p2p";
-    details["factor_nonzeros"] = nnz;
-    details["factor_seconds"] = factor_s;
     details["problem"] = problem;
     details["error_max"] = std::isnan(result.error_max) ? nlohmann::json(nullptr) : nlohmann::json(result.error_max);
-    details["iterations_local"] = {{"min", it.min}, {"max", it.max}};
     r.details = details.dump();
   }
 
@@ -583,51 +596,34 @@ void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, cons
 }
 
 int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
+  const int rank = core::rank_of(comm);
   const solvers::SchwarzOptions o = matrix_options(comm, sys, builtin);
   std::vector<double> x(sys.b.size(), 0.0);
   const solvers::SchwarzResult result = solvers::solve_algebraic_schwarz(sys.system.A, sys.b, x, o);
 
-  RunRecord r;
-  r.solver = "schwarz";
-  r.method = mode;
-  r.ranks = size;
-  r.mpi_library = mpi_library_version();
+  const bool two_level = o.coarse.two_level();
+  nlohmann::json details;
+  RunRecord r = shared_record(comm, result, matrix_rank_fields(result, two_level),
+                              (two_level ? fmt::format("two-level ({}) ", coarse_cli.coarse_name()) : std::string()) +
+                                  "restricted additive Schwarz, ",
+                              details);
   r.unknowns = sys.rows;
-  r.options = effective();
-  r.tolerance = solver.iteration.tol;
-  detail::fill_from_driver(r, comm, result.run);
   if (r.stop_reason == core::StopReason::diverged && o.mode == comm::HaloMode::async &&
       o.coarse.two_level() && o.coarse_reuse == 0)
     r.message += " (--coarse-reuse 0 adds each coarse correction to the progress the local solves made since its "
                  "residual was taken, an additive two-level iteration that may diverge; --coarse-reuse 1, the "
                  "default, applies it to the iterate it was computed from)";
-  const bool two_level = o.coarse.two_level();
-  r.per_rank = gather_rank_fields(comm, matrix_rank_fields(result, two_level));
-  detail::gather_rank_histories(r, comm, result.run, solver.asynchronous());
   const auto names = gather_strings(comm, result.local_solver_name);
   const auto reasons = gather_strings(comm, result.local_solver_reason);
   if (rank == 0) {
-    const auto it = summarise_iterations(r.per_rank);
-    r.iteration_rate = r.wall_time > 0 ? it.mean / r.wall_time : 0.0;
-    std::int64_t nnz = 0, ext_min = 0, ext_max = 0;
-    double factor_s = 0, setup_s = 0;
+    std::int64_t ext_min = 0, ext_max = 0;
+    double setup_s = 0;
     for (const auto& p : r.per_rank) {
-      nnz += static_cast<std::int64_t>(p.value("factor_nonzeros"));
-      factor_s = std::max(factor_s, p.value("factor_seconds"));
       setup_s = std::max(setup_s, p.value("setup_seconds"));
       const auto e = static_cast<std::int64_t>(p.value("extended_rows"));
       ext_min = &p == &r.per_rank[0] ? e : std::min(ext_min, e);
       ext_max = std::max(ext_max, e);
     }
-    const std::string transport_text = solver.asynchronous() ? comm::describe(solver.transport) : "p2p (two-sided)";
-    r.headline = fmt::format("{}restricted additive Schwarz, mode {}, transport {}, termination {}",
-                             two_level ? fmt::format("two-level ({}) ", coarse_cli.coarse_name()) : std::string(), mode, transport_text,
-                             termination);
-    if (termination == "none") r.residual_note = " (none tested: --termination none)";
-    nlohmann::json details;
     if (builtin) {
       const std::string alpha_text = std::isinf(solver.alpha) ? "inf (classical)" : fmt::format("{:.6g}", solver.alpha);
       r.setup_lines.push_back({"problem", fmt::format("2D Poisson, {}x{} points, assembled (5-point), the grid's {}x{} "
@@ -646,20 +642,16 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each", solver.overlap,
                                                        robin, ext_min, ext_max)});
     r.setup_lines.push_back({"local solves", fmt::format("{}; {} nonzeros in the factors (all ranks), {:.4f} s (slowest rank)",
-                                                         local_solver_counts(names), nnz, factor_s)});
+                                                         local_solver_counts(names),
+                                                         details["factor_nonzeros"].get<std::int64_t>(),
+                                                         details["factor_seconds"].get<double>())});
     details["overlap"] = solver.overlap;
     details["robin"] = robin;
-    details["termination"] = termination;
-    details["sync_wait"] = solver.asynchronous() ? nlohmann::json(nullptr) : nlohmann::json(sync_wait);
-    details["transport"] = solver.asynchronous() ? transport_cli.kind() : "p2p";
     details["local_solver_option"] = linalg::to_string(coarse_cli.local_solver());
     details["local_solvers"] = names;
     details["local_solver_reasons"] = reasons;
-    details["factor_nonzeros"] = nnz;
-    details["factor_seconds"] = factor_s;
     details["setup_seconds"] = setup_s;
     details["extended_rows"] = {{"min", ext_min}, {"max", ext_max}};
-    details["iterations_local"] = {{"min", it.min}, {"max", it.max}};
     r.details = details.dump();
   }
   const std::string io_error = detail::deliver_solution(comm, sys, x, builtin ? std::string() : output.save_path);
