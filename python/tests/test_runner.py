@@ -190,6 +190,13 @@ transport = [{{ name = "p2p" }}, {{ name = "rma-flush", transport = "rma", rma-s
     ('[experiment]\nsolver = "jacobi"\n[parameters]\nmode = ["sync"]\n', "[experiment] name is required"),
     ('[experiment]\nname = "x"\nsolver = "jacobi"\n[parameters]\nranks = [0]\n', "ranks must be positive integers"),
     ('[experiment]\nname = "x"\nsolver = "jacobi"\n[sweep]\nmode = ["sync"]\n', "unknown table(s) sweep"),
+    ('[experiment]\nname = "x"\nsolver = "jacobi"\ncommand = "true"\n[parameters]\nmode = ["sync"]\n',
+     "give solver (a sweep of desync runs) or command, not both"),
+    ('[[experiment]]\nid = "c"\ndescription = "d"\ncommand = "true"\n', "no sweep experiment (its experiments are commands"),
+    ('[[experiment]]\nid = "c"\ncommand = "true"\ncolour = "red"\n', "unknown key [experiment] colour"),
+    ('[[experiment]]\nid = "a"\nsolver = "jacobi"\n[experiment.parameters]\nmode = ["sync"]\n'
+     '[[experiment]]\nid = "b"\nsolver = "jacobi"\n[experiment.parameters]\nmode = ["async"]\n',
+     "2 sweep experiments (a, b): pick one with --only"),
 ])
 def test_bad_experiment_files(tmp_path, capsys, text, message):
     path = write(tmp_path / "bad.toml", text)
@@ -207,3 +214,26 @@ def test_results_of_another_experiment(experiment, desync, tmp_path, capsys):
     assert code == 2 and "not a desync-run results folder" in err
     code, _, err = run_cli(["run", str(tmp_path / "none.toml")], capsys)
     assert code == 2 and "no such file" in err
+
+
+def test_one_format_for_sweeps_and_commands(tmp_path, capsys):
+    """A file of [[experiment]] tables holds sweeps (desync-run runs the one --only names, its options and
+    parameters in [experiment.options] and [experiment.parameters]) and commands (the results pages'
+    kind); the results pages refuse a sweep in bench/results, naming it."""
+    text = ('[[experiment]]\nid = "a"\nsolver = "jacobi"\nset = "quick"\noutput = "a.json"\n'
+            '[experiment.options]\nlocal = 8\n[experiment.parameters]\nmode = ["sync", "async"]\n'
+            '[[experiment]]\nid = "b"\nsolver = "schwarz"\n[experiment.parameters]\nranks = [2]\n'
+            '[[experiment]]\nid = "c"\ndescription = "a script"\ncommand = "{python} bench/x.py --json {out}"\n')
+    path = write(tmp_path / "mixed.toml", text)
+    code, out, _ = run_cli(["run", path, "--only", "a", "--dry-run"], capsys)
+    lines = out.strip().splitlines()
+    assert code == 0 and len(lines) == 2 and all("jacobi" in line and "--local 8" in line for line in lines)
+    assert "--mode sync" in lines[0] and "--mode async" in lines[1]
+    code, _, err = run_cli(["run", path, "--only", "c", "--dry-run"], capsys)
+    assert code == 2 and "no sweep experiment 'c'" in err
+    from desync_tools.results.render import load_manifest
+    from desync_tools.errors import UserError
+    (tmp_path / "root" / "bench" / "results").mkdir(parents=True)
+    (tmp_path / "root" / "bench" / "results" / "page.toml").write_text(text)
+    with pytest.raises(UserError, match="experiment a is a sweep of desync runs"):
+        load_manifest(str(tmp_path / "root"))

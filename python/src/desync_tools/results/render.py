@@ -2,9 +2,9 @@
 the data. A page that is already up to date renders to itself, byte for byte."""
 import os
 import re
-import tomllib
 
 from ..errors import UserError
+from ..runner.experiment import Experiment, load_experiments
 from .registry import TABLES, VALUES, load_pages
 
 BLOCK_OPEN = re.compile(r"^<!-- (table|experiment): ([A-Za-z0-9_.\-]+) -->\s*$")
@@ -44,15 +44,15 @@ def load_manifest(root):
         if not name.endswith(".toml"):
             continue
         path = os.path.join(folder, name)
-        try:
-            with open(path, "rb") as f:
-                doc = tomllib.load(f)
-        except tomllib.TOMLDecodeError as e:
-            raise UserError(f"{path}: {e}") from None
-        for e in doc.get("experiment", []):
-            for key in ("id", "set", "output", "command", "description"):
+        # The experiment files' one format (desync_tools.runner.experiment): the results pages run
+        # command experiments, each writing its data file.
+        for e in load_experiments(path):
+            if isinstance(e, Experiment):
+                raise UserError(f"{path}: experiment {e.id} is a sweep of desync runs (solver = {e.solver}): the "
+                                "results pages run commands (run a sweep with desync-run, its command here)")
+            for key in ("set", "output", "description"):
                 if key not in e:
-                    raise UserError(f"{path}: an experiment without '{key}'")
+                    raise UserError(f"{path}: experiment {e['id']} without '{key}'")
             if e["set"] not in SETS:
                 raise UserError(f"{path}: experiment {e['id']}: set '{e['set']}' (expected {', '.join(SETS)})")
             if e["id"] in experiments:

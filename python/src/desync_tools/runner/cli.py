@@ -33,6 +33,7 @@ def build_parser():
                        epilog="example:\n  desync-run run bench/experiments/transport_rate.toml -o results/rate",
                        formatter_class=argparse.RawDescriptionHelpFormatter)
     r.add_argument("experiment", metavar="EXPERIMENT.toml")
+    r.add_argument("--only", metavar="ID", help="the sweep to run, where the file lists several experiments")
     r.add_argument("-o", "--results", metavar="FOLDER", help="results folder (default results/<name>)")
     r.add_argument("--desync", metavar="PATH", help="desync executable (default: the file's executable, or $DESYNC)")
     r.add_argument("--launcher", help="launcher name or template, overriding the file's (e.g. mpirun.mpich)")
@@ -72,7 +73,7 @@ def _main(argv):
             for line in summary(rows, parameters, args.baseline, args.metric):
                 print(line)
         return 0
-    exp = load_experiment(args.experiment)
+    exp = load_experiment(args.experiment, args.only)
     if args.launcher:
         check_launcher("--launcher", args.launcher)
     executable = args.desync or os.environ.get("DESYNC") or exp.executable

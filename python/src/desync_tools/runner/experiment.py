@@ -1,6 +1,11 @@
-"""Experiment files (TOML, docs/experiments.md): what to run, which parameters to sweep, how often.
+"""Experiment files (TOML, docs/experiments.md): one format for desync-run's sweeps
+(bench/experiments/), the results pages' experiments (bench/results/) and the simulated studies. A
+file holds [[experiment]] tables, or one [experiment] table with [options] and [parameters] beside
+it. An experiment is one of two kinds:
 
-    [experiment]                      required: name, solver
+  a sweep of desync runs (`solver`, desync-run runs it):
+
+    [experiment]                      required: name (or id), solver
     name = "jacobi-slow-rank"
     description = "..."
     executable = "build/openmpi/desync"
@@ -20,7 +25,19 @@
                  { name = "shmem", transport = "shmem", launcher = "oshrun -np {ranks} {exe} {args}" }]
 
 [experiment] accept_exit lists the exit codes of a successful run (default [0]; a fixed-work benchmark
-that stops at --max-iters exits 1 by design: accept_exit = [0, 1]).
+that stops at --max-iters exits 1 by design: accept_exit = [0, 1]). In the list form the tables are
+[experiment.options] and [experiment.parameters], after their [[experiment]].
+
+  a command (`command`, desync-results runs it; a benchmark script, a simulated study):
+
+    [[experiment]]
+    id = "sim-jacobi-weak"
+    description = "..."
+    command = "{python} bench/simgrid/reproduce.py ... --json {out}"
+
+Either kind may say where it stands on the results pages: `set` (quick, sim or recorded), `output`
+(its data file under docs/data/), `minutes` (about how long it runs) and `machine` (where a recorded
+one ran).
 """
 import hashlib
 import itertools
@@ -35,6 +52,9 @@ from .session import interleaved
 
 EXPERIMENT_KEYS = {"name": str, "description": str, "executable": str, "launcher": str, "solver": str,
                    "repetitions": int, "order": str, "timeout": (int, float), "env": dict, "accept_exit": list}
+# Either kind: its id, and its place on the results pages.
+COMMON_KEYS = {"id": str, "description": str, "set": str, "output": str, "minutes": (int, float), "machine": str}
+COMMAND_KEYS = {"command": str}
 LAUNCHERS = {  # name -> argument list before the executable
     "mpirun": ["mpirun", "-np", "{ranks}"],
     "mpirun.openmpi": ["mpirun.openmpi", "-np", "{ranks}"],
@@ -49,10 +69,10 @@ SCALAR = (str, int, float, bool)
 class Experiment:
     """A parsed, validated experiment file."""
 
-    def __init__(self, path, doc):
+    def __init__(self, path, exp):
         self.path = path
-        exp = doc["experiment"]
-        self.name = exp["name"]
+        self.name = exp.get("name") or exp["id"]
+        self.id = exp.get("id") or self.name
         self.description = exp.get("description", "")
         self.executable = exp.get("executable", "build/openmpi/desync")
         self.launcher = exp.get("launcher", "mpirun")
@@ -62,8 +82,8 @@ class Experiment:
         self.timeout = float(exp.get("timeout", 600))
         self.env = {str(k): str(v) for k, v in exp.get("env", {}).items()}
         self.accept_exit = list(exp.get("accept_exit", [0]))
-        self.options = dict(doc.get("options", {}))
-        self.parameters = dict(doc.get("parameters", {}))
+        self.options = dict(exp.get("options", {}))
+        self.parameters = dict(exp.get("parameters", {}))
 
     # The identity of an experiment: what runs, not where the executable lies, how long runs may
     # take or how many repetitions are wanted (a restart may add repetitions).
@@ -159,20 +179,59 @@ def check_launcher(path, launcher):
                     "template with {ranks}, {exe} and {args} (e.g. \"mpirun -np {ranks} --bind-to core {exe} {args}\")")
 
 
-def validate(path, doc):
+def experiment_entries(path, doc):
+    """The experiments of a file as tables, each with its options and parameters inside: the
+    [[experiment]] list, or the one [experiment] with [options] and [parameters] beside it."""
+    exp = doc.get("experiment")
+    if isinstance(exp, list):
+        unknown = set(doc) - {"experiment"}
+        if unknown:
+            _fail(path, f"unknown table(s) {', '.join(sorted(unknown))} (a list of experiments keeps each one's "
+                        "options and parameters in [experiment.options] and [experiment.parameters])")
+        if not exp:
+            _fail(path, "no experiment")
+        return [dict(e) for e in exp]
     unknown = set(doc) - {"experiment", "options", "parameters"}
     if unknown:
         _fail(path, f"unknown table(s) {', '.join(sorted(unknown))} (an experiment has [experiment], [options] "
                     "and [parameters])")
-    exp = doc.get("experiment")
     if not isinstance(exp, dict):
         _fail(path, "no [experiment] table")
+    entry = dict(exp)
+    for table in ("options", "parameters"):
+        if table in doc:
+            entry[table] = doc[table]
+    return [entry]
+
+
+def _check_types(path, exp, known):
     for key, value in exp.items():
-        if key not in EXPERIMENT_KEYS:
-            _fail(path, f"unknown key [experiment] {key} (known: {', '.join(EXPERIMENT_KEYS)})")
-        want = EXPERIMENT_KEYS[key]
+        if key not in known:
+            _fail(path, f"unknown key [experiment] {key} (known: {', '.join(known)})")
+        want = known[key]
         if not isinstance(value, want) or isinstance(value, bool):
             _fail(path, f"[experiment] {key} has the wrong type ({type(value).__name__})")
+
+
+def validate_command(path, exp):
+    """A command experiment: its keys, its id and command."""
+    _check_types(path, exp, {**COMMON_KEYS, **COMMAND_KEYS})
+    for key in ("id", "command"):
+        if not exp.get(key):
+            _fail(path, f"[experiment] {key} is required")
+
+
+def validate(path, exp):
+    """A sweep experiment (an entry of experiment_entries)."""
+    if "command" in exp and "solver" in exp:
+        _fail(path, f"experiment {exp.get('id') or exp.get('name')}: give solver (a sweep of desync runs) or "
+                    "command, not both")
+    options = exp.pop("options", {})
+    parameters = exp.pop("parameters", {})
+    _check_types(path, exp, {**EXPERIMENT_KEYS, **COMMON_KEYS})
+    if not exp.get("name") and exp.get("id"):
+        exp["name"] = exp["id"]
+    exp["options"], exp["parameters"] = options, parameters
     for key in ("name", "solver"):
         if not exp.get(key):
             _fail(path, f"[experiment] {key} is required")
@@ -183,8 +242,6 @@ def validate(path, doc):
     if exp.get("order", "sequential") not in ("sequential", "interleaved"):
         _fail(path, f"[experiment] order '{exp['order']}' is neither sequential nor interleaved")
     check_launcher(path, exp.get("launcher", "mpirun"))
-    options = doc.get("options", {})
-    parameters = doc.get("parameters", {})
     for table, name in ((options, "options"), (parameters, "parameters")):
         if not isinstance(table, dict):
             _fail(path, f"[{name}] must be a table")
@@ -226,7 +283,8 @@ def validate(path, doc):
         _fail(path, "ranks must be positive integers")
 
 
-def load_experiment(path):
+def load_experiments(path):
+    """Every experiment of a file, validated: an Experiment for a sweep, the table (a dict) for a command."""
     path = os.fspath(path)
     try:
         with open(path, "rb") as f:
@@ -235,5 +293,27 @@ def load_experiment(path):
         raise UserError(f"{path}: no such file") from None
     except tomllib.TOMLDecodeError as e:
         raise UserError(f"{path}: not a valid TOML file ({e})") from None
-    validate(path, doc)
-    return Experiment(path, doc)
+    out = []
+    for exp in experiment_entries(path, doc):
+        if "solver" in exp or "command" not in exp:
+            validate(path, exp)
+            out.append(Experiment(path, exp))
+        else:
+            validate_command(path, exp)
+            out.append(exp)
+    return out
+
+
+def load_experiment(path, only=None):
+    """The sweep that desync-run runs: the file's one sweep, or the one whose id (or name) is `only`."""
+    path = os.fspath(path)
+    sweeps = [e for e in load_experiments(path) if isinstance(e, Experiment)]
+    if only:
+        sweeps = [e for e in sweeps if only in (e.id, e.name)]
+        if not sweeps:
+            raise UserError(f"{path}: no sweep experiment '{only}'")
+    if not sweeps:
+        raise UserError(f"{path}: no sweep experiment (its experiments are commands: desync-results run runs them)")
+    if len(sweeps) > 1:
+        raise UserError(f"{path}: {len(sweeps)} sweep experiments ({', '.join(e.id for e in sweeps)}): pick one with --only")
+    return sweeps[0]
