@@ -177,8 +177,8 @@ Global convection_diffusion(int m, double c = 40.0) {
 
 SchwarzOptions fixed_iterations(int iterations, int overlap, double robin = 0) {
   SchwarzOptions o;
-  o.overlap = overlap;
-  o.robin = robin;
+  o.subdomains.overlap = overlap;
+  o.subdomains.robin = robin;
   o.iteration.tol = 1e-300;
   o.iteration.max_iters = iterations;
   o.iteration.divergence_factor = 1e300;
@@ -199,7 +199,7 @@ TEST(AlgebraicSchwarz, OneRankIsTheDirectSolve) {
     std::vector<double> x(b.size(), 0.0);
     SchwarzOptions o;
     o.iteration.tol = 1e-10;
-    o.coarse.kind = coarse;
+    o.subdomains.coarse.kind = coarse;
     const auto r = solvers::solve_algebraic_schwarz(A, b, x, o);
     EXPECT_TRUE(r.run.converged);
     EXPECT_EQ(r.run.stats.iterations, 1);
@@ -344,7 +344,7 @@ TEST(AlgebraicSchwarz, StripsReproduceTheGridSolver) {
     for (double alpha : {10.0, solvers::schwarz_classical}) {
       SCOPED_TRACE("overlap " + std::to_string(gamma) + ", alpha " + std::to_string(alpha));
       solvers::SchwarzOptions so;
-      so.overlap = gamma;
+      so.subdomains.overlap = gamma;
       so.alpha = alpha;
       so.iteration.tol = 1e-300;
       so.iteration.max_iters = iterations;
@@ -375,7 +375,7 @@ TEST(AlgebraicSchwarz, RasMatchesTheDirectSolve) {
   const auto direct = solve_direct(g.restrict_to(all), b);
   std::vector<double> x(part(b, offsets, me).size(), 0.0);
   SchwarzOptions o;
-  o.overlap = 2;
+  o.subdomains.overlap = 2;
   o.iteration.tol = 1e-10;
   const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
   EXPECT_TRUE(r.run.converged);
@@ -409,7 +409,7 @@ TEST(AlgebraicSchwarz, AsyncConvergesOverEveryTransport) {
       o.mode = comm::HaloMode::async;
       o.transport.kind = t;
       o.tree_termination = tree;
-      o.overlap = 1;
+      o.subdomains.overlap = 1;
       o.iteration.tol = 1e-8;
       o.iteration.max_iters = 20000;
       std::vector<double> x(part(b, offsets, me).size(), 0.0);
@@ -509,7 +509,7 @@ TEST(SchwarzPreconditioner, AppliesTheLocalSolves) {
       }
     }
     for (bool restricted : {true, false}) {
-      solvers::OverlapOptions o;
+      solvers::SubdomainOptions o;
       o.overlap = overlap;
       solvers::SchwarzPreconditioner pc(A, o, restricted);
       const auto mine = part(r, offsets, me);
@@ -537,7 +537,7 @@ TEST(SchwarzPreconditioner, CgWithAsm) {
     solvers::CgOptions o;
     o.pc = pc;
     o.pc_matrix = m;
-    o.pc_overlap = 2;
+    o.pc_subdomains.overlap = 2;
     o.iteration.tol = 1e-8;
     std::vector<double> x(part(b, offsets, me).size(), 0.0);
     return solvers::solve_cg(op, part(b, offsets, me), x, o);
@@ -586,7 +586,7 @@ TEST(AlgebraicSchwarz, SingularLocalMatrixIsReported) {
   const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
   std::vector<double> b(static_cast<std::size_t>(per), 1.0), x(b.size(), 0.0);
   SchwarzOptions o;
-  o.overlap = 0;
+  o.subdomains.overlap = 0;
   try {
     solvers::solve_algebraic_schwarz(A, b, x, o);
     ADD_FAILURE() << "a singular local matrix was accepted";
@@ -661,7 +661,7 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
     // returns the corrected iterate its test judged.
     const std::vector<double> ref = two_level_sync_ref(g, offsets, b, space, iterations, robin, true);
     SchwarzOptions o = fixed_iterations(iterations, 1, robin);
-    o.coarse.kind = kind;
+    o.subdomains.coarse.kind = kind;
     std::vector<double> x(part(b, offsets, me).size(), 0.25);
     const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
     EXPECT_EQ(r.run.stats.iterations, iterations);
@@ -707,8 +707,8 @@ TEST(AlgebraicSchwarz, TwoLevelAsyncConvergesOverEveryTransport) {
         SchwarzOptions o;
         o.mode = comm::HaloMode::async;
         o.transport.kind = t;
-        o.overlap = 1;
-        o.coarse.kind = kind;
+        o.subdomains.overlap = 1;
+        o.subdomains.coarse.kind = kind;
         o.coarse_reuse = reuse;
         o.coarse_fan_in = reuse == 0 ? 4 : 1;
         o.iteration.tol = 1e-8;
@@ -751,8 +751,8 @@ TEST(AlgebraicSchwarz, TwoLevelAsyncReuseOneFollowsTheSyncIteration) {
   for (const std::string kind : {"nicolaides", "gdsw"}) {
     SCOPED_TRACE(kind);
     SchwarzOptions o;
-    o.overlap = 1;
-    o.coarse.kind = kind;
+    o.subdomains.overlap = 1;
+    o.subdomains.coarse.kind = kind;
     o.iteration.tol = 1e-8;
     o.iteration.max_iters = 2000;
     std::vector<double> x(part(bg, offsets, me).size(), 0.0);

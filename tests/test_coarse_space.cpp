@@ -189,7 +189,7 @@ TEST(TwoLevelSchwarz, CorrectionIsAddedToTheOneLevelPreconditioner) {
   const std::int64_t n = p.A.local_rows();
   std::vector<double> r(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) r[static_cast<std::size_t>(i)] = std::sin(1.0 + static_cast<double>(p.A.first_block_row() + i));
-  solvers::OverlapOptions o;
+  solvers::SubdomainOptions o;
   o.overlap = 1;
   std::vector<double> z1(r.size()), z0(r.size()), z2(r.size());
   solvers::SchwarzPreconditioner one(p.A, o, false);
@@ -221,8 +221,8 @@ TEST(TwoLevelSchwarz, CgConvergesToTheSolution) {
     o.method = "cg";
     o.pc = "asm";
     o.pc_matrix = &p.A;
-    o.pc_overlap = 1;
-    o.pc_coarse.kind = two ? "gdsw" : "none";
+    o.pc_subdomains.overlap = 1;
+    o.pc_subdomains.coarse.kind = two ? "gdsw" : "none";
     o.iteration.tol = 1e-10;
     std::vector<double> x(b.size(), 0.0);
     const auto result = solvers::solve_cg(*op, b, x, o);

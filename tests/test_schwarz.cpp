@@ -379,10 +379,10 @@ TEST_F(SchwarzRuns, BadOptionsAreRefusedOnEveryRank) {
   o.alpha = -1;
   EXPECT_THROW(solvers::solve_schwarz(grid, o, u), InputError);
   o.alpha = 1;
-  o.overlap = 0;
+  o.subdomains.overlap = 0;
   EXPECT_THROW(solvers::solve_schwarz(grid, o, u), InputError);
   if (n > 1) {
-    o.overlap = 16;
+    o.subdomains.overlap = 16;
     EXPECT_THROW(solvers::solve_schwarz(grid, o, u), InputError);
   }
 }

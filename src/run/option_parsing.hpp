@@ -25,6 +25,7 @@
 #include "desync/linalg/local_solver.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
+#include "desync/solvers/schwarz/schwarz_options.hpp"
 
 namespace desync::run::detail {
 
@@ -73,15 +74,23 @@ class TransportCli {
   std::string shmem_sync_ = "put";
 };
 
-/// The subdomain-solve and coarse-level group of the Schwarz methods, stationary (`schwarz`) or
-/// as a preconditioner (`krylov --pc asm|ras`): --local-solver, --coarse, --coarse-ranks and
-/// --near-kernel, the same names, help and checks in both commands. The scopes say when the local
-/// solver and the coarse level apply ("--pc asm, ras", "With --matrix"); `coarse_note` adds what the
-/// command's coarse level does.
-class CoarseCli {
+/// The subdomains' group of the Schwarz methods (solvers::SubdomainOptions), stationary (`schwarz`)
+/// or as a preconditioner (`krylov --pc asm|ras`): --overlap, --robin, --local-solver, --coarse,
+/// --coarse-ranks and --near-kernel, the same names, help and checks in both commands. The command
+/// says what --overlap measures (`overlap_help`) and when the others apply (the scopes: "--pc asm,
+/// ras", "With --matrix"); `coarse_note` adds what the command's coarse level does.
+class SubdomainCli {
  public:
-  void add(CLI::App& app, const std::string& local_scope, const std::string& coarse_scope,
+  void add(CLI::App& app, solvers::SubdomainOptions& o, const std::string& overlap_help,
+           const std::string& robin_scope, const std::string& local_scope, const std::string& coarse_scope,
            const std::string& coarse_note = "") {
+    overlap_opt_ = app.add_option("--overlap", o.overlap, overlap_help)->capture_default_str();
+    robin_opt_ = app.add_option("--robin", o.robin,
+                                robin_scope + ": each coupling a_ie that a subdomain's matrix drops at its outer "
+                                              "boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 "
+                                              "(0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the "
+                                              "optimized condition of schwarz --alpha)")
+                     ->capture_default_str();
     local_solver_opt_ = app.add_option("--local-solver", local_solver_,
                                        local_scope + ": the subdomain factorisation, " +
                                            core::named_help(linalg::local_solver_names))
@@ -101,39 +110,44 @@ class CoarseCli {
                                       "(PETSc binary Vec, .npy); default: the constant (elasticity3d: its six "
                                       "rigid-body modes)");
   }
-  /// Checks the names, and --coarse-ranks and --near-kernel given only with a coarse space.
-  /// InputError on bad input.
-  void apply() {
-    kind_ = linalg::parse_local_solver(local_solver_);
+  /// Checks the names and --robin, and --coarse-ranks and --near-kernel given only with a coarse
+  /// space; fills o's local solver and coarse level (its near-kernel is the command's to load).
+  /// InputError on bad input. (--overlap's range is the command's: what it measures differs.)
+  void apply(solvers::SubdomainOptions& o) {
+    if (!(o.robin >= 0 && o.robin < 1)) throw InputError(fmt::format("--robin {}: must be in [0, 1)", o.robin));
+    o.local_solver = kind_ = linalg::parse_local_solver(local_solver_);
     solvers::parse_coarse(coarse_);  // none or a registered space; InputError otherwise
     if (ranks_opt_->count() > 0 && !two_level())
       throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
     if (!near_kernel_.empty() && !two_level())
       throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
+    o.coarse.kind = coarse_;
+    o.coarse.coarse_ranks = ranks_;
   }
   /// With a coarse space: --coarse-ranks against a run of `nranks` and this build (a command's own
   /// limits on it first); InputError.
   void check_ranks(int nranks) const {
     if (two_level()) solvers::CoarseSolver::check_ranks(ranks_, nranks);
   }
-  /// Whether --local-solver or --coarse was given (a command refuses them where they do not apply).
-  bool levels_given() const { return local_solver_opt_->count() > 0 || coarse_opt_->count() > 0; }
-  linalg::LocalSolverKind local_solver() const { return kind_; }
-  /// The coarse level as the solvers take it: the space's name (or none) and the ranks.
-  solvers::CoarseOptions coarse() const {
-    solvers::CoarseOptions c;
-    c.kind = coarse_;
-    c.coarse_ranks = ranks_;
-    return c;
+  /// Whether --overlap, --robin, --local-solver or --coarse was given (a command refuses them where
+  /// they do not apply).
+  bool given() const {
+    return overlap_opt_->count() > 0 || robin_opt_->count() > 0 || local_solver_opt_->count() > 0 ||
+           coarse_opt_->count() > 0;
   }
+  linalg::LocalSolverKind local_solver() const { return kind_; }
   const std::string& coarse_name() const { return coarse_; }
   bool two_level() const { return coarse_ != solvers::no_coarse; }
   int coarse_ranks() const { return ranks_; }
   const std::string& near_kernel() const { return near_kernel_; }
+  CLI::Option* overlap_option() const { return overlap_opt_; }
+  CLI::Option* robin_option() const { return robin_opt_; }
   CLI::Option* local_solver_option() const { return local_solver_opt_; }
   CLI::Option* near_kernel_option() const { return near_kernel_opt_; }
   /// The options' values, for the record.
-  void effective(std::vector<std::pair<std::string, std::string>>& out) const {
+  void effective(std::vector<std::pair<std::string, std::string>>& out, const solvers::SubdomainOptions& o) const {
+    out.push_back({"overlap", std::to_string(o.overlap)});
+    out.push_back({"robin", fmt::format("{}", o.robin)});
     out.push_back({"local-solver", local_solver_});
     out.push_back({"coarse", coarse_});
     out.push_back({"coarse-ranks", std::to_string(ranks_)});
@@ -146,7 +160,8 @@ class CoarseCli {
   int ranks_ = 0;
   std::string near_kernel_;
   linalg::LocalSolverKind kind_ = linalg::LocalSolverKind::automatic;
-  CLI::Option *local_solver_opt_ = nullptr, *coarse_opt_ = nullptr, *ranks_opt_ = nullptr, *near_kernel_opt_ = nullptr;
+  CLI::Option *overlap_opt_ = nullptr, *robin_opt_ = nullptr, *local_solver_opt_ = nullptr, *coarse_opt_ = nullptr,
+              *ranks_opt_ = nullptr, *near_kernel_opt_ = nullptr;
 };
 
 /// The noise group (core/noise.hpp): --slow-rank, --slow-factor, --noise and its parameters, and

@@ -133,6 +133,7 @@ def solve(
     method: Literal['cg', 'cg-cg', 'pipecg', 'groppcg', 'gmres'] = ...,
     pc: str = ...,
     overlap: int = ...,
+    robin: float = ...,
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
@@ -172,6 +173,7 @@ def solve(
         method: cg | cg-cg | pipecg | groppcg | gmres cg: preconditioned CG: two blocking reductions per iteration cg-cg: Chronopoulos/Gear CG: one blocking reduction per iteration pipecg: pipelined CG: one reduction per iteration, overlapped with the preconditioner and the matrix-vector product groppcg: Gropp's CG: two reductions per iteration, overlapped with the preconditioner and the matrix-vector product gmres: restarted GMRES(m), right preconditioned, CGS2: any nonsingular matrix [default cg]
         pc: Preconditioner (asm and ras need an assembled matrix: --matrix, --operator csr or elasticity3d), none | jacobi | bjacobi-ic0 | asm | ras none: M = I: no preconditioner jacobi: point Jacobi, M = diag(A) bjacobi-ic0: block Jacobi, one IC(0) block per rank (Horikoshi et al., 2022) asm: additive Schwarz on overlapping subdomains, exact local solves, symmetric ras: restricted additive Schwarz (Cai and Sarkis, 1999), not symmetric [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
+        robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
@@ -215,6 +217,7 @@ def solve(
     method: Literal['cg', 'cg-cg', 'pipecg', 'groppcg', 'gmres'] = ...,
     pc: str = ...,
     overlap: int = ...,
+    robin: float = ...,
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
@@ -254,6 +257,7 @@ def solve(
         method: cg | cg-cg | pipecg | groppcg | gmres cg: preconditioned CG: two blocking reductions per iteration cg-cg: Chronopoulos/Gear CG: one blocking reduction per iteration pipecg: pipelined CG: one reduction per iteration, overlapped with the preconditioner and the matrix-vector product groppcg: Gropp's CG: two reductions per iteration, overlapped with the preconditioner and the matrix-vector product gmres: restarted GMRES(m), right preconditioned, CGS2: any nonsingular matrix [default cg]
         pc: Preconditioner (asm and ras need an assembled matrix: --matrix, --operator csr or elasticity3d), none | jacobi | bjacobi-ic0 | asm | ras none: M = I: no preconditioner jacobi: point Jacobi, M = diag(A) bjacobi-ic0: block Jacobi, one IC(0) block per rank (Horikoshi et al., 2022) asm: additive Schwarz on overlapping subdomains, exact local solves, symmetric ras: restricted additive Schwarz (Cai and Sarkis, 1999), not symmetric [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
+        robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
@@ -300,8 +304,8 @@ def solve(
     dims: str | Sequence[int] = ...,
     partition_seed: int = ...,
     mode: Literal['sync', 'async'] = ...,
-    overlap: int = ...,
     alpha: str = ...,
+    overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
     coarse: str = ...,
@@ -344,9 +348,9 @@ def solve(
         dims: Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
         mode: sync | async sync: two-sided exchange of the interface values and an allreduce of the local flags every iteration async: interface values pushed over the channel transport, newest whole message used; non-blocking votes [default sync]
-        overlap: gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of graph distance in A + A^T (>= 0; 0 is block Jacobi) [default 1]
         alpha: Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006) [default auto]
-        robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition) [default 0]
+        overlap: gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of graph distance in A + A^T (>= 0; 0 is block Jacobi) [default 1]
+        robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
         coarse: With --matrix or poisson2d: the coarse level of two-level Schwarz (sync: the hybrid iteration, a coarse correction before each round of local solves; async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse problem, A0 factored there alone, --coarse-ranks 0 or 1, and sends the corrections down, Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023; poisson2d runs on its assembled 5-point matrix: graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
@@ -488,6 +492,7 @@ def run(
     method: Literal['cg', 'cg-cg', 'pipecg', 'groppcg', 'gmres'] = ...,
     pc: str = ...,
     overlap: int = ...,
+    robin: float = ...,
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
@@ -531,6 +536,7 @@ def run(
         method: cg | cg-cg | pipecg | groppcg | gmres cg: preconditioned CG: two blocking reductions per iteration cg-cg: Chronopoulos/Gear CG: one blocking reduction per iteration pipecg: pipelined CG: one reduction per iteration, overlapped with the preconditioner and the matrix-vector product groppcg: Gropp's CG: two reductions per iteration, overlapped with the preconditioner and the matrix-vector product gmres: restarted GMRES(m), right preconditioned, CGS2: any nonsingular matrix [default cg]
         pc: Preconditioner (asm and ras need an assembled matrix: --matrix, --operator csr or elasticity3d), none | jacobi | bjacobi-ic0 | asm | ras none: M = I: no preconditioner jacobi: point Jacobi, M = diag(A) bjacobi-ic0: block Jacobi, one IC(0) block per rank (Horikoshi et al., 2022) asm: additive Schwarz on overlapping subdomains, exact local solves, symmetric ras: restricted additive Schwarz (Cai and Sarkis, 1999), not symmetric [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
+        robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
@@ -575,6 +581,7 @@ def run(
     method: Literal['cg', 'cg-cg', 'pipecg', 'groppcg', 'gmres'] = ...,
     pc: str = ...,
     overlap: int = ...,
+    robin: float = ...,
     local_solver: str = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
@@ -618,6 +625,7 @@ def run(
         method: cg | cg-cg | pipecg | groppcg | gmres cg: preconditioned CG: two blocking reductions per iteration cg-cg: Chronopoulos/Gear CG: one blocking reduction per iteration pipecg: pipelined CG: one reduction per iteration, overlapped with the preconditioner and the matrix-vector product groppcg: Gropp's CG: two reductions per iteration, overlapped with the preconditioner and the matrix-vector product gmres: restarted GMRES(m), right preconditioned, CGS2: any nonsingular matrix [default cg]
         pc: Preconditioner (asm and ras need an assembled matrix: --matrix, --operator csr or elasticity3d), none | jacobi | bjacobi-ic0 | asm | ras none: M = I: no preconditioner jacobi: point Jacobi, M = diag(A) bjacobi-ic0: block Jacobi, one IC(0) block per rank (Horikoshi et al., 2022) asm: additive Schwarz on overlapping subdomains, exact local solves, symmetric ras: restricted additive Schwarz (Cai and Sarkis, 1999), not symmetric [default none]
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
+        robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
@@ -668,8 +676,8 @@ def run(
     partition: str = ...,
     partition_seed: int = ...,
     mode: Literal['sync', 'async'] = ...,
-    overlap: int = ...,
     alpha: str = ...,
+    overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
     coarse: str = ...,
@@ -716,9 +724,9 @@ def run(
         partition: With --matrix: which rank owns which rows: rows (the file's contiguous row blocks) | metis (k-way on the graph of A + A^T, on rank 0) | ptscotch (distributed) | a file with one part number per row [default rows]
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
         mode: sync | async sync: two-sided exchange of the interface values and an allreduce of the local flags every iteration async: interface values pushed over the channel transport, newest whole message used; non-blocking votes [default sync]
-        overlap: gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of graph distance in A + A^T (>= 0; 0 is block Jacobi) [default 1]
         alpha: Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006) [default auto]
-        robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition) [default 0]
+        overlap: gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of graph distance in A + A^T (>= 0; 0 is block Jacobi) [default 1]
+        robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) [default auto]
         coarse: With --matrix or poisson2d: the coarse level of two-level Schwarz (sync: the hybrid iteration, a coarse correction before each round of local solves; async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse problem, A0 factored there alone, --coarse-ranks 0 or 1, and sends the corrections down, Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023; poisson2d runs on its assembled 5-point matrix: graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given), none | nicolaides | gdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]

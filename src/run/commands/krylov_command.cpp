@@ -152,8 +152,7 @@ class CgCommand final : public SolverCommand {
   std::string reduction = "iallreduce";   // --reduction (the methods that overlap their reductions)
   std::string problem = "poisson3d";      // --problem: poisson3d | elasticity3d
   detail::SystemCli system_cli;           // --matrix, --rhs, --partition, --partition-seed
-  int overlap = 1;                        // --overlap (the subdomain preconditioners)
-  detail::CoarseCli coarse_cli;           // --local-solver, --coarse, --coarse-ranks, --near-kernel (asm, ras)
+  detail::SubdomainCli subdomain_cli;     // --overlap, --robin, --local-solver, --coarse, ... (asm, ras)
   std::string export_dir;                 // --export-system
   std::string local;                      // --local: points (nodes) per rank
   std::string global;                     // --global: total points (nodes)
@@ -181,7 +180,6 @@ class CgCommand final : public SolverCommand {
   CLI::Option* operator_opt_ = nullptr;
   CLI::Option* dims_opt_ = nullptr;
   CLI::Option* restart_opt_ = nullptr;
-  CLI::Option* overlap_opt_ = nullptr;
 };
 
 void CgCommand::add_options(CLI::App& app) {
@@ -190,9 +188,10 @@ void CgCommand::add_options(CLI::App& app) {
                  "Preconditioner (" + solvers::subdomain_pcs(" and ") +
                      " need an assembled matrix: --matrix, --operator csr or elasticity3d), " + solvers::pc_help())
       ->capture_default_str();
-  overlap_opt_ = app.add_option("--overlap", overlap, "--pc " + solvers::subdomain_pcs(", ") + ": layers of graph distance each subdomain extends by (>= 0)")
-                     ->capture_default_str();
-  coarse_cli.add(app, "--pc " + solvers::subdomain_pcs(", "), "--pc " + solvers::subdomain_pcs(", "), " (additive)");
+  const std::string subdomain_pcs = "--pc " + solvers::subdomain_pcs(", ");
+  subdomain_cli.add(app, solver.pc_subdomains,
+                    subdomain_pcs + ": layers of graph distance each subdomain extends by (>= 0)", subdomain_pcs,
+                    subdomain_pcs, subdomain_pcs, " (additive)");
   restart_opt_ = app.add_option("--restart", restart,
                                 restarting_methods() + " only: the restart length m, Arnoldi steps (iterations) per cycle, >= 1")
                      ->capture_default_str();
@@ -273,15 +272,13 @@ void CgCommand::finalise(MPI_Comm comm) {
 
   system_cli.check();
   from_matrix = system_cli.given();
-  if (overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", overlap));
-  s.pc_overlap = overlap;
-  coarse_cli.apply();
-  coarse_cli.check_ranks(nranks);
-  s.pc_local_solver = coarse_cli.local_solver();
-  s.pc_coarse = coarse_cli.coarse();
-  if (!solvers::find_pc(s.pc).subdomains && ((overlap_opt_ && overlap_opt_->count() > 0) || coarse_cli.levels_given()))
-    throw InputError("--overlap, --local-solver and --coarse go with --pc " + solvers::subdomain_pcs());
-  if (!coarse_cli.near_kernel().empty() && !system_cli.given())
+  if (s.pc_subdomains.overlap < 0)
+    throw InputError(fmt::format("--overlap {}: must be >= 0", s.pc_subdomains.overlap));
+  subdomain_cli.apply(s.pc_subdomains);
+  subdomain_cli.check_ranks(nranks);
+  if (!solvers::find_pc(s.pc).subdomains && subdomain_cli.given())
+    throw InputError("--overlap, --robin, --local-solver and --coarse go with --pc " + solvers::subdomain_pcs());
+  if (!subdomain_cli.near_kernel().empty() && !system_cli.given())
     throw InputError("--near-kernel goes with --matrix (elasticity3d takes its rigid-body modes, poisson3d the constant)");
   if (solvers::find_pc(s.pc).subdomains && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)
     operator_kind = "csr";  // the Schwarz preconditioners need the assembled matrix
@@ -350,10 +347,7 @@ std::vector<std::pair<std::string, std::string>> CgCommand::effective() const {
   output.effective(out);
   transport_cli.effective(out);
   system_cli.effective(out);
-  if (solvers::find_pc(solver.pc).subdomains) {
-    out.push_back({"overlap", std::to_string(overlap)});
-    coarse_cli.effective(out);
-  }
+  if (solvers::find_pc(solver.pc).subdomains) subdomain_cli.effective(out, solver.pc_subdomains);
   return out;
 }
 
@@ -408,8 +402,8 @@ bool CgCommand::build_builtin(MPI_Comm comm, std::unique_ptr<decomposition::Cart
     A = linalg::make_csr_operator(sys.A, spmv);
     b = std::move(sys.b);
     assembled = linalg::scalar_csr(sys.A);  // the Schwarz subdomains and the export work in scalar rows
-    if (solver.pc_coarse.two_level())
-      solver.pc_coarse.near_kernel = problems::elasticity3d_rigid_body_modes(*grid);  // in assembled's rows
+    if (solver.pc_subdomains.coarse.two_level())
+      solver.pc_subdomains.coarse.near_kernel = problems::elasticity3d_rigid_body_modes(*grid);  // in assembled's rows
   }
   if (!assembled.row_ptr.empty()) solver.pc_matrix = &assembled;
   if (!export_dir.empty()) {
@@ -441,8 +435,8 @@ int CgCommand::run(MPI_Comm comm) {
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
     solver.pc_matrix = &loaded->system.A;
-    if (!coarse_cli.near_kernel().empty())
-      solver.pc_coarse.near_kernel = detail::load_near_kernel(comm, *loaded, coarse_cli.near_kernel());
+    if (!subdomain_cli.near_kernel().empty())
+      solver.pc_subdomains.coarse.near_kernel = detail::load_near_kernel(comm, *loaded, subdomain_cli.near_kernel());
   } else if (build_builtin(comm, grid, A, b, assembled)) {
     return exit_converged;  // --export-system wrote the system
   }
@@ -508,7 +502,7 @@ int CgCommand::run(MPI_Comm comm) {
     if (!result.pc_description.empty() && solvers::find_pc(solver.pc).subdomains)
       r.setup_lines.push_back({"preconditioner", result.pc_description});
     nlohmann::json details;
-    describe_coarse(r, details, coarse_level, coarse_cli.coarse_name(), coarse_setup, coarse_apply);
+    describe_coarse(r, details, coarse_level, subdomain_cli.coarse_name(), coarse_setup, coarse_apply);
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
     r.performance_lines.push_back({"per iteration", fmt::format("{:.3f} ms (wall time / iterations)", 1e3 * per_it)});
     r.performance_lines.push_back(
@@ -518,12 +512,12 @@ int CgCommand::run(MPI_Comm comm) {
     if (loaded) detail::describe_system(r, details, *loaded, system_cli);
     details["pc"] = pc_name;
     details["pc_description"] = result.pc_description;
-    if (solvers::find_pc(solver.pc).subdomains) details["coarse"] = coarse_cli.coarse_name();
-    if (solver.pc_coarse.two_level()) {
-      details["near_kernel"] = !coarse_cli.near_kernel().empty() ? "file:" + coarse_cli.near_kernel()
+    if (solvers::find_pc(solver.pc).subdomains) details["coarse"] = subdomain_cli.coarse_name();
+    if (solver.pc_subdomains.coarse.two_level()) {
+      details["near_kernel"] = !subdomain_cli.near_kernel().empty() ? "file:" + subdomain_cli.near_kernel()
                                : problem == "elasticity3d" ? std::string("rigid-body")
                                                            : std::string("constant");
-      details["near_kernel_vectors"] = solver.pc_coarse.near_kernel.empty() ? 1 : solver.pc_coarse.near_kernel.size();
+      details["near_kernel_vectors"] = solver.pc_subdomains.coarse.near_kernel.empty() ? 1 : solver.pc_subdomains.coarse.near_kernel.size();
     }
     details["reduction"] = red;
     details["engine"] = engine;

@@ -102,11 +102,10 @@ class SchwarzCommand final : public SolverCommand {
   decomposition::Index3 global_points{0, 0, 1};
   decomposition::Index3 process_grid{1, 1, 1};
   detail::SystemCli system_cli;     // --matrix, --rhs, --partition, --partition-seed
-  double robin = 0;                 // --robin (with --matrix)
   std::string export_dir;           // --export-system
   int coarse_reuse = 1;             // --coarse-reuse (async)
   int coarse_fan_in = 8;            // --coarse-fan-in (async)
-  detail::CoarseCli coarse_cli;     // --local-solver (with --matrix), --coarse, --coarse-ranks, --near-kernel
+  detail::SubdomainCli subdomain_cli;  // --overlap, --robin, --local-solver, --coarse, --coarse-ranks, --near-kernel
   CLI::Option* fan_in_opt_ = nullptr;
   CLI::Option* reuse_opt_ = nullptr;
   CLI::Option* alpha_opt_ = nullptr;
@@ -122,28 +121,22 @@ void SchwarzCommand::add_options(CLI::App& app) {
   grid_options_.push_back(app.add_option("--dims", dims, "Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create"));
   system_cli.add(app, "Run restricted additive Schwarz on this matrix's system");
   app.add_option("--mode", mode, core::named_help(solvers::schwarz_modes))->capture_default_str();
-  app.add_option("--overlap", s.overlap,
-                 "gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of "
-                 "graph distance in A + A^T (>= 0; 0 is block Jacobi)")
-      ->capture_default_str();
   grid_options_.push_back(alpha_opt_ = app.add_option("--alpha", alpha,
                  "Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical "
                  "Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006)")
       ->capture_default_str());
-  matrix_options_.push_back(
-      app.add_option("--robin", robin,
-                     "With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved "
-                     "onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical restricted additive Schwarz; "
-                     "on the 5-point matrix, 1/(1 + alpha h) is --alpha's optimized condition)")
-          ->capture_default_str());
-  coarse_cli.add(app, "With --matrix", "With --matrix or poisson2d",
+  subdomain_cli.add(app, s.subdomains,
+                    "gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers "
+                    "of graph distance in A + A^T (>= 0; 0 is block Jacobi)",
+                    "With --matrix", "With --matrix", "With --matrix or poisson2d",
                  " (sync: the hybrid iteration, a coarse correction before each round of local solves; async: the "
                  "ranks' residuals are summed up a tree to rank 0, which solves the coarse problem, A0 factored there "
                  "alone, --coarse-ranks 0 or 1, and sends the corrections down, Glusa et al., 2020; Gbikpi-Benissan "
                  "and Magoulès, 2023; poisson2d runs on its assembled 5-point matrix: graph-distance overlap, robin "
                  "1/(1 + alpha h), --alpha inf unless given)");
-  matrix_options_.push_back(coarse_cli.local_solver_option());
-  matrix_options_.push_back(coarse_cli.near_kernel_option());
+  matrix_options_.push_back(subdomain_cli.robin_option());
+  matrix_options_.push_back(subdomain_cli.local_solver_option());
+  matrix_options_.push_back(subdomain_cli.near_kernel_option());
   reuse_opt_ = app.add_option("--coarse-reuse", coarse_reuse,
                  "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
                  "for the next; its residual sum follows the last, so each correction lands on the iterate it was "
@@ -195,9 +188,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   iteration_cli.apply(s.iteration, nranks);
   if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
-  coarse_cli.apply();
-  const std::string coarse_kind = coarse_cli.coarse().kind;
-  const int coarse_ranks = coarse_cli.coarse_ranks();
+  subdomain_cli.apply(s.subdomains);
+  const std::string coarse_kind = s.subdomains.coarse.kind;
+  const int coarse_ranks = s.subdomains.coarse.coarse_ranks;
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));
   if (reuse_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
@@ -209,7 +202,7 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     throw InputError(fmt::format("--coarse-ranks {} with --mode async: the asynchronous coarse solve runs on rank 0 "
                                  "alone (--coarse-ranks 0 or 1)",
                                  coarse_ranks));
-  coarse_cli.check_ranks(nranks);
+  subdomain_cli.check_ranks(nranks);
   system_cli.check();
   if (coarse_kind != solvers::no_coarse && !system_cli.given()) {
     if (problem != "poisson2d")
@@ -223,15 +216,14 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (system_cli.given()) {
     for (const CLI::Option* o : grid_options_)
       if (o->count() > 0) throw InputError(o->get_name() + " applies to the built-in problems, not to --matrix");
-    if (s.overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", s.overlap));
-    if (!(robin >= 0 && robin < 1)) throw InputError(fmt::format("--robin {}: must be in [0, 1)", robin));
+    if (s.subdomains.overlap < 0) throw InputError(fmt::format("--overlap {}: must be >= 0", s.subdomains.overlap));
     if (!output.save_path.empty()) detail::check_vector_path(comm, output.save_path, "--save");
     output.check(comm, /*field=*/false);
     return;
   }
   for (const CLI::Option* o : matrix_options_)
     if (o->count() > 0) throw InputError(o->get_name() + " goes with --matrix");
-  if (s.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.overlap));
+  if (s.subdomains.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", s.subdomains.overlap));
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
   s.problem = core::parse_named(solvers::schwarz_problems, problem, "--problem", "problem");
@@ -268,15 +260,15 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (!split.empty()) throw InputError(split);
   int smallest = std::min(global_points[0] / process_grid[0], global_points[1] / process_grid[1]);
   if (three) smallest = std::min(smallest, global_points[2] / process_grid[2]);
-  if (nranks > 1 && s.overlap >= smallest)
-    throw InputError(fmt::format("--overlap {}: must be smaller than the smallest subdomain ({} points)", s.overlap,
+  if (nranks > 1 && s.subdomains.overlap >= smallest)
+    throw InputError(fmt::format("--overlap {}: must be smaller than the smallest subdomain ({} points)", s.subdomains.overlap,
                                  smallest));
   const double h = 1.0 / (std::max({global_points[0], global_points[1], three ? global_points[2] : 1}) + 1);
   // Two levels: classical Schwarz unless --alpha is given. The Galerkin coarse correction composed
   // with the optimized (Robin) local solves can diverge (docs/matrices.md).
   if (coarse_kind != solvers::no_coarse && alpha_opt_->count() == 0) alpha = "inf";
   if (alpha == "auto") {
-    s.alpha = solvers::schwarz_auto_alpha(s.overlap, h);
+    s.alpha = solvers::schwarz_auto_alpha(s.subdomains.overlap, h);
   } else if (alpha == "inf") {
     s.alpha = solvers::schwarz_classical;
   } else {
@@ -304,19 +296,18 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"local", local},
       {"dims", three ? fmt::format("{}x{}x{}", process_grid[0], process_grid[1], process_grid[2])
                      : fmt::format("{}x{}", process_grid[0], process_grid[1])},
-      {"overlap", std::to_string(s.overlap)},
       {"alpha", alpha},
       {"termination", termination},
       {"sync-wait", sync_wait},
       {"idle", idle},
-      {"robin", system_cli.given() ? fmt::format("{}", robin) : ""},
       {"coarse-reuse", std::to_string(coarse_reuse)},
       {"coarse-fan-in", std::to_string(coarse_fan_in)},
   };
-  coarse_cli.effective(out);
-  if (system_cli.given())
-    for (auto& [k, v] : out)
-      if (k == "problem" || k == "global" || k == "dims" || k == "alpha") v = "";
+  subdomain_cli.effective(out, s.subdomains);
+  for (auto& [k, v] : out)
+    if ((system_cli.given() && (k == "problem" || k == "global" || k == "dims" || k == "alpha")) ||
+        (!system_cli.given() && k == "robin"))
+      v = "";
   output.effective(out);
   iteration_cli.effective(out, s.iteration);
   transport_cli.effective(out);
@@ -385,7 +376,7 @@ RunRecord SchwarzCommand::shared_record(MPI_Comm comm, const solvers::SchwarzRes
 
 int SchwarzCommand::run(MPI_Comm comm) {
   if (system_cli.given()) return run_matrix(comm, detail::load_system(comm, system_cli), false);
-  if (coarse_cli.two_level()) return run_matrix(comm, builtin_system(comm), true);
+  if (subdomain_cli.two_level()) return run_matrix(comm, builtin_system(comm), true);
   if (!export_dir.empty()) return export_grid_system(comm);
   const int rank = core::rank_of(comm);
   decomposition::CartGrid grid(comm, global_points, process_grid);
@@ -403,7 +394,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
     const std::string points = three ? fmt::format("3D Laplace, {}x{}x{} points", global_points[0], global_points[1],
                                                    global_points[2])
                                      : fmt::format("2D Poisson, {}x{} points", global_points[0], global_points[1]);
-    r.setup_lines.push_back({"problem", fmt::format("{}, overlap {}, alpha {}{}", points, solver.overlap, alpha_text,
+    r.setup_lines.push_back({"problem", fmt::format("{}, overlap {}, alpha {}{}", points, solver.subdomains.overlap, alpha_text,
                                                     alpha == "auto" ? " (auto)" : "")});
     r.setup_lines.push_back({"factorisation", fmt::format("CHOLMOD, {} nonzeros in the factors (all ranks), {:.4f} s "
                                                           "(slowest rank)", details["factor_nonzeros"].get<std::int64_t>(),
@@ -413,7 +404,7 @@ int SchwarzCommand::run(MPI_Comm comm) {
                                                           result.error_max)});
     details["alpha"] = std::isinf(solver.alpha) ? nlohmann::json("inf") : nlohmann::json(solver.alpha);
     details["alpha_option"] = alpha;
-    details["overlap"] = solver.overlap;
+    details["overlap"] = solver.subdomains.overlap;
     details["problem"] = problem;
     details["error_max"] = std::isnan(result.error_max) ? nlohmann::json(nullptr) : nlohmann::json(result.error_max);
     r.details = details.dump();
@@ -504,15 +495,13 @@ solvers::SchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, const deta
   solvers::SchwarzOptions o = solver;  // the loop's settings and the overlap, the grid run's
   // The grid's Robin condition on the 5-point matrix: beta = 1/(1 + alpha h) (algebraic.hpp).
   const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
-  o.robin = !builtin ? robin : std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
-  o.coarse = coarse_cli.coarse();
-  if (!coarse_cli.near_kernel().empty())
-    o.coarse.near_kernel = detail::load_near_kernel(comm, sys, coarse_cli.near_kernel());
+  if (builtin) o.subdomains.robin = std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
+  if (!subdomain_cli.near_kernel().empty())
+    o.subdomains.coarse.near_kernel = detail::load_near_kernel(comm, sys, subdomain_cli.near_kernel());
   // async: rank 0 alone solves the coarse problem, so A0 is factored there only.
-  o.coarse.coarse_ranks = solver.asynchronous() ? 1 : coarse_cli.coarse_ranks();
+  if (solver.asynchronous()) o.subdomains.coarse.coarse_ranks = 1;
   o.coarse_reuse = coarse_reuse;
   o.coarse_fan_in = coarse_fan_in;
-  o.local_solver = coarse_cli.local_solver();
   return o;
 }
 
@@ -574,7 +563,7 @@ void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, cons
                                    solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_fan_in,
                                    result.coarse.tree_height, coarse_s)
                      : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, coarse_s)});
-  details["coarse"] = coarse_cli.coarse_name();
+  details["coarse"] = subdomain_cli.coarse_name();
   details["coarse_functions"] = result.coarse_size;
   details["coarse_nonzeros"] = result.coarse_nonzeros;
   details["coarse_factor_nonzeros"] = result.coarse_factor_nonzeros;
@@ -589,9 +578,9 @@ void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, cons
     details["coarse_fan_in"] = coarse_fan_in;
     details["coarse_tree_height"] = result.coarse.tree_height;
   }
-  details["coarse_ranks"] = o.coarse.coarse_ranks;
-  details["near_kernel"] = coarse_cli.near_kernel().empty() ? std::string("constant") : "file:" + coarse_cli.near_kernel();
-  details["near_kernel_vectors"] = o.coarse.near_kernel.empty() ? 1 : o.coarse.near_kernel.size();
+  details["coarse_ranks"] = o.subdomains.coarse.coarse_ranks;
+  details["near_kernel"] = subdomain_cli.near_kernel().empty() ? std::string("constant") : "file:" + subdomain_cli.near_kernel();
+  details["near_kernel_vectors"] = o.subdomains.coarse.near_kernel.empty() ? 1 : o.subdomains.coarse.near_kernel.size();
   details["coarse_solver"] = result.coarse_solver;
 }
 
@@ -601,15 +590,15 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   std::vector<double> x(sys.b.size(), 0.0);
   const solvers::SchwarzResult result = solvers::solve_algebraic_schwarz(sys.system.A, sys.b, x, o);
 
-  const bool two_level = o.coarse.two_level();
+  const bool two_level = o.subdomains.coarse.two_level();
   nlohmann::json details;
   RunRecord r = shared_record(comm, result, matrix_rank_fields(result, two_level),
-                              (two_level ? fmt::format("two-level ({}) ", coarse_cli.coarse_name()) : std::string()) +
+                              (two_level ? fmt::format("two-level ({}) ", subdomain_cli.coarse_name()) : std::string()) +
                                   "restricted additive Schwarz, ",
                               details);
   r.unknowns = sys.rows;
   if (r.stop_reason == core::StopReason::diverged && o.mode == comm::HaloMode::async &&
-      o.coarse.two_level() && o.coarse_reuse == 0)
+      two_level && o.coarse_reuse == 0)
     r.message += " (--coarse-reuse 0 adds each coarse correction to the progress the local solves made since its "
                  "residual was taken, an additive two-level iteration that may diverge; --coarse-reuse 1, the "
                  "default, applies it to the iterate it was computed from)";
@@ -629,7 +618,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
       r.setup_lines.push_back({"problem", fmt::format("2D Poisson, {}x{} points, assembled (5-point), the grid's {}x{} "
                                                       "blocks; alpha {} (robin {:.6g})",
                                                       global_points[0], global_points[1], process_grid[0],
-                                                      process_grid[1], alpha_text, o.robin)});
+                                                      process_grid[1], alpha_text, o.subdomains.robin)});
       details["problem"] = problem;
       details["alpha"] = std::isinf(solver.alpha) ? nlohmann::json("inf") : nlohmann::json(solver.alpha);
     } else {
@@ -639,15 +628,16 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
       describe_coarse(r, details, result, o);
     else
       details["coarse"] = "none";
-    r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each", solver.overlap,
-                                                       robin, ext_min, ext_max)});
+    r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each",
+                                                       solver.subdomains.overlap, solver.subdomains.robin, ext_min,
+                                                       ext_max)});
     r.setup_lines.push_back({"local solves", fmt::format("{}; {} nonzeros in the factors (all ranks), {:.4f} s (slowest rank)",
                                                          local_solver_counts(names),
                                                          details["factor_nonzeros"].get<std::int64_t>(),
                                                          details["factor_seconds"].get<double>())});
-    details["overlap"] = solver.overlap;
-    details["robin"] = robin;
-    details["local_solver_option"] = linalg::to_string(coarse_cli.local_solver());
+    details["overlap"] = solver.subdomains.overlap;
+    details["robin"] = solver.subdomains.robin;
+    details["local_solver_option"] = linalg::to_string(solver.subdomains.local_solver);
     details["local_solvers"] = names;
     details["local_solver_reasons"] = reasons;
     details["setup_seconds"] = setup_s;

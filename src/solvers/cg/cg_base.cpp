@@ -121,7 +121,7 @@ bool CgBase::start() {
     Timed tm(times().setup);
     try {
       const PcInfo& pc = find_pc(o_.pc);
-      pc_ = pc.make(A_, {o_.pc_matrix, o_.pc_overlap, o_.pc_local_solver, o_.pc_coarse, o_.pc_transport},
+      pc_ = pc.make(A_, {o_.pc_matrix, o_.pc_subdomains, o_.pc_transport},
                     positive_definite_);  // the preconditioner's own file (solvers/pc/)
       pc_cost_ = pc.cost.name;
       pc_identity_ = pc.identity;

@@ -46,11 +46,8 @@ std::unique_ptr<Preconditioner> make_schwarz(const char* name, bool restricted, 
     throw InputError(fmt::format("--pc {} needs an assembled matrix (--matrix, or --operator csr)", name));
   agree_or_throw(A.comm(), schwarz.matrix->local_rows() == A.local_size(),
                  fmt::format("--pc {}: the assembled matrix is distributed unlike the operator", name));
-  OverlapOptions o;
-  o.overlap = schwarz.overlap;
-  o.solver = schwarz.local_solver;
-  o.coarse = schwarz.coarse;
-  return std::make_unique<SchwarzPc>(std::make_unique<SchwarzPreconditioner>(*schwarz.matrix, o, restricted, schwarz.transport));
+  return std::make_unique<SchwarzPc>(
+      std::make_unique<SchwarzPreconditioner>(*schwarz.matrix, schwarz.subdomains, restricted, schwarz.transport));
 }
 
 std::unique_ptr<Preconditioner> make_asm(const linalg::Operator& A, const SchwarzPcSetup& s, bool) {

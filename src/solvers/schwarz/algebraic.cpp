@@ -29,11 +29,12 @@ SchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span
   agree_or_throw(A.comm, o.transport.max_in_flight >= 1,
                  fmt::format("--inflight {}: R must be >= 1", o.transport.max_in_flight));
   core::Stopwatch setup;
-  OverlappingSubdomain sub(A, overlap_options(o));
+  OverlappingSubdomain sub(A, o.subdomains);
   const double setup_seconds = setup.seconds();
   sub.set_rhs(b, o.transport);  // b on Omega_p
   std::unique_ptr<detail::CoarseLevel> coarse;
-  if (o.coarse.two_level()) coarse = std::make_unique<detail::CoarseLevel>(A, sub, o.coarse);
+  if (o.subdomains.coarse.two_level())
+    coarse = std::make_unique<detail::CoarseLevel>(A, sub, o.subdomains.coarse);
   const std::vector<double> x0(x.begin(), x.end());
   SchwarzResult r = detail::run_schwarz(sub, o, x0, x, coarse.get());
   r.setup_seconds = setup_seconds;

@@ -96,7 +96,7 @@ std::int32_t position(const std::vector<Index>& sorted, Index g) {
 
 /// The input checks of the construction (every rank alike): the options, and the layout the
 /// construction relies on (this rank's rows as row_offsets says, columns ascending).
-void check_input(MPI_Comm comm, int rank, const DistributedCsr& A, const OverlapOptions& o) {
+void check_input(MPI_Comm comm, int rank, const DistributedCsr& A, const SubdomainOptions& o) {
   int nranks = 1;
   MPI_Comm_size(comm, &nranks);
   agree_or_throw(comm, o.overlap >= 0, fmt::format("--overlap {}: must be >= 0", o.overlap));
@@ -249,7 +249,7 @@ std::vector<Dropped> assemble_subdomain(const std::vector<Index>& rows, Index ow
 
 }  // namespace
 
-OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const OverlapOptions& o)
+OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const SubdomainOptions& o)
     : comm_(A.comm), opt_(o) {
   MPI_Comm_rank(comm_, &rank_);
   check_input(comm_, rank_, A, o);
@@ -324,7 +324,7 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Overla
   // Factor A_p once; a failure on any rank is reported by every rank, with the rank and the size.
   std::string failure;
   try {
-    solver_ = make_local_solver(matrix_, o.solver);
+    solver_ = make_local_solver(matrix_, o.local_solver);
   } catch (const FactorisationError& e) {
     const std::string why = e.what();
     failure = fmt::format("rank {}: the local matrix of its subdomain ({} rows, overlap {}) {}: {}", rank_, n,
@@ -370,7 +370,7 @@ double OverlappingSubdomain::local_residual_sq(const double* x, const double* gh
   return sum;
 }
 
-SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const OverlapOptions& o, bool restricted,
+SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const SubdomainOptions& o, bool restricted,
                                              const comm::TransportConfig& transport)
     : sub_(A, o), restricted_(restricted) {
   comm::PlanExchangeConfig c;

@@ -269,7 +269,8 @@ double GridSchwarzSubdomain::source_norm_sq() const {
 SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOptions& o, std::vector<double>& u) {
   if (o.problem == SchwarzProblem::poisson2d && grid.global()[2] != 1)
     throw InputError("the 2D Poisson problem needs a 2D grid (one point along z)");
-  if (o.overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", o.overlap));
+  const int overlap = o.subdomains.overlap;
+  if (overlap < 1) throw InputError(fmt::format("--overlap {}: must be >= 1", overlap));
   if (o.transport.max_in_flight < 1)
     throw InputError(fmt::format("--inflight {}: R must be >= 1", o.transport.max_in_flight));
   if (!(o.alpha > 0)) throw InputError(fmt::format("--alpha {}: must be > 0 (the local problem of an interior "
@@ -278,11 +279,11 @@ SchwarzResult solve_schwarz(const decomposition::CartGrid& grid, const SchwarzOp
   const auto& d = grid.dims();
   int smallest = std::min(g[0] / d[0], g[1] / d[1]);
   if (o.problem == SchwarzProblem::laplace3d) smallest = std::min(smallest, g[2] / d[2]);
-  if (grid.size() > 1 && o.overlap >= smallest)
-    throw InputError(fmt::format("--overlap {}: must be smaller than the smallest block ({} points)", o.overlap,
+  if (grid.size() > 1 && overlap >= smallest)
+    throw InputError(fmt::format("--overlap {}: must be smaller than the smallest block ({} points)", overlap,
                                  smallest));
   core::Stopwatch setup;
-  GridSchwarzSubdomain sub(grid, o.overlap, o.alpha, o.problem);
+  GridSchwarzSubdomain sub(grid, overlap, o.alpha, o.problem);
   const double setup_seconds = setup.seconds();
   u.assign(sub.owned(), 0.0);
   SchwarzResult r = detail::run_schwarz(sub, o, {}, u, nullptr);

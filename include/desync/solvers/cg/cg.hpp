@@ -90,13 +90,11 @@ struct CgOptions {
   /// Progress control in the preconditioner (--progress test): a poll of the reduction in flight
   /// every this many rows of an application; 0: none.
   std::int64_t pc_poll_interval = 0;
-  /// asm and ras: the assembled matrix (distributed like the operator; not owned), the overlap
-  /// in layers of graph distance, and the local factorisation (solvers/schwarz/overlap.hpp).
+  /// asm and ras: the assembled matrix (distributed like the operator; not owned).
   const linalg::DistributedCsr* pc_matrix = nullptr;
-  int pc_overlap = 1;
-  linalg::LocalSolverKind pc_local_solver = linalg::LocalSolverKind::automatic;
-  /// asm and ras: the coarse level (none: one-level; solvers/schwarz/coarse/coarse_space.hpp).
-  solvers::CoarseOptions pc_coarse;
+  /// asm and ras: the subdomains' group (solvers/schwarz/schwarz_options.hpp): the overlap in
+  /// layers of graph distance, robin, the local factorisation, the coarse level (none: one level).
+  SubdomainOptions pc_subdomains;
   /// asm and ras: how the preconditioner's exchanges move data (the ghost exchange's --transport).
   comm::TransportConfig pc_transport;
   /// tol on ||r|| / ||b||; max_iters; time_limit (agreed on through the reductions);

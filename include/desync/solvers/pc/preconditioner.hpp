@@ -24,6 +24,7 @@
 #include "desync/core/registry.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
+#include "desync/solvers/schwarz/schwarz_options.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
 #include "desync/linalg/operator.hpp"
@@ -122,12 +123,11 @@ class Preconditioner {
   PcPolls polls_;
 };
 
-/// What asm and ras are built from (CgOptions::pc_matrix, pc_overlap, pc_local_solver).
+/// What asm and ras are built from (CgOptions::pc_matrix, pc_subdomains, pc_transport).
 struct SchwarzPcSetup {
   const linalg::DistributedCsr* matrix = nullptr;  ///< the assembled A, distributed like the operator
-  int overlap = 1;
-  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
-  solvers::CoarseOptions coarse;  ///< the coarse level (two-level Schwarz)
+  /// The subdomains' group (schwarz_options.hpp): overlap, robin, local solver, coarse level.
+  SubdomainOptions subdomains;
   /// How the restriction and prolongation exchanges move data: the operator's --transport.
   comm::TransportConfig transport;
 };

@@ -38,10 +38,6 @@
 
 namespace desync::solvers {
 
-/// The subdomains' settings of SchwarzOptions (those of the matrix solver: overlap, robin, local
-/// solver, coarse level).
-inline OverlapOptions overlap_options(const SchwarzOptions& o) { return {o.overlap, o.robin, o.local_solver, o.coarse}; }
-
 /// Solves A x = b (collective over A.comm). x: this rank's rows, the initial guess on entry, the
 /// final iterate on return. Throws InputError for bad options or sizes, and (every rank) naming
 /// the rank and subdomain size if a local matrix is singular.

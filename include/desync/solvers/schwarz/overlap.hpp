@@ -36,17 +36,10 @@
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/local_solver.hpp"
+#include "desync/solvers/schwarz/schwarz_options.hpp"
 #include "desync/solvers/schwarz/subdomain.hpp"
 
 namespace desync::solvers {
-
-struct OverlapOptions {
-  int overlap = 1;      ///< delta >= 0: layers of graph distance (0: block Jacobi)
-  double robin = 0.0;   ///< beta in [0, 1): the dropped couplings moved onto the diagonal
-  linalg::LocalSolverKind solver = linalg::LocalSolverKind::automatic;
-  /// SchwarzPreconditioner: the coarse level added to the one-level preconditioner (none: one level).
-  CoarseOptions coarse;
-};
 
 /// One rank's overlapping subdomain (see the header comment). Collective construction. As the
 /// Schwarz run sees it (solvers::Subdomain), its right-hand side is b restricted to Omega_p, given
@@ -57,10 +50,10 @@ class OverlappingSubdomain final : public Subdomain {
   /// (every rank alike) for bad options or a matrix of block size other than 1, and InputError
   /// naming the rank and the subdomain size if a local matrix cannot be factored ("rank 2: the
   /// local matrix of its subdomain (1234 rows, overlap 1) is singular: ...").
-  OverlappingSubdomain(const linalg::DistributedCsr& A, const OverlapOptions& options);
+  OverlappingSubdomain(const linalg::DistributedCsr& A, const SubdomainOptions& options);
 
   int rank() const { return rank_; }
-  const OverlapOptions& options() const { return opt_; }
+  const SubdomainOptions& options() const { return opt_; }
   /// Omega_p, ascending global rows; the owned rows are rows()[own_begin(), own_begin() + owned()).
   const std::vector<std::int64_t>& rows() const { return rows_; }
   std::int64_t own_begin() const { return own_begin_; }
@@ -113,7 +106,7 @@ class OverlappingSubdomain final : public Subdomain {
  private:
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
-  OverlapOptions opt_;
+  SubdomainOptions opt_;
   std::vector<std::int64_t> rows_, ghosts_;
   std::int64_t own_begin_ = 0, owned_ = 0;
   linalg::LocalCsr matrix_;
@@ -134,7 +127,7 @@ class OverlappingSubdomain final : public Subdomain {
 ///                     summed there; symmetric when A is (for CG).
 /// With robin > 0 the local matrices keep their modified diagonal: M is then the optimized
 /// (Robin) Schwarz preconditioner, still symmetric for ASM on a symmetric A.
-/// With a coarse space (OverlapOptions::coarse, coarse_space.hpp) the preconditioner is two-level
+/// With a coarse space (SubdomainOptions::coarse, coarse_space.hpp) the preconditioner is two-level
 /// additive: M^-1 r = (one-level) r + Phi A0^-1 Phi^T r (Toselli and Widlund, 2005, section 3.2;
 /// symmetric for ASM on a symmetric A); with coarse none it is the one-level method bitwise.
 /// apply() is collective: a synchronous exchange through comm::PlanExchange (the restriction, and
@@ -143,7 +136,7 @@ class OverlappingSubdomain final : public Subdomain {
 class SchwarzPreconditioner {
  public:
   /// Collective over A.comm (the subdomain's construction, the two exchanges opened).
-  SchwarzPreconditioner(const linalg::DistributedCsr& A, const OverlapOptions& o, bool restricted,
+  SchwarzPreconditioner(const linalg::DistributedCsr& A, const SubdomainOptions& o, bool restricted,
                         const comm::TransportConfig& transport = {});
   ~SchwarzPreconditioner();
   SchwarzPreconditioner(const SchwarzPreconditioner&) = delete;

@@ -73,26 +73,36 @@ struct SchwarzLoopOptions {
   bool asynchronous() const { return mode != comm::HaloMode::sync; }
 };
 
-/// Every Schwarz solver's options: the loop's group and the subdomains' and the coarse level's.
-/// Where a field belongs to one kind of subdomain it says so.
-struct SchwarzOptions : SchwarzLoopOptions {
+/// The subdomains' group of every Schwarz method, stationary (SchwarzOptions) or as a
+/// preconditioner (SchwarzPcSetup, krylov --pc asm|ras): how far a subdomain extends, its Robin
+/// condition, its factorisation and the coarse level. The command line fills it with one group,
+/// SubdomainCli (src/run/option_parsing.hpp).
+struct SubdomainOptions {
   /// The grid: gamma >= 1 points each box extends into its neighbours. A matrix: delta >= 0 layers
-  /// of graph distance (0: block Jacobi with exact block solves).
+  /// of graph distance in A + A^T (0: block Jacobi with exact block solves).
   int overlap = 1;
+  /// A matrix's beta in [0, 1): 0 classical (restricted) additive Schwarz, else the dropped
+  /// couplings moved onto the diagonal times beta (the grid takes alpha, SchwarzOptions).
+  double robin = 0.0;
+  /// A matrix's local solver. The grid's subdomains are factored by CHOLMOD with its own choice
+  /// of mode (LocalSolverKind::cholmod) whatever this says.
+  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
+  /// A matrix's coarse level (two-level Schwarz; kind none: one level). The stationary iteration,
+  /// sync: the hybrid iteration, the coarse correction multiplicative before each round of local
+  /// solves; async: the coarse problem solved on rank 0 from the ranks' residuals summed up a tree
+  /// (coarse_level.hpp). The preconditioner: additive (overlap.hpp).
+  solvers::CoarseOptions coarse;
+};
+
+/// Every Schwarz solver's options: the loop's group and the subdomains' group, and what belongs to
+/// the grid (its problem, alpha) or to the asynchronous coarse level.
+struct SchwarzOptions : SchwarzLoopOptions {
+  SubdomainOptions subdomains;
   /// The grid's problem.
   SchwarzProblem problem = SchwarzProblem::poisson2d;
   /// The grid's Robin parameter alpha > 0 of the OO0 condition du/dn + alpha u, or schwarz_classical
   /// (resolved by the caller): beta = 1/(1 + alpha h) per axis (subdomain.hpp).
   double alpha = 0;
-  /// A matrix's beta in [0, 1): 0 classical RAS, else the dropped couplings times beta on the diagonal.
-  double robin = 0.0;
-  /// A matrix's local solver. The grid's subdomains are factored by CHOLMOD with its own choice
-  /// of mode (LocalSolverKind::cholmod) whatever this says.
-  linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
-  /// A matrix's coarse level (two-level Schwarz; kind none: one level). Sync: the hybrid iteration,
-  /// the coarse correction multiplicative before each round of local solves; async: the coarse
-  /// problem solved on rank 0 from the ranks' residuals summed up a tree (coarse_level.hpp).
-  solvers::CoarseOptions coarse;
   /// async with a coarse level: a rank runs at most this many local solves on one coarse solution
   /// before it waits for the next; its residual sum is taken after the last of them, so each
   /// correction lands on the iterate it was computed from (the hybrid's multiplicative coarse step).
