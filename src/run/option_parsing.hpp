@@ -115,7 +115,7 @@ class SubdomainCli {
   /// InputError on bad input. (--overlap's range is the command's: what it measures differs.)
   void apply(solvers::SubdomainOptions& o) {
     if (!(o.robin >= 0 && o.robin < 1)) throw InputError(fmt::format("--robin {}: must be in [0, 1)", o.robin));
-    o.local_solver = kind_ = linalg::parse_local_solver(local_solver_);
+    o.local_solver = linalg::parse_local_solver(local_solver_);
     solvers::parse_coarse(coarse_);  // none or a registered space; InputError otherwise
     if (ranks_opt_->count() > 0 && !two_level())
       throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
@@ -135,12 +135,9 @@ class SubdomainCli {
     return overlap_opt_->count() > 0 || robin_opt_->count() > 0 || local_solver_opt_->count() > 0 ||
            coarse_opt_->count() > 0;
   }
-  linalg::LocalSolverKind local_solver() const { return kind_; }
   const std::string& coarse_name() const { return coarse_; }
   bool two_level() const { return coarse_ != solvers::no_coarse; }
-  int coarse_ranks() const { return ranks_; }
   const std::string& near_kernel() const { return near_kernel_; }
-  CLI::Option* overlap_option() const { return overlap_opt_; }
   CLI::Option* robin_option() const { return robin_opt_; }
   CLI::Option* local_solver_option() const { return local_solver_opt_; }
   CLI::Option* near_kernel_option() const { return near_kernel_opt_; }
@@ -159,7 +156,6 @@ class SubdomainCli {
   std::string coarse_ = std::string(solvers::no_coarse);
   int ranks_ = 0;
   std::string near_kernel_;
-  linalg::LocalSolverKind kind_ = linalg::LocalSolverKind::automatic;
   CLI::Option *overlap_opt_ = nullptr, *robin_opt_ = nullptr, *local_solver_opt_ = nullptr, *coarse_opt_ = nullptr,
               *ranks_opt_ = nullptr, *near_kernel_opt_ = nullptr;
 };

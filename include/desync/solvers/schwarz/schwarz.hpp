@@ -142,6 +142,8 @@ class GridSchwarzSubdomain final : public Subdomain {
     return schwarz_local_residual_sq(sub_, x, ghost);
   }
   double source_norm_sq() const override;
+  // The simulated cluster charges a grid residual by the extended subdomain's points, as the grid
+  // solver always has (simulated times stay what they were).
   double residual_work() const override { return static_cast<double>(size()); }
   bool solve_reads_own_values() const override { return false; }  // every external point is another rank's
   int exchange_hops() const override { return (dims_[0] - 1) + (dims_[1] - 1) + (dims_[2] - 1); }
