@@ -666,7 +666,7 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
     const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
     EXPECT_EQ(r.run.stats.iterations, iterations);
     EXPECT_EQ(r.coarse.corrections, iterations + 1);  // one per exchange, the stopping one's included
-    EXPECT_EQ(r.coarse_size, space.size());
+    EXPECT_EQ(r.coarse_level.functions, space.size());
     EXPECT_LT(world_max(max_abs_diff(x, part(ref, offsets, me))), 1e-11 * max_abs(ref));
     // Without termination detection and with a time limit the exchanges carry the last iteration
     // (driver/iteration_driver.hpp): the coarse step still comes once after each exchange (not

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <vector>
 
 #include "channel_transport.hpp"
@@ -19,6 +20,7 @@
 #include "desync/core/history.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
 #include "desync/solvers/schwarz/schwarz.hpp"
+#include "desync/solvers/schwarz/subdomain.hpp"
 
 using namespace desync;
 using namespace desync::decomposition;
@@ -74,6 +76,24 @@ double block_difference(const decomposition::CartGrid& grid, const std::vector<d
 // The corner subdomain of a 2x2 process grid with 2x2 blocks and overlap 1 is 3x3 points: its
 // interface is the column x = 2 and the row y = 2, with (2, 2) facing two neighbours. h^2 A_p =
 // 5-point Laplacian (4 on the diagonal, -1 per neighbour inside) minus beta per external neighbour.
+// The Robin shift both subdomain kinds share: each row's couplings of one beta summed, then times
+// beta, onto the diagonal; off-diagonal entries untouched; a row without a diagonal entry refused.
+TEST(SchwarzSubdomain, RobinShiftMovesTheCouplingsOntoTheDiagonal) {
+  linalg::LocalCsr A;
+  A.rows = 2;
+  A.row_ptr = {0, 2, 4};
+  A.col = {0, 1, 0, 1};
+  A.val = {4.0, -1.0, -1.0, 4.0};
+  const std::vector<RobinCoupling> couplings = {
+      {0, 0, -1, -1.0, 0.5}, {0, 1, -1, -2.0, 0.5}, {1, 2, -1, -1.0, 0.25}, {1, 3, -1, -8.0, 0.0}};
+  shift_robin_diagonal(A, couplings);
+  EXPECT_EQ(A.val, (std::vector<double>{4.0 + 0.5 * (-1.0 - 2.0), -1.0, -1.0, 4.0 + 0.25 * -1.0}));
+  linalg::LocalCsr no_diagonal;
+  no_diagonal.rows = 1;
+  no_diagonal.row_ptr = {0, 0};
+  EXPECT_THROW(shift_robin_diagonal(no_diagonal, std::vector<RobinCoupling>{{0, 0, -1, -1.0, 0.5}}), std::logic_error);
+}
+
 TEST(SchwarzSubdomain, CornerMatrixByHand) {
   const double alpha = 3.0;
   const auto s = solvers::make_schwarz_subdomain({4, 4, 1}, {2, 2, 1}, {0, 0, 0}, 1, alpha);

@@ -197,6 +197,12 @@ transport = [{{ name = "p2p" }}, {{ name = "rma-flush", transport = "rma", rma-s
     ('[[experiment]]\nid = "a"\nsolver = "jacobi"\n[experiment.parameters]\nmode = ["sync"]\n'
      '[[experiment]]\nid = "b"\nsolver = "jacobi"\n[experiment.parameters]\nmode = ["async"]\n',
      "2 sweep experiments (a, b): pick one with --only"),
+    ('[experiment]\nname = "x"\nsolver = "jacobi"\nsets = ["medium"]\n[parameters]\nmode = ["sync"]\n',
+     "sets must list some of quick, full"),
+    ('[[experiment]]\nid = "x"\nsolver = "jacobi"\n[experiment.parameters]\nmode = ["sync"]\n'
+     '[experiment.quick_parameters]\nranks = [2]\n', "[experiment.quick_parameters] may only replace"),
+    ('[experiment]\nname = "x"\nsolver = "jacobi"\nstudy_order = "size"\n[parameters]\nmode = ["sync"]\n',
+     "study_order 'size' is neither file nor ranks"),
 ])
 def test_bad_experiment_files(tmp_path, capsys, text, message):
     path = write(tmp_path / "bad.toml", text)

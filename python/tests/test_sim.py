@@ -581,3 +581,39 @@ def test_calibrate_message_overhead_subtracts_the_latency_once_per_exchange(benc
     assert calibrate.message_overhead({"per_rank": [rank(0, 1000 * 0.1e-6)]}, 0.2e-6) == 0.0
     with pytest.raises(SystemExit, match="one neighbour"):
         calibrate.message_overhead({"per_rank": [rank(0, 1e-3, n=2)]}, 0.2e-6)
+
+
+def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
+    """bench/simgrid/studies.toml, read by the experiment loader: reproduce.py's two sets, every run
+    named once in its study, the slowed core in the middle of its process grid, and the simulation
+    settings joined from the options and the bundles."""
+    rp = bench_script("bench/simgrid/reproduce.py")
+    quick, full = rp.studies(False), rp.studies(True)
+    assert [s for s, _, _ in quick] == ["jacobi-weak", "jacobi-slow-core", "pde-jitter", "cg-family", "cg-strong",
+                                        "cg-overlap", "schwarz-weak"]
+    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 190
+    assert len(full) == 19
+    for study, paper, rows in full:
+        labels = [label for label, _, _, _ in rows]
+        assert paper and len(set(labels)) == len(labels), study
+        assert all(argv[0] in ("jacobi", "pde", "cg", "schwarz") and "--json" not in argv for _, _, argv, _ in rows)
+    runs = {label: (ranks, argv, sim) for _, _, rows in full for label, ranks, argv, sim in rows}
+    for label, (ranks, argv, _) in runs.items():
+        if "--slow-rank" in argv:
+            px, py, pz = map(int, argv[argv.index("--dims") + 1].split("x"))
+            assert px * py * pz == ranks
+            assert int(argv[argv.index("--slow-rank") + 1]) == px // 2 + px * (py // 2 + py * (pz // 2)), label
+            assert f"rank {px // 2 + px * (py // 2 + py * (pz // 2))} slowed 2x" in label
+    ranks, argv, sim = runs["schwarz sync gdsw P=256"]
+    assert ranks == 256 and sim == ["--cfg", "maxmin/precision:1e-4", "--cfg", "smpi/reduce:binomial"]
+    assert argv[:3] == ["schwarz", "--local", "16"] and "--coarse-reuse" not in argv
+    ranks, argv, sim = runs["schwarz async gdsw P=64"]
+    assert sim == [] and argv[argv.index("--coarse-reuse") + 1] == "0"
+    assert runs["pipecg progress (Alg. 3i) P=64 128^3"][1][-6:] == ["--reduction", "doubling", "--progress", "test",
+                                                                   "--test-interval", "512"]
+    # coarse-weak is ordered by rank count (study_order = "ranks"), the file's order at each count
+    coarse = next(rows for s, _, rows in full if s == "coarse-weak")
+    assert [r for _, r, _, _ in coarse] == sorted(r for _, r, _, _ in coarse)
+    assert [label for label, r, _, _ in coarse if r == 64][:4] == ["schwarz sync none P=64", "schwarz async none P=64",
+                                                                   "schwarz sync nicolaides P=64",
+                                                                   "schwarz async nicolaides P=64"]

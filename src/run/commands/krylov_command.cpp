@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "../coarse_record.hpp"
 #include "../option_parsing.hpp"
 #include "../report_common.hpp"
 #include "../system_input.hpp"
@@ -94,26 +95,6 @@ void check_matrix_for_method(MPI_Comm comm, const detail::LoadedSystem& loaded, 
                  fmt::format("{}: row {} (0-based) has a diagonal entry <= 0, so the matrix is not positive "
                              "definite, which --method {} needs: use --method {}",
                              source, bad, method, solvers::general_cg_methods()));
-}
-
-/// The coarse level's part of the record: its summary line and its `details` keys (none for one
-/// level). `setup` and `apply`: the slowest rank's seconds.
-void describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::CgResult::Coarse& c, const std::string& name,
-                     double setup, double apply) {
-  if (c.functions == 0) return;
-  const std::string solved = c.ranks > 0 ? fmt::format("{} on {} rank{} ({} in its factors)",
-                                                       c.solver == "mumps" ? "MUMPS" : c.solver, c.ranks,
-                                                       c.ranks == 1 ? "" : "s", c.factor_nonzeros)
-                                         : std::string("dense LU on every rank");
-  r.setup_lines.push_back({"coarse", fmt::format("{}, {} functions, A0 {} nonzeros, {}, set-up {:.3f} s", name,
-                                                 c.functions, c.nonzeros, solved, setup)});
-  details["coarse_functions"] = c.functions;
-  details["coarse_nonzeros"] = c.nonzeros;
-  details["coarse_factor_nonzeros"] = c.factor_nonzeros;
-  details["coarse_solver"] = c.solver;
-  details["coarse_ranks"] = c.ranks;
-  details["coarse_setup_seconds"] = setup;
-  details["coarse_apply_seconds"] = apply;
 }
 
 class CgCommand final : public SolverCommand {
@@ -466,10 +447,10 @@ int CgCommand::run(MPI_Comm comm) {
   const std::string operator_name = A->name();
   A.reset();  // closes the exchange's channels (collective): no request may stay pending
   r.outstanding_requests = pending_requests(comm);
-  r.per_rank = gather_rank_fields(comm, rank_fields(result.stats));
-  const auto& coarse_level = result.coarse;  // functions 0: one level
-  const double coarse_setup = max_over_ranks(comm, coarse_level.setup_seconds);
-  const double coarse_apply = max_over_ranks(comm, coarse_level.apply_seconds);
+  RankFields fields = rank_fields(result.stats);
+  if (result.coarse.functions > 0) detail::coarse_level_fields(fields, result.coarse);
+  r.per_rank = gather_rank_fields(comm, fields);
+  const double coarse_apply = max_over_ranks(comm, result.coarse_apply_seconds);
 
   if (rank == 0) {
     const bool overlapping = solvers::find_cg_method(solver.method).overlaps_reduction;
@@ -502,7 +483,11 @@ int CgCommand::run(MPI_Comm comm) {
     if (!result.pc_description.empty() && solvers::find_pc(solver.pc).subdomains)
       r.setup_lines.push_back({"preconditioner", result.pc_description});
     nlohmann::json details;
-    describe_coarse(r, details, coarse_level, subdomain_cli.coarse_name(), coarse_setup, coarse_apply);
+    if (solvers::find_pc(solver.pc).subdomains) {
+      detail::record_coarse_level(r, details, result.coarse,
+                                  subdomain_cli.near_kernel_label(problem == "elasticity3d" ? "rigid-body" : "constant"));
+      if (result.coarse.functions > 0) details["coarse_apply_seconds"] = coarse_apply;
+    }
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);
     r.performance_lines.push_back({"per iteration", fmt::format("{:.3f} ms (wall time / iterations)", 1e3 * per_it)});
     r.performance_lines.push_back(
@@ -512,13 +497,6 @@ int CgCommand::run(MPI_Comm comm) {
     if (loaded) detail::describe_system(r, details, *loaded, system_cli);
     details["pc"] = pc_name;
     details["pc_description"] = result.pc_description;
-    if (solvers::find_pc(solver.pc).subdomains) details["coarse"] = subdomain_cli.coarse_name();
-    if (solver.pc_subdomains.coarse.two_level()) {
-      details["near_kernel"] = !subdomain_cli.near_kernel().empty() ? "file:" + subdomain_cli.near_kernel()
-                               : problem == "elasticity3d" ? std::string("rigid-body")
-                                                           : std::string("constant");
-      details["near_kernel_vectors"] = solver.pc_subdomains.coarse.near_kernel.empty() ? 1 : solver.pc_subdomains.coarse.near_kernel.size();
-    }
     details["reduction"] = red;
     details["engine"] = engine;
     details["transport"] = engine == "p2p" ? transport_cli.kind() : engine;

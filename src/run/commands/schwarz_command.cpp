@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "../coarse_record.hpp"
 #include "../option_parsing.hpp"
 #include "../report_common.hpp"
 #include "../system_input.hpp"
@@ -26,7 +27,6 @@
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
 #include "desync/core/timer.hpp"
-#include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/partition.hpp"
 #include "desync/decomposition/cart_grid.hpp"
@@ -75,9 +75,6 @@ class SchwarzCommand final : public SolverCommand {
   int run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin);
   /// The matrix run's options from the command's (builtin: the grid's alpha as robin).
   solvers::SchwarzOptions matrix_options(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) const;
-  /// The coarse level's part of the record (rank 0): its set-up and performance lines and details.
-  void describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::SchwarzResult& result,
-                       const solvers::SchwarzOptions& o) const;
   /// The record's part that the grid and the matrix runs share: the run, the driver's figures, the
   /// per-rank fields and histories; on rank 0 the iteration rate, the headline (after `kind`), the
   /// termination note and the shared details (the factorisation over the ranks, termination, wait,
@@ -513,16 +510,7 @@ solvers::SchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, const deta
 RankFields matrix_rank_fields(const solvers::SchwarzResult& result, bool two_level) {
   RankFields fields = rank_fields(result);  // the grid run's fields
   fields.integer("extended_rows", result.extended_rows).number("setup_seconds", result.setup_seconds);
-  if (!two_level) return fields;
-  const auto& c = result.coarse;
-  fields.integer("coarse_corrections", c.corrections)
-      .integer("coarse_solves", c.solves)
-      .integer("coarse_contributions", c.contributions)
-      .integer("coarse_held", c.held)
-      .number("coarse_seconds", c.seconds)
-      .number("coarse_setup_seconds", result.coarse_setup_seconds)
-      .number("coarse_delay_mean", c.delay.mean())
-      .integer("coarse_delay_max", c.delay.max);
+  if (two_level) detail::coarse_iteration_fields(detail::coarse_level_fields(fields, result.coarse_level), result.coarse);
   return fields;
 }
 
@@ -536,52 +524,6 @@ std::string local_solver_counts(const std::vector<std::string>& names) {
   std::string list;
   for (const auto& [n, c] : counts) list += fmt::format("{}{} ({} rank{})", list.empty() ? "" : ", ", n, c, c == 1 ? "" : "s");
   return list;
-}
-
-void SchwarzCommand::describe_coarse(RunRecord& r, nlohmann::json& details, const solvers::SchwarzResult& result,
-                                     const solvers::SchwarzOptions& o) const {
-  double coarse_setup = 0, coarse_s = 0, delay_sum = 0;
-  long corrections = 0, solves = 0, held = 0, delay_max = 0;
-  for (const auto& p : r.per_rank) {
-    coarse_setup = std::max(coarse_setup, p.value("coarse_setup_seconds"));
-    coarse_s = std::max(coarse_s, p.value("coarse_seconds"));
-    const auto n = static_cast<long>(p.value("coarse_corrections"));
-    corrections += n;
-    delay_sum += p.value("coarse_delay_mean") * static_cast<double>(n);
-    delay_max = std::max(delay_max, static_cast<long>(p.value("coarse_delay_max")));
-    solves = std::max(solves, static_cast<long>(p.value("coarse_solves")));
-    held += static_cast<long>(p.value("coarse_held"));
-  }
-  const double delay_mean = corrections > 0 ? delay_sum / static_cast<double>(corrections) : 0.0;
-  r.setup_lines.push_back({"coarse level", fmt::format("{}; set-up {:.4f} s (slowest rank)",
-                                                       result.coarse_description, coarse_setup)});
-  r.performance_lines.push_back(
-      {"coarse", solver.asynchronous()
-                     ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
-                                   "max {} iterations, {} passes held (--coarse-reuse {}), tree fan-in {} height {}, "
-                                   "{:.4f} s (slowest rank)",
-                                   solves, corrections, delay_mean, delay_max, held, coarse_reuse, coarse_fan_in,
-                                   result.coarse.tree_height, coarse_s)
-                     : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, coarse_s)});
-  details["coarse"] = subdomain_cli.coarse_name();
-  details["coarse_functions"] = result.coarse_size;
-  details["coarse_nonzeros"] = result.coarse_nonzeros;
-  details["coarse_factor_nonzeros"] = result.coarse_factor_nonzeros;
-  details["coarse_setup_seconds"] = coarse_setup;
-  details["coarse_seconds"] = coarse_s;
-  details["coarse_solves"] = solves;
-  details["coarse_corrections"] = corrections;
-  details["coarse_delay"] = {{"mean", delay_mean}, {"max", delay_max}};
-  details["coarse_held"] = held;
-  details["coarse_reuse"] = coarse_reuse;
-  if (solver.asynchronous()) {
-    details["coarse_fan_in"] = coarse_fan_in;
-    details["coarse_tree_height"] = result.coarse.tree_height;
-  }
-  details["coarse_ranks"] = o.subdomains.coarse.coarse_ranks;
-  details["near_kernel"] = subdomain_cli.near_kernel().empty() ? std::string("constant") : "file:" + subdomain_cli.near_kernel();
-  details["near_kernel_vectors"] = o.subdomains.coarse.near_kernel.empty() ? 1 : o.subdomains.coarse.near_kernel.size();
-  details["coarse_solver"] = result.coarse_solver;
 }
 
 int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, bool builtin) {
@@ -624,10 +566,10 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     } else {
       detail::describe_system(r, details, sys, system_cli);
     }
+    detail::record_coarse_level(r, details, result.coarse_level, subdomain_cli.near_kernel_label("constant"));
     if (two_level)
-      describe_coarse(r, details, result, o);
-    else
-      details["coarse"] = "none";
+      detail::record_coarse_iterations(r, details, {solver.asynchronous(), coarse_reuse, coarse_fan_in,
+                                                    result.coarse.tree_height});
     r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each",
                                                        solver.subdomains.overlap, solver.subdomains.robin, ext_min,
                                                        ext_max)});

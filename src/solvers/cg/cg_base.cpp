@@ -21,9 +21,10 @@ void CgBase::collect() {
   res_.stats.reductions = sum_.stats().count;
   res_.stats.time.reduction = sum_.stats().seconds;
   res_.stats.time.reduction_wait = sum_.stats().wait_seconds;
-  if (const solvers::CoarseSpace* c = pc_ ? pc_->coarse() : nullptr)
-    res_.coarse = {c->size(),           c->matrix_nonzeros(), c->factor_nonzeros(), c->solver_name(),
-                   c->coarse_ranks(),   c->setup_seconds(),   c->apply_seconds()};
+  if (const solvers::CoarseSpace* c = pc_ ? pc_->coarse() : nullptr) {
+    res_.coarse = c->summary();
+    res_.coarse_apply_seconds = c->apply_seconds();
+  }
 }
 
 CgBase::VectorBlock CgBase::allocate(int count) {

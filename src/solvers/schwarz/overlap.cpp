@@ -200,10 +200,10 @@ struct Dropped {
   double a;
 };
 
-/// A_p = A(Omega_p, Omega_p) into `matrix`, each dropped coupling a_ie moved onto the diagonal times
-/// robin: (A_p)_ii = a_ii + robin * sum over e not in Omega_p of a_ie. `local`: the owned rows
-/// (Omega_p's rows own_begin.. own_begin + owned), `fetched`: the others in order. Returns the
-/// dropped couplings.
+/// A(Omega_p, Omega_p) into `matrix`, with a diagonal entry (0 where A has none) in every row that
+/// drops a coupling when robin > 0, for shift_robin_diagonal. `local`: the owned rows (Omega_p's
+/// rows own_begin.. own_begin + owned), `fetched`: the others in order. Returns the dropped
+/// couplings a_ie, e not in Omega_p.
 std::vector<Dropped> assemble_subdomain(const std::vector<Index>& rows, Index own_begin, Index owned, const Rows& local,
                                         const Rows& fetched, double robin, linalg::LocalCsr& matrix) {
   std::vector<Dropped> dropped;
@@ -215,7 +215,6 @@ std::vector<Dropped> assemble_subdomain(const std::vector<Index>& rows, Index ow
     const Rows& src = own ? local : fetched;
     const auto k = static_cast<std::size_t>(own ? r - own_begin : (r < own_begin ? r : r - owned));
     std::vector<std::pair<std::int32_t, double>> entries;
-    double moved = 0;  // sum of the dropped a_ie
     bool dropped_any = false;
     for (Index p = src.ptr[k]; p < src.ptr[k + 1]; ++p) {
       const Index c = src.col[static_cast<std::size_t>(p)];
@@ -225,18 +224,13 @@ std::vector<Dropped> assemble_subdomain(const std::vector<Index>& rows, Index ow
         entries.push_back({lc, v});
       } else {
         dropped.push_back({static_cast<std::int32_t>(r), c, v});
-        moved += v;
         dropped_any = true;
       }
     }
-    if (dropped_any && robin != 0) {
-      auto d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
-      if (d == entries.end()) {
-        entries.push_back({static_cast<std::int32_t>(r), 0.0});
-        std::sort(entries.begin(), entries.end());
-        d = std::find_if(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
-      }
-      d->second += robin * moved;  // a_ii += robin * a_ie, summed over the dropped e
+    const bool has_diagonal = std::any_of(entries.begin(), entries.end(), [&](const auto& e) { return e.first == r; });
+    if (dropped_any && robin != 0 && !has_diagonal) {
+      entries.push_back({static_cast<std::int32_t>(r), 0.0});
+      std::sort(entries.begin(), entries.end());
     }
     for (const auto& [c, v] : entries) {
       matrix.col.push_back(c);
@@ -291,6 +285,7 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Subdom
     couplings_.push_back(
         {d.row, position(ghosts_, d.e), is_owned(gi) || o.robin == 0 ? -1 : position(ghosts_, gi), d.a, o.robin});
   }
+  shift_robin_diagonal(matrix_, couplings_);  // (A_p)_ii = a_ii + robin * sum over e not in Omega_p of a_ie
   residual_ptr_.assign(1, 0);
   for (Index k = 0; k < owned_; ++k) {
     for (Index p = A.row_ptr[static_cast<std::size_t>(k)]; p < A.row_ptr[static_cast<std::size_t>(k) + 1]; ++p) {

@@ -151,7 +151,6 @@ GridSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coords, 
   s.rhs_fixed.assign(static_cast<std::size_t>(n), 0.0);
   for_each(s.ext, [&](int x, int y, int z) {
     const std::int32_t row = s.ext_index(x, y, z);
-    double d = s.diag;
     double rhs = f_at(x, y, z);
     std::vector<std::pair<std::int32_t, double>> entries;
     for (int k = first; k < last; ++k) {
@@ -162,13 +161,13 @@ GridSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coords, 
       } else if (!inside(ex, ey, ez)) {
         rhs += g_at(ex, ey, ez) / hh[a];  // Dirichlet boundary
       } else {
-        d -= beta[a] / hh[a];  // D_p: beta per external neighbour (2 beta at a corner, 3 in 3D)
-        // The Robin data (subdomain.hpp: add_robin_data): a_ie = -1/h^2, so that
-        // rhs -= a_ie (u_q(e) - beta u_q(i)) adds (u_q(e) - beta u_q(i)) / h^2.
+        // D_p and the Robin data (subdomain.hpp): a_ie = -1/h^2 moves onto the diagonal as
+        // beta a_ie (2 beta at a corner, 3 in 3D), and rhs -= a_ie (u_q(e) - beta u_q(i)) adds
+        // (u_q(e) - beta u_q(i)) / h^2.
         s.couplings.push_back({row, s.ghost_index(ex, ey, ez), s.ghost_index(x, y, z), -1.0 / hh[a], beta[a]});
       }
     }
-    entries.push_back({row, d});
+    entries.push_back({row, s.diag});
     std::sort(entries.begin(), entries.end());
     for (const auto& [c, v] : entries) {
       A.col.push_back(c);
@@ -177,6 +176,7 @@ GridSubdomain make_schwarz_subdomain(Index3 global, Index3 dims, Index3 coords, 
     A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
     s.rhs_fixed[static_cast<std::size_t>(row)] = rhs;
   });
+  shift_robin_diagonal(A, s.couplings);  // A_p = L_p - D_p
 
   // The local residual's rows: the global system's rows of the block.
   for_each(s.block, [&](int x, int y, int z) {

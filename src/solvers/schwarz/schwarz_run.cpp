@@ -86,13 +86,7 @@ class SchwarzRun final : public LocalIteration {
     r.update_seconds = update_s_;
     r.solve_seconds = solve_s_;
     if (coarse_) {
-      const auto& c = *coarse_->space;
-      r.coarse_size = c.size();
-      r.coarse_nonzeros = c.matrix_nonzeros();
-      r.coarse_factor_nonzeros = c.factor_nonzeros();
-      r.coarse_setup_seconds = c.setup_seconds();
-      r.coarse_description = c.description();
-      r.coarse_solver = c.solver_name();
+      r.coarse_level = coarse_->space->summary();
       const auto& st = coarse_->stats;
       r.coarse = {st.corrections, st.solves, st.contributions, st.held, tree_ ? tree_->tree().height : 0, st.seconds,
                   st.delay};

@@ -26,6 +26,7 @@
 #include "desync/core/simulation.hpp"
 #include "desync/core/stop.hpp"
 #include "desync/solvers/pc/preconditioner.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_summary.hpp"
 #include "desync/solvers/iteration_options.hpp"
 
 namespace desync::solvers {
@@ -152,17 +153,10 @@ struct CgResult {
   std::vector<core::HistoryPoint> history;  ///< iteration, time, recursive ||r|| / ||b|| (every rank)
   CgRankStats stats;
   std::string pc_description;        ///< Preconditioner::description() (asm/ras: overlap, local solvers)
-  /// asm/ras with a coarse level (functions > 0): its size, A0's nonzeros, how A0 is solved
-  /// (solvers::CoarseSolver::name: "dense-lu", "mumps", "cholmod-simplicial-rank0", ...) on how many
-  /// ranks (0: every rank), the entries of its factors, and this rank's seconds in its set-up and in
-  /// its corrections (solvers::CoarseSpace).
-  struct Coarse {
-    int functions = 0;
-    std::int64_t nonzeros = 0, factor_nonzeros = 0;
-    std::string solver;
-    int ranks = 0;
-    double setup_seconds = 0, apply_seconds = 0;
-  } coarse;
+  /// asm/ras with a coarse level (functions > 0): what it is (CoarseSpace::summary, this rank's
+  /// set-up) and this rank's seconds in its corrections.
+  CoarseSummary coarse;
+  double coarse_apply_seconds = 0;
 };
 
 /// Solves A x = b; `x` holds the initial guess on entry. Collective over A.comm(). Numerical failures

@@ -129,14 +129,10 @@ struct SchwarzResult {
   /// The grid's poisson2d: max |u - u_exact| over the global solution (the same on every rank);
   /// NaN where the problem has no known solution.
   double error_max = 0;
-  /// With a coarse level: its dimension, A0's nonzeros, its set-up seconds on this rank, its
-  /// description, and this rank's counts (corrections applied, solves, contributions, held
-  /// passes, seconds, the delays of the applied corrections).
-  int coarse_size = 0;
-  std::int64_t coarse_nonzeros = 0, coarse_factor_nonzeros = 0;  ///< A0's, its factors'
-  double coarse_setup_seconds = 0;
-  std::string coarse_description;
-  std::string coarse_solver;  ///< "dense-lu", "mumps", "cholmod-simplicial-rank0", ... (solvers::CoarseSolver::name)
+  /// With a coarse level (functions > 0): what it is (CoarseSpace::summary, this rank's set-up),
+  /// and this rank's counts (corrections applied, solves, contributions, held passes, seconds, the
+  /// delays of the applied corrections).
+  CoarseSummary coarse_level;
   struct CoarseCounts {
     long corrections = 0, solves = 0, contributions = 0, held = 0;
     int tree_height = 0;  ///< async: the height of the coarse level's tree (0: one rank, or sync)

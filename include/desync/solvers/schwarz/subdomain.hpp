@@ -10,9 +10,9 @@
 //     r_p   = b_p - (A u)_p on the owned points                             (local_residual_sq)
 // with u_e, u_i the owners' values in the ghost buffer, exchanged over ghost_plan().
 //
-// The Robin data is one code path for both: a coupling a_ie that the subdomain drops at its outer
-// boundary is moved onto A_p's diagonal times beta when A_p is assembled, and its data enters the
-// right-hand side through add_robin_data. The grid's OO0 condition du/dn + alpha u (their
+// The Robin condition is one code path for both: a coupling a_ie that the subdomain drops at its
+// outer boundary is moved onto A_p's diagonal times beta (shift_robin_diagonal, before A_p is
+// factored), and its data enters the right-hand side through add_robin_data. The grid's OO0 condition du/dn + alpha u (their
 // equation 2), discretised one-sided at the external point, is beta = 1/(1 + alpha h) per axis with
 // a_ie = -1/h^2; the matrix's --robin is beta itself, the same for every coupling; beta = 0 is
 // classical Schwarz (Dirichlet data u_e).
@@ -37,6 +37,11 @@ struct RobinCoupling {
   double a;     ///< a_ie (the grid: -1/h^2)
   double beta;  ///< the factor of the diagonal shift and of u_i (0: Dirichlet data)
 };
+
+/// (A_p)_ii += beta * sum of the a_ie of row i that share that beta, for every row with couplings
+/// (in row order; A_p holds the unshifted entries and a diagonal entry in every such row): the
+/// diagonal shift of both subdomain kinds.
+void shift_robin_diagonal(linalg::LocalCsr& A, std::span<const RobinCoupling> couplings);
 
 /// rhs_row -= a_ie (u_e - beta u_i) for every coupling: the Robin data of both subdomain kinds.
 void add_robin_data(std::span<const RobinCoupling> couplings, const double* x, const double* ghost, double* rhs);

@@ -24,6 +24,21 @@ it. An experiment is one of two kinds:
                  { name = "rma-flush", transport = "rma", rma-sync = "flush" },   # value); `launcher` and
                  { name = "shmem", transport = "shmem", launcher = "oshrun -np {ranks} {exe} {args}" }]
 
+A sweep may also name its runs and say how a simulated cluster runs them (bench/simgrid/studies.toml,
+the simulated studies that bench/simgrid/reproduce.py runs through desync-sim):
+
+    label = "jacobi {mode} P={ranks}"   # a run's name: {p} is parameter p's value (a bundle's `label`,
+                                        # else its name), {key} any other setting's value
+    study = "jacobi-weak"               # the study the sweep belongs to (several sweeps may share one)
+    paper = "Bethune et al., 2011, Table 1"
+    sets = ["quick", "full"]            # the sets it belongs to (default both)
+    study_order = "ranks"               # the study's runs ordered by rank count (default: file order)
+    [experiment.quick_parameters]       # parameters replaced in the quick set
+    ranks = [64, 256]
+
+and `sim` (in [options] or in a bundle) holds desync-sim's arguments for the run, joined in order.
+`ranks`, `launcher`, `sim` and a bundle's `name` and `label` are not desync options.
+
 [experiment] accept_exit lists the exit codes of a successful run (default [0]; a fixed-work benchmark
 that stops at --max-iters exits 1 by design: accept_exit = [0, 1]). In the list form the tables are
 [experiment.options] and [experiment.parameters], after their [[experiment]].
@@ -51,7 +66,11 @@ from ..errors import UserError
 from .session import interleaved
 
 EXPERIMENT_KEYS = {"name": str, "description": str, "executable": str, "launcher": str, "solver": str,
-                   "repetitions": int, "order": str, "timeout": (int, float), "env": dict, "accept_exit": list}
+                   "repetitions": int, "order": str, "timeout": (int, float), "env": dict, "accept_exit": list,
+                   "label": str, "study": str, "paper": str, "sets": list, "study_order": str}
+# Settings that are not desync options: where and how a run runs, and how it is named.
+NOT_OPTIONS = ("ranks", "launcher", "sim", "label")
+SETS = ("quick", "full")
 # Either kind: its id, and its place on the results pages.
 COMMON_KEYS = {"id": str, "description": str, "set": str, "output": str, "minutes": (int, float), "machine": str}
 COMMAND_KEYS = {"command": str}
@@ -84,6 +103,24 @@ class Experiment:
         self.accept_exit = list(exp.get("accept_exit", [0]))
         self.options = dict(exp.get("options", {}))
         self.parameters = dict(exp.get("parameters", {}))
+        self.label = exp.get("label", "")
+        self.study = exp.get("study", self.id)
+        self.paper = exp.get("paper", "")
+        self.sets = list(exp.get("sets", SETS))
+        self.study_order = exp.get("study_order", "file")
+        self.quick_parameters = dict(exp.get("quick_parameters", {}))
+
+    def in_set(self, name):
+        """This sweep with the parameters of set `name` (quick: quick_parameters replace theirs), or
+        None when it is not in that set."""
+        if name not in self.sets:
+            return None
+        if name != "quick" or not self.quick_parameters:
+            return self
+        other = Experiment.__new__(Experiment)
+        other.__dict__.update(self.__dict__)
+        other.parameters = {**self.parameters, **self.quick_parameters}
+        return other
 
     # The identity of an experiment: what runs, not where the executable lies, how long runs may
     # take or how many repetitions are wanted (a restart may add repetitions).
@@ -112,10 +149,33 @@ class Experiment:
         out = []
         for key, value in combo.items():
             if isinstance(value, dict):
-                out += [(k, v) for k, v in value.items() if k != "name"]
+                out += [(k, v) for k, v in value.items() if k not in ("name", "label")]
             else:
                 out.append((key, value))
         return out
+
+    def run_label(self, combo):
+        """The run's name from `label` ({p}: parameter p's value or bundle label/name; {key}: a
+        setting's value), or its columns joined when the sweep has no label."""
+        if not self.label:
+            return " ".join(f"{k}={v}" for k, v in shown(combo).items())
+        found = dict(list(self.options.items()) + self.settings(combo))
+
+        def value(m):
+            key = m.group(1)
+            if key in combo:
+                v = combo[key]
+                return str(v.get("label", v["name"])) if isinstance(v, dict) else str(v)
+            if key in found:
+                return str(found[key])
+            raise UserError(f"{self.path}: experiment {self.id}: label '{self.label}' names {{{key}}}, which is "
+                            "neither a parameter nor a setting")
+        return re.sub(r"\{([A-Za-z0-9_-]+)\}", value, self.label)
+
+    def sim_args(self, combo):
+        """desync-sim's arguments of the run: every `sim` setting (options, then bundles), joined."""
+        return [a for key, v in list(self.options.items()) + self.settings(combo) if key == "sim"
+                for a in shlex.split(str(v))]
 
     def ranks(self, combo):
         found = dict(self.settings(combo))
@@ -124,11 +184,11 @@ class Experiment:
     def launcher_of(self, combo, launcher=None):
         return dict(self.settings(combo)).get("launcher") or launcher or self.launcher
 
-    def desync_args(self, combo, record_path):
-        """desync's arguments: the solver, the fixed options, the combination, --json."""
+    def arguments(self, combo):
+        """desync's arguments: the solver, the fixed options, the combination."""
         args = [self.solver]
         for key, value in list(self.options.items()) + self.settings(combo):
-            if key in ("ranks", "launcher"):
+            if key in NOT_OPTIONS:
                 continue
             if value is True:
                 args.append(f"--{key}")
@@ -136,7 +196,11 @@ class Experiment:
                 continue
             else:
                 args += [f"--{key}", str(value)]
-        return args + ["--json", record_path]
+        return args
+
+    def desync_args(self, combo, record_path):
+        """desync's arguments and --json."""
+        return self.arguments(combo) + ["--json", record_path]
 
     def command(self, combo, record_path, executable=None, launcher=None, force_launcher=False):
         """The whole command line of one run, as an argument list. The launcher: a bundled value's,
@@ -228,10 +292,17 @@ def validate(path, exp):
                     "command, not both")
     options = exp.pop("options", {})
     parameters = exp.pop("parameters", {})
+    quick = exp.pop("quick_parameters", {})
     _check_types(path, exp, {**EXPERIMENT_KEYS, **COMMON_KEYS})
     if not exp.get("name") and exp.get("id"):
         exp["name"] = exp["id"]
-    exp["options"], exp["parameters"] = options, parameters
+    exp["options"], exp["parameters"], exp["quick_parameters"] = options, parameters, quick
+    if not all(s in SETS for s in exp.get("sets", SETS)) or not exp.get("sets", SETS):
+        _fail(path, f"[experiment] sets must list some of {', '.join(SETS)}")
+    if exp.get("study_order", "file") not in ("file", "ranks"):
+        _fail(path, f"[experiment] study_order '{exp['study_order']}' is neither file nor ranks")
+    if not isinstance(quick, dict) or any(k not in parameters for k in quick):
+        _fail(path, "[experiment.quick_parameters] may only replace parameters the sweep has")
     for key in ("name", "solver"):
         if not exp.get(key):
             _fail(path, f"[experiment] {key} is required")
@@ -245,6 +316,7 @@ def validate(path, exp):
     for table, name in ((options, "options"), (parameters, "parameters")):
         if not isinstance(table, dict):
             _fail(path, f"[{name}] must be a table")
+    _check_parameters(path, options, quick)
     for key, value in options.items():
         if not isinstance(value, SCALAR):
             _fail(path, f"[options] {key} must be a string, number or boolean")
@@ -252,6 +324,20 @@ def validate(path, exp):
             _fail(path, "[options] json is set by desync-run (each run's record goes into its folder)")
     if not parameters:
         _fail(path, "[parameters] is empty: sweep at least one parameter (e.g. ranks = [2])")
+    _check_parameters(path, options, parameters)
+    accept = exp.get("accept_exit", [0])
+    if not accept or not all(isinstance(c, int) and not isinstance(c, bool) for c in accept):
+        _fail(path, "[experiment] accept_exit must be a non-empty list of exit codes")
+    ranks = parameters.get("ranks", [options.get("ranks", 1)]) + quick.get("ranks", [])
+    ranks = [v.get("ranks", options.get("ranks", 1)) if isinstance(v, dict) else v for v in ranks]
+    ranks += [v["ranks"] for vals in list(parameters.values()) + list(quick.values()) for v in vals
+              if isinstance(v, dict) and "ranks" in v]
+    if not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in ranks):
+        _fail(path, "ranks must be positive integers")
+
+
+def _check_parameters(path, options, parameters):
+    """Swept parameters: non-empty lists of scalars or named bundles of scalars."""
     for key, values in parameters.items():
         if not isinstance(values, list):
             _fail(path, f"[parameters] {key} must be a list of values")
@@ -274,13 +360,6 @@ def validate(path, exp):
             _fail(path, f"{key} is both in [options] and in [parameters]")
         if key == "json":
             _fail(path, "[parameters] json is set by desync-run")
-    accept = exp.get("accept_exit", [0])
-    if not accept or not all(isinstance(c, int) and not isinstance(c, bool) for c in accept):
-        _fail(path, "[experiment] accept_exit must be a non-empty list of exit codes")
-    ranks = parameters.get("ranks", [options.get("ranks", 1)])
-    ranks += [v["ranks"] for vals in parameters.values() for v in vals if isinstance(v, dict) and "ranks" in v]
-    if not all(isinstance(r, int) and not isinstance(r, bool) and r >= 1 for r in ranks):
-        _fail(path, "ranks must be positive integers")
 
 
 def load_experiments(path):

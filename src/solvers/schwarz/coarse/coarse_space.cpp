@@ -343,4 +343,9 @@ std::string CoarseSpace::description() const {
                      a0_nonzeros_);
 }
 
+CoarseSummary CoarseSpace::summary() const {
+  return {kind_,        n_,           near_kernel_vectors_, a0_nonzeros_, solver_->factor_nonzeros(),
+          solver_->name(), coarse_ranks(), description(),      setup_seconds_};
+}
+
 }  // namespace desync::solvers

@@ -32,6 +32,7 @@
 #include "desync/linalg/csr.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_summary.hpp"
 
 namespace desync::solvers {
 
@@ -120,6 +121,8 @@ class CoarseSpace {
   double solve_multiply_adds() const { return solver_->solve_multiply_adds(); }
 
   std::string description() const;
+  /// What a run reports of this coarse level (this rank's set-up seconds).
+  CoarseSummary summary() const;
 
  private:
   MPI_Comm comm_;
