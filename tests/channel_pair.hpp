@@ -2,7 +2,10 @@
 // The pairs of ranks the channel tests run on (test_channel.cpp, test_channel_levels.cpp).
 #include <mpi.h>
 
+#include <cstddef>
+
 #include "channel_transport.hpp"
+#include "desync/communication/channel.hpp"
 #include "test_util.hpp"
 
 namespace desync_test {
@@ -33,5 +36,19 @@ class Pair {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int me_ = -1;
 };
+
+/// A channel to `peer` of messages of `size` doubles, at most `inflight` in flight, over the
+/// transport the test runs on (channel_transport.hpp); each test sets its mode's own fields.
+inline desync::comm::ChannelConfig pair_config(int peer, std::size_t size, int inflight, desync::comm::ChannelMode mode,
+                                               int tag) {
+  desync::comm::ChannelConfig c;
+  c.peer = peer;
+  c.message_size = size;
+  c.transport.max_in_flight = inflight;
+  c.mode = mode;
+  c.tag = tag;
+  apply_transport(c);
+  return c;
+}
 
 }  // namespace desync_test

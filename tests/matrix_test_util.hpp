@@ -64,6 +64,31 @@ inline std::vector<std::int64_t> balanced_offsets(std::int64_t n, int p) {
   return off;
 }
 
+/// b - A x for a serial matrix.
+inline std::vector<double> local_residual(const desync::linalg::LocalCsr& a, const std::vector<double>& x,
+                                          const std::vector<double>& b) {
+  std::vector<double> r(b.begin(), b.begin() + a.rows);
+  for (std::size_t i = 0; i < r.size(); ++i)
+    for (auto p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p)
+      r[i] -= a.val[static_cast<std::size_t>(p)] * x[static_cast<std::size_t>(a.col[static_cast<std::size_t>(p)])];
+  return r;
+}
+
+/// diag(d(0), d(1), ...), distributed in balanced contiguous rows (balanced_offsets).
+inline desync::linalg::DistributedCsr diagonal_matrix(MPI_Comm comm, std::int64_t n, double (*d)(std::int64_t)) {
+  desync::linalg::DistributedCsr A;
+  A.comm = comm;
+  A.row_offsets = balanced_offsets(n, desync::core::size_of(comm));
+  const auto rank = static_cast<std::size_t>(desync::core::rank_of(comm));
+  A.row_ptr.push_back(0);
+  for (std::int64_t i = A.row_offsets[rank]; i < A.row_offsets[rank + 1]; ++i) {
+    A.col.push_back(i);
+    A.val.push_back(d(i));
+    A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
+  }
+  return A;
+}
+
 /// The two distributed matrices are the same: layout, pattern and values bitwise.
 inline void expect_same(const desync::linalg::DistributedCsr& a, const desync::linalg::DistributedCsr& b) {
   EXPECT_EQ(a.block_size, b.block_size);

@@ -33,6 +33,7 @@
 #include "desync/solvers/cg/cg.hpp"
 #include "desync/solvers/schwarz/algebraic.hpp"
 #include "desync/solvers/schwarz/schwarz.hpp"
+#include "test_util.hpp"
 
 using namespace desync;
 using namespace desync::linalg;
@@ -40,16 +41,8 @@ using namespace desync::solvers;
 
 namespace {
 
-int world_rank() {
-  int r = 0;
-  MPI_Comm_rank(MPI_COMM_WORLD, &r);
-  return r;
-}
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using desync_test::world_rank;
+using desync_test::world_size;
 
 /// A global matrix built row by row (every rank builds the whole, small, matrix).
 struct Global {

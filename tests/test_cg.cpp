@@ -23,6 +23,7 @@
 #include "desync/problems/poisson3d.hpp"
 #include "desync/solvers/cg/cg.hpp"
 #include "desync/solvers/pc/preconditioner.hpp"
+#include "matrix_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
@@ -792,28 +793,9 @@ TEST(Cg, EveryMethodFollowsItsPlainListingElasticity) {
   check_against_plain(s, 15, 1e-9);
 }
 
-/// A diagonal matrix diag(d_0, d_1, ...) distributed in contiguous rows.
-DistributedCsr diagonal_matrix(MPI_Comm comm, std::int64_t n, double (*d)(std::int64_t)) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  DistributedCsr A;
-  A.comm = comm;
-  for (int r = 0; r <= size; ++r) A.row_offsets.push_back(n * r / size);
-  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank)];
-  const std::int64_t last = A.row_offsets[static_cast<std::size_t>(rank) + 1];
-  A.row_ptr.push_back(0);
-  for (std::int64_t i = first; i < last; ++i) {
-    A.col.push_back(i);
-    A.val.push_back(d(i));
-    A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
-  }
-  return A;
-}
-
 TEST(Cg, IndefiniteMatrixBreaksDownWithAClearMessage) {  // the CG methods; gmres solves it
   desync_test::TestComm comm;
-  const auto A = diagonal_matrix(comm, 16, [](std::int64_t i) { return i % 2 == 0 ? 1.0 : -1.0; });
+  const auto A = desync_test::diagonal_matrix(comm, 16, [](std::int64_t i) { return i % 2 == 0 ? 1.0 : -1.0; });
   auto op = linalg::make_csr_operator(A, {});
   const std::vector<double> b(static_cast<std::size_t>(op->local_size()), 1.0);
   for (const auto& m : all_methods) {

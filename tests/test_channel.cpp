@@ -47,14 +47,8 @@ std::string check_buffer(const Channel& ch, std::int64_t level) {
 using desync_test::Pair;  // channel_pair.hpp
 
 ChannelConfig config(int peer, std::size_t size, int inflight, ChannelMode mode, int chunks = 4, int tag = 7) {
-  ChannelConfig c;
-  c.peer = peer;
-  c.message_size = size;
-  c.transport.max_in_flight = inflight;
-  c.mode = mode;
+  ChannelConfig c = desync_test::pair_config(peer, size, inflight, mode, tag);
   c.racy_chunks = chunks;
-  c.tag = tag;
-  desync_test::apply_transport(c);
   return c;
 }
 

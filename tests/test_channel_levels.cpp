@@ -53,15 +53,9 @@ std::string check(const double* data, std::size_t n, int sender, std::int64_t le
 using desync_test::Pair;  // channel_pair.hpp
 
 ChannelConfig config(int peer, std::size_t size, int inflight, ChannelMode mode, int history = 0, int max_delay = 0) {
-  ChannelConfig c;
-  c.peer = peer;
-  c.message_size = size;
-  c.transport.max_in_flight = inflight;
-  c.mode = mode;
+  ChannelConfig c = desync_test::pair_config(peer, size, inflight, mode, 11);
   c.history = history;
   c.max_delay = max_delay;
-  c.tag = 11;
-  desync_test::apply_transport(c);
   return c;
 }
 

@@ -298,14 +298,22 @@ TEST(AsyncDriver, MaxItersStopsEveryRank) {
   }
 }
 
-// Every update takes at least 1 ms; the limit is 50 ms.
-TEST(SyncDriver, TimeLimitStopsAtATest) {
-  desync_test::TestComm comm;
+namespace {
+
+/// A run of updates that each take at least 1 ms under a time limit of 50 ms.
+IterationResult run_past_time_limit(MPI_Comm comm, bool async, int check_every) {
   ScalarIteration local(0.0, 1.0, 1.0);
   local.spin_seconds = 1e-3;
-  DriverOptions o = options(false, 1e-3, 5);
+  DriverOptions o = options(async, 1e-3, check_every);
   o.iteration.time_limit = 0.05;
-  const IterationResult r = drive(comm, o, local);
+  return drive(comm, o, local);
+}
+
+}  // namespace
+
+TEST(SyncDriver, TimeLimitStopsAtATest) {
+  desync_test::TestComm comm;
+  const IterationResult r = run_past_time_limit(comm, false, 5);
   EXPECT_EQ(r.stop, StopReason::time_limit);
   EXPECT_EQ(r.stats.iterations % 5, 0);
   EXPECT_LE(r.stats.iterations, 55);  // past 50 ms by the test at 55 at the latest
@@ -315,11 +323,7 @@ TEST(SyncDriver, TimeLimitStopsAtATest) {
 
 TEST(AsyncDriver, TimeLimitStopsEveryRank) {
   desync_test::TestComm comm;
-  ScalarIteration local(0.0, 1.0, 1.0);
-  local.spin_seconds = 1e-3;
-  DriverOptions o = options(true, 1e-3, 1);
-  o.iteration.time_limit = 0.05;
-  const IterationResult r = drive(comm, o, local);
+  const IterationResult r = run_past_time_limit(comm, true, 1);
   EXPECT_EQ(r.stop, StopReason::time_limit);
   EXPECT_LE(r.stats.iterations, 51);  // no update starts after 50 ms have passed
   // The run stops when the first rank's clock passes the limit (the vote is any rank's): a rank

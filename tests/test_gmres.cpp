@@ -19,6 +19,7 @@
 #include "desync/problems/poisson3d.hpp"
 #include "desync/solvers/cg/cg.hpp"
 #include "desync/solvers/pc/preconditioner.hpp"
+#include "matrix_test_util.hpp"
 #include "test_util.hpp"
 
 using namespace desync;
@@ -29,13 +30,6 @@ using solvers::CgResult;
 namespace {
 
 using V = std::vector<double>;
-
-/// Rows [n r / p, n (r + 1) / p) on rank r of p.
-std::vector<std::int64_t> balanced_offsets(std::int64_t n, int size) {
-  std::vector<std::int64_t> off;
-  for (int r = 0; r <= size; ++r) off.push_back(n * r / size);
-  return off;
-}
 
 /// The 5-point upwind discretisation of -Laplace(u) + beta . grad(u) on the unit square, N x N
 /// interior points, Dirichlet boundary, scaled by h^2 (row i = x + N y), with a velocity that slows
@@ -51,7 +45,7 @@ DistributedCsr convection_diffusion(MPI_Comm comm, int N, double bx, double by) 
   const double h = 1.0 / (N + 1);
   DistributedCsr A;
   A.comm = comm;
-  A.row_offsets = balanced_offsets(static_cast<std::int64_t>(N) * N, size);
+  A.row_offsets = desync_test::balanced_offsets(static_cast<std::int64_t>(N) * N, size);
   A.row_ptr.push_back(0);
   for (std::int64_t i = A.row_offsets[static_cast<std::size_t>(rank)]; i < A.row_offsets[static_cast<std::size_t>(rank) + 1]; ++i) {
     const std::int64_t x = i % N, y = i / N;
@@ -330,28 +324,11 @@ TEST(Gmres, AgreesWithCgOnAnSpdSystem) {
   }
 }
 
-/// diag(d(0), d(1), ...), distributed in balanced contiguous rows.
-DistributedCsr diagonal(MPI_Comm comm, std::int64_t n, double (*d)(std::int64_t)) {
-  int rank = 0, size = 1;
-  MPI_Comm_rank(comm, &rank);
-  MPI_Comm_size(comm, &size);
-  DistributedCsr A;
-  A.comm = comm;
-  A.row_offsets = balanced_offsets(n, size);
-  A.row_ptr.push_back(0);
-  for (std::int64_t i = A.row_offsets[static_cast<std::size_t>(rank)]; i < A.row_offsets[static_cast<std::size_t>(rank) + 1]; ++i) {
-    A.col.push_back(i);
-    A.val.push_back(d(i));
-    A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
-  }
-  return A;
-}
-
 TEST(Gmres, HappyBreakdownEndsWithTheExactSolution) {
   // diag(1, -1, 1, -1, ...), b = 1: the Krylov space of A and b has dimension 2 (two eigenvalues),
   // so step 2 finds h_32 = 0 and x_2 = A^-1 b = (1, -1, 1, ...) exactly; CG breaks down on it.
   desync_test::TestComm comm;
-  const auto A = diagonal(comm, 16, [](std::int64_t i) { return i % 2 == 0 ? 1.0 : -1.0; });
+  const auto A = desync_test::diagonal_matrix(comm, 16, [](std::int64_t i) { return i % 2 == 0 ? 1.0 : -1.0; });
   auto op = linalg::make_csr_operator(A, {});
   const V b(static_cast<std::size_t>(op->local_size()), 1.0);
   V x(b.size(), 0.0);
@@ -366,7 +343,7 @@ TEST(Gmres, HappyBreakdownEndsWithTheExactSolution) {
   for (std::size_t i = 0; i < x.size(); ++i)
     EXPECT_NEAR(x[i], (A.first_block_row() + static_cast<std::int64_t>(i)) % 2 == 0 ? 1.0 : -1.0, 1e-15);
   // The identity: one step.
-  const auto I = diagonal(comm, 16, [](std::int64_t) { return 1.0; });
+  const auto I = desync_test::diagonal_matrix(comm, 16, [](std::int64_t) { return 1.0; });
   auto iop = linalg::make_csr_operator(I, {});
   x.assign(b.size(), 0.0);
   const CgResult ri = solvers::solve_cg(*iop, b, x, o);

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "desync/linalg/local_solver.hpp"
+#include "matrix_test_util.hpp"
 
 using namespace desync::linalg;
 
@@ -62,13 +63,8 @@ LocalCsr grid3d(int n, int nz) {
 // ||b - A x||_inf / ||b||_inf
 double residual(const LocalCsr& a, const std::vector<double>& x, const std::vector<double>& b) {
   double r = 0, bn = 0;
-  for (std::int64_t i = 0; i < a.rows; ++i) {
-    double s = b[static_cast<std::size_t>(i)];
-    for (auto p = a.row_ptr[static_cast<std::size_t>(i)]; p < a.row_ptr[static_cast<std::size_t>(i) + 1]; ++p)
-      s -= a.val[static_cast<std::size_t>(p)] * x[static_cast<std::size_t>(a.col[static_cast<std::size_t>(p)])];
-    r = std::max(r, std::abs(s));
-    bn = std::max(bn, std::abs(b[static_cast<std::size_t>(i)]));
-  }
+  for (double v : desync_test::local_residual(a, x, b)) r = std::max(r, std::abs(v));
+  for (double v : b) bn = std::max(bn, std::abs(v));
   return r / bn;
 }
 

@@ -21,6 +21,7 @@
 #include "desync/solvers/driver/iteration_driver.hpp"
 #include "desync/solvers/schwarz/schwarz.hpp"
 #include "desync/solvers/schwarz/subdomain.hpp"
+#include "test_util.hpp"
 
 using namespace desync;
 using namespace desync::decomposition;
@@ -28,11 +29,7 @@ using namespace desync::solvers;
 
 namespace {
 
-int world_size() {
-  int n = 1;
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
-  return n;
-}
+using desync_test::world_size;
 
 /// Dense h^2 A of a subdomain, row by row.
 std::vector<std::vector<double>> dense_scaled(const GridSubdomain& s) {

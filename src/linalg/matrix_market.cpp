@@ -21,6 +21,7 @@
 #include "desync/core/comm.hpp"
 #include "desync/core/error.hpp"
 #include "desync/communication/sparse_alltoall.hpp"
+#include "file_pieces.hpp"
 
 namespace desync::linalg {
 
@@ -397,46 +398,11 @@ std::string entry_name(std::int64_t i, std::int64_t j) {
 // ------------------------------------------------------------------------------------------------
 // Writing
 
-/// Rank 0 truncates the file (so the error is the operating system's, and names the path); then
-/// every rank writes its bytes at its offset with MPI-IO. Collective.
+/// Every rank's bytes one after another, in rank order (file_pieces.hpp). Collective.
 void write_parts(MPI_Comm comm, const std::string& path, const std::string& mine) {
-  const int rank = core::rank_of(comm);
-  std::string error;
-  if (rank == 0) {
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-      error = "cannot write '" + path + "': directory '" + parent.string() + "' does not exist";
-    else if (std::filesystem::is_directory(path, ec))
-      error = "cannot write '" + path + "': is a directory";
-    else {
-      std::ofstream f(path, std::ios::binary | std::ios::trunc);
-      if (!f) error = "cannot write '" + path + "': " + std::strerror(errno);
-    }
-  }
-  agree_or_throw(comm, error.empty(), error);
-
   const std::int64_t bytes = static_cast<std::int64_t>(mine.size());
   const std::int64_t offset = comm::exclusive_prefix_sum(comm, bytes);
-  MPI_File fh;
-  int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
-  if (rc != MPI_SUCCESS) {
-    char text[MPI_MAX_ERROR_STRING];
-    int len = 0;
-    MPI_Error_string(rc, text, &len);
-    error = "cannot write '" + path + "': " + std::string(text, static_cast<std::size_t>(len));
-  }
-  agree_or_throw(comm, error.empty(), error);
-  constexpr std::int64_t chunk = std::int64_t{1} << 30;
-  for (std::int64_t done = 0; done < bytes && error.empty(); done += chunk) {
-    const int n = static_cast<int>(std::min(chunk, bytes - done));
-    MPI_Status st;
-    if (MPI_File_write_at(fh, static_cast<MPI_Offset>(offset + done), mine.data() + done, n, MPI_CHAR, &st) !=
-        MPI_SUCCESS)
-      error = "cannot write '" + path + "': write error";
-  }
-  MPI_File_close(&fh);
-  agree_or_throw(comm, error.empty(), error);
+  detail::write_pieces(comm, path, {{offset, reinterpret_cast<const unsigned char*>(mine.data()), bytes}});
 }
 
 void append_double(std::string& s, double v) {

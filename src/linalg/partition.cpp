@@ -542,26 +542,22 @@ std::string to_string(PartitionMethod method) {
 }
 
 bool partition_available(PartitionMethod method, std::string* why) {
-  (void)why;  // unused when every partitioner is built
-  switch (method) {
-    case PartitionMethod::metis:
+  // Why this build lacks an optional partitioner (nullptr: it has it).
 #ifdef DESYNC_HAVE_METIS
-      return true;
+  constexpr const char* metis_missing = nullptr;
 #else
-      if (why) *why = DESYNC_METIS_WHY;
-      return false;
+  constexpr const char* metis_missing = DESYNC_METIS_WHY;
 #endif
-    case PartitionMethod::ptscotch:
 #ifdef DESYNC_HAVE_PTSCOTCH
-      return true;
+  constexpr const char* ptscotch_missing = nullptr;
 #else
-      if (why) *why = DESYNC_PTSCOTCH_WHY;
-      return false;
+  constexpr const char* ptscotch_missing = DESYNC_PTSCOTCH_WHY;
 #endif
-    case PartitionMethod::rows:
-    case PartitionMethod::file: return true;
-  }
-  return false;
+  const char* missing = method == PartitionMethod::metis      ? metis_missing
+                        : method == PartitionMethod::ptscotch ? ptscotch_missing
+                                                              : nullptr;
+  if (missing != nullptr && why != nullptr) *why = missing;
+  return missing == nullptr;
 }
 
 std::int64_t edge_cut(const DistributedCsr& A, std::span<const int> part) {

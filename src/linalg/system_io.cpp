@@ -21,6 +21,7 @@
 #include "desync/core/error.hpp"
 #include "desync/linalg/matrix_market.hpp"
 #include "desync/communication/sparse_alltoall.hpp"
+#include "file_pieces.hpp"
 
 namespace desync::linalg {
 
@@ -198,46 +199,6 @@ class InputFile {
 // ------------------------------------------------------------------------------------------------
 // MPI-IO output
 
-/// Bytes to be written at an offset of the file.
-struct Piece {
-  std::int64_t offset;
-  const unsigned char* data;
-  std::int64_t bytes;
-};
-
-/// Rank 0 creates or truncates the file (so that an error is the operating system's and names the
-/// path); then every rank writes its pieces with MPI_File_write_at. Collective; InputError on every
-/// rank if the file cannot be written.
-void write_pieces(MPI_Comm comm, const std::string& path, const std::vector<Piece>& pieces) {
-  std::string error;
-  if (core::rank_of(comm) == 0) {
-    std::error_code ec;
-    const auto parent = std::filesystem::path(path).parent_path();
-    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
-      error = "cannot write '" + path + "': directory '" + parent.string() + "' does not exist";
-    else if (std::filesystem::is_directory(path, ec))
-      error = "cannot write '" + path + "': is a directory";
-    else if (!std::ofstream(path, std::ios::binary | std::ios::trunc))
-      error = "cannot write '" + path + "': " + std::strerror(errno);
-  }
-  agree_or_throw(comm, error.empty(), error);
-  MPI_File fh = MPI_FILE_NULL;
-  const int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
-  if (rc != MPI_SUCCESS) error = "cannot write '" + path + "': " + mpi_error_text(rc);
-  agree_or_throw(comm, error.empty(), error);
-  constexpr std::int64_t chunk = std::int64_t{1} << 30;
-  for (const Piece& p : pieces)
-    for (std::int64_t done = 0; done < p.bytes && error.empty(); done += chunk) {
-      const int n = static_cast<int>(std::min(chunk, p.bytes - done));
-      MPI_Status st;
-      if (MPI_File_write_at(fh, static_cast<MPI_Offset>(p.offset + done), p.data + done, n, MPI_BYTE, &st) !=
-          MPI_SUCCESS)
-        error = "cannot write '" + path + "': write error";
-    }
-  MPI_File_close(&fh);
-  agree_or_throw(comm, error.empty(), error);
-}
-
 // ------------------------------------------------------------------------------------------------
 // PETSc binary
 
@@ -398,10 +359,10 @@ void write_petsc_vector(MPI_Comm comm, const std::string& path, const std::vecto
   store_be32(&header[0], static_cast<std::uint32_t>(petsc_vec_classid));
   store_be32(&header[4], static_cast<std::uint32_t>(n));
   for (std::size_t i = 0; i < local.size(); ++i) store_be_double(&data[8 * i], local[i]);
-  std::vector<Piece> pieces;
+  std::vector<detail::FilePiece> pieces;
   if (rank == 0) pieces.push_back({0, header.data(), 8});
   pieces.push_back({8 + 8 * offsets[rank], data.data(), static_cast<std::int64_t>(data.size())});
-  write_pieces(comm, path, pieces);
+  detail::write_pieces(comm, path, pieces);
 }
 
 // ------------------------------------------------------------------------------------------------
@@ -542,11 +503,11 @@ void write_npy_vector(MPI_Comm comm, const std::string& path, const std::vector<
   header.insert(header.end(), dict.begin(), dict.end());
   Bytes data(local.size() * 8);
   for (std::size_t i = 0; i < local.size(); ++i) store_le_double(&data[8 * i], local[i]);
-  std::vector<Piece> pieces;
+  std::vector<detail::FilePiece> pieces;
   if (rank == 0) pieces.push_back({0, header.data(), static_cast<std::int64_t>(header.size())});
   pieces.push_back({static_cast<std::int64_t>(header.size()) + 8 * offsets[rank], data.data(),
                     static_cast<std::int64_t>(data.size())});
-  write_pieces(comm, path, pieces);
+  detail::write_pieces(comm, path, pieces);
 }
 
 /// detect_format, with its error agreed on by every rank. Collective.
@@ -572,6 +533,43 @@ SystemFormat output_format(MPI_Comm comm, const std::string& path) {
 }
 
 }  // namespace
+
+// ------------------------------------------------------------------------------------------------
+// MPI-IO output (file_pieces.hpp)
+
+namespace detail {
+
+void write_pieces(MPI_Comm comm, const std::string& path, const std::vector<FilePiece>& pieces) {
+  std::string error;
+  if (core::rank_of(comm) == 0) {
+    std::error_code ec;
+    const auto parent = std::filesystem::path(path).parent_path();
+    if (!parent.empty() && !std::filesystem::is_directory(parent, ec))
+      error = "cannot write '" + path + "': directory '" + parent.string() + "' does not exist";
+    else if (std::filesystem::is_directory(path, ec))
+      error = "cannot write '" + path + "': is a directory";
+    else if (!std::ofstream(path, std::ios::binary | std::ios::trunc))
+      error = "cannot write '" + path + "': " + std::strerror(errno);
+  }
+  agree_or_throw(comm, error.empty(), error);
+  MPI_File fh = MPI_FILE_NULL;
+  const int rc = MPI_File_open(comm, path.c_str(), MPI_MODE_WRONLY | MPI_MODE_CREATE, MPI_INFO_NULL, &fh);
+  if (rc != MPI_SUCCESS) error = "cannot write '" + path + "': " + mpi_error_text(rc);
+  agree_or_throw(comm, error.empty(), error);
+  constexpr std::int64_t chunk = std::int64_t{1} << 30;
+  for (const FilePiece& p : pieces)
+    for (std::int64_t done = 0; done < p.bytes && error.empty(); done += chunk) {
+      const int n = static_cast<int>(std::min(chunk, p.bytes - done));
+      MPI_Status st;
+      if (MPI_File_write_at(fh, static_cast<MPI_Offset>(p.offset + done), p.data + done, n, MPI_BYTE, &st) !=
+          MPI_SUCCESS)
+        error = "cannot write '" + path + "': write error";
+    }
+  MPI_File_close(&fh);
+  agree_or_throw(comm, error.empty(), error);
+}
+
+}  // namespace detail
 
 // ------------------------------------------------------------------------------------------------
 
@@ -692,12 +690,12 @@ void write_petsc_binary(const DistributedCsr& A, const std::string& path) {
         }
     }
   const std::int64_t columns_at = 16 + 4 * M, values_at = columns_at + 4 * nz;
-  std::vector<Piece> pieces;
+  std::vector<detail::FilePiece> pieces;
   if (rank == 0) pieces.push_back({0, header.data(), 16});
   pieces.push_back({16 + 4 * first, lengths.data(), 4 * rows});
   pieces.push_back({columns_at + 4 * entries_before, cols.data(), 4 * mine});
   pieces.push_back({values_at + 8 * entries_before, vals.data(), 8 * mine});
-  write_pieces(comm, path, pieces);
+  detail::write_pieces(comm, path, pieces);
 }
 
 void write_matrix(const DistributedCsr& A, const std::string& path) {

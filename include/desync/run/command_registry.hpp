@@ -51,6 +51,12 @@ class SolverCommand {
   virtual int run(MPI_Comm comm) = 0;
 };
 
+/// The `create` of a SolverInfo whose command is default-constructed.
+template <class Command>
+std::unique_ptr<SolverCommand> create_command() {
+  return std::make_unique<Command>();
+}
+
 /// A registered solver.
 struct SolverInfo {
   std::string name;                 ///< the subcommand: `desync <name>`, the JSON "solver"

@@ -441,14 +441,12 @@ int JacobiCommand::run_matrix(MPI_Comm comm) {
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
-std::unique_ptr<SolverCommand> create() { return std::make_unique<JacobiCommand>(); }
-
 }  // namespace
 }  // namespace jacobi_command
 
 SolverInfo jacobi_solver() {
   return {"jacobi", "Jacobi's method on the 3D Laplace problem or a matrix, sync, async or racy (Bethune et al.)", "--mode",
-          detail::method_list(solvers::jacobi_modes), &jacobi_command::create,
+          detail::method_list(solvers::jacobi_modes), &create_command<jacobi_command::JacobiCommand>,
           {"jacobi.update", "jacobi.update_residual"}};  // a sweep, with or without the residual, per point
 }
 

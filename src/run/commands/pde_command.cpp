@@ -434,14 +434,12 @@ int PdeCommand::run(MPI_Comm comm) {
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
-std::unique_ptr<SolverCommand> create() { return std::make_unique<PdeCommand>(); }
-
 }  // namespace
 }  // namespace pde_command
 
 SolverInfo pde_solver() {
   return {"pde", "Explicit PDE time stepping, sync or weakly synchronous with asynchrony-tolerant stencils (Aditya et al.)",
-          "--mode", detail::method_list(solvers::pde_modes), &pde_command::create,
+          "--mode", detail::method_list(solvers::pde_modes), &create_command<pde_command::PdeCommand>,
           // each problem's update per point and variable; the halo approximation per value
           {"pde.burgers3d.update", "pde.advection_diffusion1d.update", "pde.at.element"}};
 }

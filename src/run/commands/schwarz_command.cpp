@@ -590,14 +590,12 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
   return finish_run(comm, r, output.quiet, output.json_path, io_error);
 }
 
-std::unique_ptr<SolverCommand> create() { return std::make_unique<SchwarzCommand>(); }
-
 }  // namespace
 }  // namespace schwarz_command
 
 SolverInfo schwarz_solver() {
   return {"schwarz", "Optimized Schwarz domain decomposition (2D Poisson, 3D Laplace, or a matrix), sync or async (Yamazaki et al.)",
-          "--mode", detail::method_list(solvers::schwarz_modes), &schwarz_command::create,
+          "--mode", detail::method_list(solvers::schwarz_modes), &create_command<schwarz_command::SchwarzCommand>,
           {"schwarz.solve", "schwarz.residual"}};  // a subdomain solve, a residual, per unknown
 }
 

@@ -13,24 +13,13 @@ namespace desync::solvers::detail {
 
 namespace {
 
-/// Algorithm 1's vectors.
-struct CgVectors {
-  Vec r;  ///< residual r^(k)
-  Vec p;  ///< search direction p^(k)
-  Vec q;  ///< q^(k) = A p^(k)
-  Vec t;  ///< scratch of b - A x
-  Vec u;  ///< u^(k) = M^-1 r^(k) (aliases r when M = I)
-};
-
+/// Algorithm 1's vectors: the residual r^(k), the search direction p^(k), q^(k) = A p^(k), t the
+/// scratch of b - A x, and u^(k) = M^-1 r^(k) (r itself when M = I).
 void run_cg(CgBase& s) {
   const bool id = s.identity();
   auto block = s.allocate(id ? 4 : 5);
-  CgVectors v;
-  v.r = block.next();
-  v.p = block.next();
-  v.q = block.next();
-  v.t = block.next();
-  v.u = id ? v.r : block.next();
+  const Vec r = block.next(), p = block.next(), q = block.next(), t = block.next();
+  const Vec u = id ? r : block.next();
   const CVec dinv = s.inverse_diagonal();
   const Vec x = s.x();
   auto& sum = s.sum();
@@ -38,18 +27,18 @@ void run_cg(CgBase& s) {
   double g[3];  // {(r, u), (r, r), time flag}, summed
   auto precondition_r = [&](double rr) {
     // u <- M^-1 r  (line 7, or line 1);  rho = (r, u)  (line 8, or line 1)
-    g[0] = id ? rr : s.precondition_dot(v.r, v.u);
+    g[0] = id ? rr : s.precondition_dot(r, u);
     g[1] = rr;
     g[2] = s.time_flag();
     sum.sum_now(g, 3);
   };
   // r^(0) <- b - A x^(0)  (line 1)
-  precondition_r(s.recompute_residual(v.r, v.t));
+  precondition_r(s.recompute_residual(r, t));
   double rho = g[0];
   std::int64_t k = 0;
   Verdict verdict = s.check(k, g[1], g[2]);
   if (verdict == Verdict::candidate) {
-    if (s.verify(k, v.r, v.t)) return;
+    if (s.verify(k, r, t)) return;
     precondition_r(s.last_local_rr());
     rho = g[0];
   } else if (verdict == Verdict::stop) {
@@ -59,16 +48,16 @@ void run_cg(CgBase& s) {
   {
     // p^(0) <- u^(0)  (line 1)
     Timed tm(s.times().vector);
-    linalg::copy(v.u, v.p);
+    linalg::copy(u, p);
   }
   for (;;) {
     // q <- A p  (line 3)
-    s.spmv(v.p, v.q);
+    s.spmv(p, q);
     double pq;
     {
       // (p, q)  (line 4), blocking
       Timed tm(s.times().vector);
-      pq = linalg::dot(v.p, v.q);
+      pq = linalg::dot(p, q);
     }
     sum.sum_now(&pq, 1);
     if (!s.positive_curvature(pq, k)) return;
@@ -78,22 +67,22 @@ void run_cg(CgBase& s) {
     if (id) {
       // r <- r - alpha q  (line 6); (r, r) = (r, u)  (line 8, u = r)
       Timed tm(s.times().vector);
-      rr = ru = linalg::update_r_norm2(alpha, v.q, v.r);
+      rr = ru = linalg::update_r_norm2(alpha, q, r);
     } else if (!dinv.empty()) {
       // r <- r - alpha q  (line 6); u <- M^-1 r  (line 7); (r, u)  (line 8), (r, r)
       Timed tm(s.times().pc);
       s.count_fused_pc();
-      const auto d = linalg::update_r_jacobi(alpha, v.q, v.r, dinv, v.u);
+      const auto d = linalg::update_r_jacobi(alpha, q, r, dinv, u);
       ru = d[0];
       rr = d[1];
     } else {
       {
         // r <- r - alpha q  (line 6); (r, r)
         Timed tm(s.times().vector);
-        rr = linalg::update_r_norm2(alpha, v.q, v.r);
+        rr = linalg::update_r_norm2(alpha, q, r);
       }
       // u <- M^-1 r  (line 7); (r, u)  (line 8)
-      ru = s.precondition_dot(v.r, v.u);
+      ru = s.precondition_dot(r, u);
     }
     ++k;
     bool x_pending = true;  // x += alpha p (line 5) not done yet: fused into the update of p below
@@ -101,14 +90,14 @@ void run_cg(CgBase& s) {
       if (!x_pending) return;
       // x <- x + alpha p  (line 5), on its own
       Timed tm(s.times().vector);
-      linalg::axpy(alpha, v.p, x);
+      linalg::axpy(alpha, p, x);
       x_pending = false;
     };
     if (s.replace_due(k)) {
       // Replacement (not in the listing): r <- b - A x, u <- M^-1 r, rho <- (r, u).
       flush_x();
       s.count_replacement();
-      precondition_r(s.recompute_residual(v.r, v.t));
+      precondition_r(s.recompute_residual(r, t));
     } else {
       // rho_{k+1} = (r, u)  (line 8) and ||r||^2  (line 6, check convergence): one blocking reduction
       g[0] = ru;
@@ -119,7 +108,7 @@ void run_cg(CgBase& s) {
     verdict = s.check(k, g[1], g[2]);
     if (verdict != Verdict::go) {
       flush_x();
-      if (verdict == Verdict::stop || s.verify(k, v.r, v.t)) return;
+      if (verdict == Verdict::stop || s.verify(k, r, t)) return;
       precondition_r(s.last_local_rr());  // r is the true residual now
     }
     const double rho_new = g[0];
@@ -133,10 +122,10 @@ void run_cg(CgBase& s) {
     Timed tm(s.times().vector);
     if (x_pending)
       // x <- x + alpha p  (line 5); p <- u + beta p  (line 10)
-      linalg::update_x_p(alpha, v.u, beta, v.p, x);
+      linalg::update_x_p(alpha, u, beta, p, x);
     else
       // p <- u + beta p  (line 10)
-      linalg::xpay(v.u, beta, v.p);
+      linalg::xpay(u, beta, p);
   }
 }
 

@@ -16,26 +16,14 @@ namespace desync::solvers::detail {
 
 namespace {
 
-/// Algorithm 2's vectors.
-struct ChronopoulosGearVectors {
-  Vec r;  ///< residual r^(k)
-  Vec p;  ///< search direction p^(k)
-  Vec q;  ///< q^(k) = A p^(k), by recurrence (line 4)
-  Vec w;  ///< w^(k) = A u^(k)
-  Vec t;  ///< scratch of b - A x
-  Vec u;  ///< u^(k) = M^-1 r^(k) (aliases r when M = I)
-};
-
+/// Algorithm 2's vectors: the residual r^(k), the search direction p^(k), q^(k) = A p^(k) by
+/// recurrence (line 4), w^(k) = A u^(k), t the scratch of b - A x, and u^(k) = M^-1 r^(k) (r itself
+/// when M = I).
 void run_chronopoulos_gear(CgBase& s) {
   const bool id = s.identity();
   auto block = s.allocate(id ? 5 : 6);
-  ChronopoulosGearVectors v;
-  v.r = block.next();
-  v.p = block.next();
-  v.q = block.next();
-  v.w = block.next();
-  v.t = block.next();
-  v.u = id ? v.r : block.next();
+  const Vec r = block.next(), p = block.next(), q = block.next(), w = block.next(), t = block.next();
+  const Vec u = id ? r : block.next();
   const CVec dinv = s.inverse_diagonal();
   const Vec x = s.x();
   auto& sum = s.sum();
@@ -43,12 +31,12 @@ void run_chronopoulos_gear(CgBase& s) {
   double g[4];  // {gamma = (r, u), delta = (w, u), (r, r), time flag}, summed
   // From r: u <- M^-1 r (line 7 / line 1), w <- A u (line 8), gamma, delta (lines 9-10), blocking.
   auto rebuild_from_r = [&] {
-    if (!id) s.precondition(v.r, v.u);
-    s.spmv(v.u, v.w);
+    if (!id) s.precondition(r, u);
+    s.spmv(u, w);
     linalg::Sums d;
     {
       Timed tm(s.times().vector);
-      d = linalg::dots_ru_wu_rr(v.r, v.u, v.w);
+      d = linalg::dots_ru_wu_rr(r, u, w);
     }
     g[0] = d[0];
     g[1] = d[1];
@@ -57,12 +45,12 @@ void run_chronopoulos_gear(CgBase& s) {
     sum.sum_now(g, 4);
   };
   // r^(0) <- b - A x^(0)  (line 1)
-  s.recompute_residual(v.r, v.t);
+  s.recompute_residual(r, t);
   rebuild_from_r();
   std::int64_t k = 0;
   Verdict verdict = s.check(k, g[2], g[3]);
   if (verdict == Verdict::candidate) {
-    if (s.verify(k, v.r, v.t)) return;
+    if (s.verify(k, r, t)) return;
     rebuild_from_r();
   } else if (verdict == Verdict::stop) {
     return;
@@ -83,22 +71,22 @@ void run_chronopoulos_gear(CgBase& s) {
       // p <- u + beta p; q <- w + beta q; x <- x + alpha p; r <- r - alpha q  (lines 3-6, u = r);
       // (r, r) = (r, u)  (line 9)
       Timed tm(s.times().vector);
-      rr = ru = linalg::update_pqxr(alpha, beta, v.r, v.w, v.p, v.q, x, v.r);
+      rr = ru = linalg::update_pqxr(alpha, beta, r, w, p, q, x, r);
     } else if (!dinv.empty()) {
       // lines 3-6 as above; u <- M^-1 r  (line 7); gamma = (r, u)  (line 9), (r, r)
       Timed tm(s.times().pc);
       s.count_fused_pc();
-      const auto d = linalg::update_pqxr_jacobi(alpha, beta, v.w, v.p, v.q, x, v.r, dinv, v.u);
+      const auto d = linalg::update_pqxr_jacobi(alpha, beta, w, p, q, x, r, dinv, u);
       ru = d[0];
       rr = d[1];
     } else {
       {
         // p <- u + beta p; q <- w + beta q; x <- x + alpha p; r <- r - alpha q  (lines 3-6); (r, r)
         Timed tm(s.times().vector);
-        rr = linalg::update_pqxr(alpha, beta, v.u, v.w, v.p, v.q, x, v.r);
+        rr = linalg::update_pqxr(alpha, beta, u, w, p, q, x, r);
       }
       // u <- M^-1 r  (line 7); gamma = (r, u)  (line 9)
-      ru = s.precondition_dot(v.r, v.u);
+      ru = s.precondition_dot(r, u);
     }
     ++k;
     first = false;
@@ -107,16 +95,16 @@ void run_chronopoulos_gear(CgBase& s) {
     if (s.replace_due(k)) {
       // Replacement (not in the listing): q <- A p, r <- b - A x, then u, w, gamma, delta from r.
       s.count_replacement();
-      s.spmv(v.p, v.q);
-      s.recompute_residual(v.r, v.t);
+      s.spmv(p, q);
+      s.recompute_residual(r, t);
       rebuild_from_r();
     } else {
       // w <- A u  (line 8)
-      s.spmv(v.u, v.w);
+      s.spmv(u, w);
       {
         // delta = (w, u)  (line 10)
         Timed tm(s.times().vector);
-        g[1] = linalg::dot(v.w, v.u);
+        g[1] = linalg::dot(w, u);
       }
       // gamma, delta  (lines 9-10) and ||r||^2  (line 6, check convergence): one blocking reduction
       g[0] = ru;
@@ -127,9 +115,9 @@ void run_chronopoulos_gear(CgBase& s) {
     verdict = s.check(k, g[2], g[3]);
     if (verdict == Verdict::stop) return;
     if (verdict == Verdict::candidate) {
-      if (s.verify(k, v.r, v.t)) return;
+      if (s.verify(k, r, t)) return;
       // r is the true residual now: q <- A p, then u, w, gamma, delta from r.
-      s.spmv(v.p, v.q);
+      s.spmv(p, q);
       rebuild_from_r();
     }
     gamma = g[0];

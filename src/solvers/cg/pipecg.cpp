@@ -20,56 +20,38 @@ namespace desync::solvers::detail {
 
 namespace {
 
-/// The pipelined listing's vectors, in desync's names.
-struct PipecgVectors {
-  Vec r;  ///< residual r^(k)
-  Vec w;  ///< w = A u
-  Vec z;  ///< z = A q (= A M^-1 A p), by recurrence (line 12)
-  Vec s;  ///< s = A p, by recurrence (the listing's q, line 14)
-  Vec p;  ///< search direction
-  Vec n;  ///< n = A m  (line 6)
-  Vec t;  ///< scratch of b - A x
-  Vec u;  ///< u = M^-1 r (aliases r when M = I)
-  Vec m;  ///< m = M^-1 w  (line 5; aliases w when M = I)
-  Vec q;  ///< q = M^-1 s, by recurrence (the listing's s, line 13; aliases s when M = I)
-};
-
-void run_pipecg(CgBase& s) {
-  const bool id = s.identity();
-  auto block = s.allocate(id ? 7 : 10);
-  PipecgVectors v;
-  v.r = block.next();
-  v.w = block.next();
-  v.z = block.next();
-  v.s = block.next();
-  v.p = block.next();
-  v.n = block.next();
-  v.t = block.next();
-  v.u = id ? v.r : block.next();
-  v.m = id ? v.w : block.next();
-  v.q = id ? v.s : block.next();
-  const Vec x = s.x();
-  auto& sum = s.sum();
+/// The pipelined listing's vectors, in desync's names: the residual r^(k), w = A u, z = A q
+/// (= A M^-1 A p) by recurrence (line 12), s = A p by recurrence (the listing's q, line 14), the
+/// search direction p, n = A m (line 6), t the scratch of b - A x; and the preconditioned ones,
+/// each the vector itself when M = I: u = M^-1 r, m = M^-1 w (line 5), q = M^-1 s by recurrence
+/// (the listing's s, line 13).
+void run_pipecg(CgBase& cg) {
+  const bool id = cg.identity();
+  auto block = cg.allocate(id ? 7 : 10);
+  const Vec r = block.next(), w = block.next(), z = block.next(), s = block.next(), p = block.next(), n = block.next(), t = block.next();
+  const Vec u = id ? r : block.next(), m = id ? w : block.next(), q = id ? s : block.next();
+  const Vec x = cg.x();
+  auto& sum = cg.sum();
 
   double loc[4];  // local {gamma = (r, u), delta = (w, u), (r, r), time flag}
   // From r (and p): u <- M^-1 r, w <- A u (line 1); with p: s <- A p, q <- M^-1 s, z <- A q (the
   // recurrences' vectors from their definitions); local gamma, delta (lines 3-4) and (r, r).
   auto rebuild_from_r = [&](bool with_p) {
-    if (!id) s.precondition(v.r, v.u);
-    s.spmv(v.u, v.w);
+    if (!id) cg.precondition(r, u);
+    cg.spmv(u, w);
     if (with_p) {
-      s.spmv(v.p, v.s);
-      if (!id) s.precondition(v.s, v.q);
-      s.spmv(v.q, v.z);
+      cg.spmv(p, s);
+      if (!id) cg.precondition(s, q);
+      cg.spmv(q, z);
     }
-    Timed tm(s.times().vector);
-    const auto d = linalg::dots_ru_wu_rr(v.r, v.u, v.w);
+    Timed tm(cg.times().vector);
+    const auto d = linalg::dots_ru_wu_rr(r, u, w);
     loc[0] = d[0];
     loc[1] = d[1];
     loc[2] = d[2];
   };
   // r^(0) <- b - A x^(0); u^(0), w^(0)  (line 1); z = q = s = p = 0 (the allocation's zeros)
-  s.recompute_residual(v.r, v.t);
+  cg.recompute_residual(r, t);
   rebuild_from_r(false);
   std::int64_t k = 0;
   double gamma_old = 0, alpha_old = 0;
@@ -85,25 +67,25 @@ void run_pipecg(CgBase& s) {
   int restarts = 0;
   const auto restart = [&] {
     ++restarts;
-    s.count_replacement();
-    s.recompute_residual(v.r, v.t);
+    cg.count_replacement();
+    cg.recompute_residual(r, t);
     rebuild_from_r(false);
     first = true;
   };
   for (;;) {
     // gamma_k = (r, u), delta_k = (w, u)  (lines 3-4) and ||r_k||^2: start the reduction
-    loc[3] = s.time_flag();
+    loc[3] = cg.time_flag();
     sum.start(loc, 4);
     // Overlapped with the reduction: m <- M^-1 w  (line 5); n <- A m  (line 6)
-    if (!id) s.precondition(v.w, v.m);
-    s.spmv(v.m, v.n);
+    if (!id) cg.precondition(w, m);
+    cg.spmv(m, n);
     const double* g = sum.wait();
     const double gamma = g[0], delta = g[1], rr = g[2], flag = g[3];
     // check convergence: ||r_k||  (line 17 of the previous iteration)
-    const Verdict verdict = s.check(k, rr, flag);
+    const Verdict verdict = cg.check(k, rr, flag);
     if (verdict == Verdict::stop) return;
     if (verdict == Verdict::candidate) {
-      if (s.verify(k, v.r, v.t)) return;
+      if (cg.verify(k, r, t)) return;
       // r is the true residual now: rebuild u, w (and s, q, z) and start iteration k again.
       rebuild_from_r(!first);
       continue;
@@ -117,8 +99,8 @@ void run_pipecg(CgBase& s) {
       restart();  // read from the recurrences: start again from the true residual (above)
       continue;
     }
-    if (!s.positive_gamma(gamma, k)) return;
-    if (!s.positive_curvature(curvature, k)) return;
+    if (!cg.positive_gamma(gamma, k)) return;
+    if (!cg.positive_curvature(curvature, k)) return;
     const double alpha = gamma / curvature;
     linalg::Sums d;
     {
@@ -127,9 +109,9 @@ void run_pipecg(CgBase& s) {
       // u <- u - alpha q  (line 18); w <- w - alpha z  (line 19);
       // and the local gamma_{k+1}, delta_{k+1}  (lines 3-4) and (r, r) of the next iteration.
       // M = I: u = r, m = w, q = s, so lines 13 and 18 are lines 14 and 17.
-      Timed tm(s.times().vector);
-      d = id ? linalg::update_pipelined_cg_plain(alpha, beta, v.n, v.z, v.s, v.p, x, v.r, v.w)
-             : linalg::update_pipelined_cg(alpha, beta, v.n, v.m, v.z, v.q, v.s, v.p, x, v.r, v.u, v.w);
+      Timed tm(cg.times().vector);
+      d = id ? linalg::update_pipelined_cg_plain(alpha, beta, n, z, s, p, x, r, w)
+             : linalg::update_pipelined_cg(alpha, beta, n, m, z, q, s, p, x, r, u, w);
     }
     loc[0] = d[0];
     loc[1] = d[1];
@@ -138,10 +120,10 @@ void run_pipecg(CgBase& s) {
     first = false;
     gamma_old = gamma;
     alpha_old = alpha;
-    if (s.replace_due(k)) {
+    if (cg.replace_due(k)) {
       // Replacement (not in the listing): r <- b - A x, then u, w, s, q, z and the dots from r and p.
-      s.count_replacement();
-      s.recompute_residual(v.r, v.t);
+      cg.count_replacement();
+      cg.recompute_residual(r, t);
       rebuild_from_r(true);
     }
   }

@@ -400,45 +400,42 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     me.time->halo += t_halo.seconds();
   }
 
-  // Neighbour threads' latest planes, and the rank's halo cells, into this slab's halo planes.
-  void read_halo_planes(AsyncShared& sh, ThreadState& me) {
+  // The slab's exchange with the neighbour threads and the rank's mailbox. in: their latest planes,
+  // and the rank's halo cells, into this slab's halo planes; out: its new boundary planes to the
+  // neighbour threads, and its boundary cells to the mailbox.
+  void slab_exchange(AsyncShared& sh, ThreadState& me, bool in) {
     const std::size_t plane_size = u_.stride_z();
     core::Stopwatch t_halo;
-    if (me.t > 0) {
+    if (me.t > 0) {  // the plane below: its `up` is the halo plane -1, its `down` my plane 0
       auto& bd = sh.boundaries[me.ts - 1];
-      guarded(sh.racy, bd.lock, [&] { read_shared(sh.racy, bd.up.data(), plane(*me.c, -1), plane_size); });
+      guarded(sh.racy, bd.lock, [&] {
+        if (in)
+          read_shared(sh.racy, bd.up.data(), plane(*me.c, -1), plane_size);
+        else
+          write_shared(sh.racy, plane(*me.c, 0), bd.down.data(), plane_size);
+      });
     }
-    if (me.t + 1 < threads_) {
+    if (me.t + 1 < threads_) {  // the plane above: its `down` is the halo plane nz, its `up` my plane nz - 1
       auto& bd = sh.boundaries[me.ts];
-      guarded(sh.racy, bd.lock, [&] { read_shared(sh.racy, bd.down.data(), plane(*me.c, me.slab.nz), plane_size); });
+      guarded(sh.racy, bd.lock, [&] {
+        if (in)
+          read_shared(sh.racy, bd.down.data(), plane(*me.c, me.slab.nz), plane_size);
+        else
+          write_shared(sh.racy, plane(*me.c, me.slab.nz - 1), bd.up.data(), plane_size);
+      });
     }
-    if (sh.hybrid && !sh.in_cells[me.ts].empty()) {
+    const auto& cells = in ? sh.in_cells[me.ts] : sh.out_cells[me.ts];
+    if (sh.hybrid && !cells.empty()) {
       double* mb = sh.mailbox->data();
       double* cd = me.c->data() - me.shift;  // rank storage index -> slab storage index
-      guarded(sh.racy, sh.rank_locks[me.ts].lock, [&] { read_cells(sh.racy, sh.in_cells[me.ts], mb, cd); });
+      guarded(sh.racy, sh.rank_locks[me.ts].lock, [&] {
+        if (in)
+          read_cells(sh.racy, cells, mb, cd);
+        else
+          write_cells(sh.racy, cells, cd, mb);
+      });
     }
     me.time->halo += t_halo.seconds();
-  }
-
-  // This slab's new boundary planes out to the neighbour threads, and its boundary cells to the mailbox.
-  void publish_boundary(AsyncShared& sh, ThreadState& me) {
-    const std::size_t plane_size = u_.stride_z();
-    core::Stopwatch t_publish;
-    if (me.t > 0) {
-      auto& bd = sh.boundaries[me.ts - 1];
-      guarded(sh.racy, bd.lock, [&] { write_shared(sh.racy, plane(*me.c, 0), bd.down.data(), plane_size); });
-    }
-    if (me.t + 1 < threads_) {
-      auto& bd = sh.boundaries[me.ts];
-      guarded(sh.racy, bd.lock,
-              [&] { write_shared(sh.racy, plane(*me.c, me.slab.nz - 1), bd.up.data(), plane_size); });
-    }
-    if (sh.hybrid && !sh.out_cells[me.ts].empty()) {
-      double* mb = sh.mailbox->data();
-      const double* cd = me.c->data() - me.shift;
-      guarded(sh.racy, sh.rank_locks[me.ts].lock, [&] { write_cells(sh.racy, sh.out_cells[me.ts], cd, mb); });
-    }
-    me.time->halo += t_publish.seconds();
   }
 
   // The running residual (3.3.2): add this slab's change sq - my_sq, keep a copy of the sum; one rank:
@@ -492,7 +489,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
   void sweep_step(AsyncShared& sh, ThreadState& me) {
     const std::uint64_t agreement_at_start = sh.hybrid ? 0 : sh.agreement.snapshot();
     const std::int64_t tests_at_start = sh.hybrid ? sh.tests_started.load(std::memory_order_relaxed) : 0;
-    read_halo_planes(sh, me);
+    slab_exchange(sh, me, true);
     if (me.t == 0 && driver_.noise().perturb_now(me.it)) (*me.c)(0, 0, 0) = driver_.noise().perturb_value();
     // Once some thread has seen the sum at or below the tolerance, every thread adds a fresh residual
     // after each sweep until the run stops or someone sees the sum above it again, so the two
@@ -511,7 +508,7 @@ class OmpJacobiRun : public LocalProblem, private detail::JacobiRunBase {
     me.time->noise += driver_.noise().after_sweep(sweep_s);
     std::swap(me.c, me.n);
     ++me.it;
-    publish_boundary(sh, me);
+    slab_exchange(sh, me, false);
     if (with_residual) add_residual(sh, me, sq, agreement_at_start, tests_at_start);
     const bool late = driver_.over_time();
     if (late) sh.timed_out.store(true, std::memory_order_relaxed);

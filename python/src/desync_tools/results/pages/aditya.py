@@ -21,6 +21,17 @@ PAPER_LARGEST = 2.19  # the largest (12^3 per process weak, and 120^3 strong, at
 FIG6_BOUND = 5e-5  # "less than 0.005%"
 
 
+def _finish(fig, ax, xlabel, ylabel, title, legend_size):
+    """The figures' common finish: labels, title, a log grid, the legend; returns fig."""
+    ax.set_xlabel(xlabel)
+    ax.set_ylabel(ylabel)
+    ax.set_title(title)
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend(fontsize=legend_size)
+    fig.tight_layout()
+    return fig
+
+
 def _speedup(sync, bounded):
     return sync["time"] / bounded["time"]
 
@@ -71,13 +82,8 @@ def verification_figure(d):
                   label=f"{name} (slope {d['slopes'][name]:.2f})")
     first = d["rows"][CONFIGS[0]]
     ax.loglog(pts, [first[0]["error_mean"] * (pts[0] / n) ** 2 for n in pts], "k-", lw=0.8, label="slope −2")
-    ax.set_xlabel("grid points N")
-    ax.set_ylabel("mean |u − u_exact| at t = 1")
-    ax.set_title(f"1D advection-diffusion, P = {d['ranks']}, delays uniform on 0..{d['max_delay'] - 1}")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=8)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "grid points N", "mean |u − u_exact| at t = 1",
+                   f"1D advection-diffusion, P = {d['ranks']}, delays uniform on 0..{d['max_delay'] - 1}", legend_size=8)
 
 
 # --- Speed-ups (Figures 7, 8, 11, 12) ----------------------------------------------------------
@@ -470,13 +476,8 @@ def eq3_figure(data):
         c = sorted(_c(r["error_mean"], r["dx"], r["boundary_term"]) for r in _eq3_rows(data, key))
         c = c[len(c) // 2]
         ax.loglog([lo, hi], [c * lo, c * hi], "-", color=color, lw=0.6)
-    ax.set_xlabel("Δx² · delay term  (1D: (P/N) Δx² (<k²> + <k>))")
-    ax.set_ylabel("mean |u − u_sync|")
-    ax.set_title("Equation 3: error against the delay term (lines: slope 1)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=6)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "Δx² · delay term  (1D: (P/N) Δx² (<k²> + <k>))", "mean |u − u_sync|",
+                   "Equation 3: error against the delay term (lines: slope 1)", legend_size=6)
 
 
 # --- Figure 9: delay distributions -------------------------------------------------------------
@@ -527,13 +528,8 @@ def fig9_figure(data):
         n = sum(h)
         ax.semilogy(range(len(h)), [c / n if c else math.nan for c in h], m + "-", mfc="none",
                     label=name.replace("`", ""))
-    ax.set_xlabel("delay k (steps)")
-    ax.set_ylabel("share of face-steps")
-    ax.set_title("delay distributions of the weakly-synchronous stepper (L = 10)")
-    ax.grid(True, which="both", alpha=0.3)
-    ax.legend(fontsize=7)
-    fig.tight_layout()
-    return fig
+    return _finish(fig, ax, "delay k (steps)", "share of face-steps",
+                   "delay distributions of the weakly-synchronous stepper (L = 10)", legend_size=7)
 
 
 # --- Summary -----------------------------------------------------------------------------------

@@ -2,6 +2,7 @@
 PDE update against a STREAM triad, two-sided against one-sided MPI, the channel transports, the
 exchanges' sends and receives, the idle policies), desync beside PETSc, and a rework against the tree
 before it. Data: docs/data/benchmarks/ (the quick experiments) and the dated folders it names."""
+import functools
 import glob
 import math
 import os
@@ -160,24 +161,10 @@ def _pde_verdict(data, ranks, folder=SWEEP, name="np{}.json"):
     return f"{met(r >= PDE_TARGET)} ({fixed(r, 2)})"
 
 
-@value("benchmarks.sweep_verdict_np1")
-def sweep_verdict_np1(data):
-    return _sweep_verdict(data, 1)
-
-
-@value("benchmarks.sweep_verdict_np2")
-def sweep_verdict_np2(data):
-    return _sweep_verdict(data, 2)
-
-
-@value("benchmarks.pde_verdict_np1")
-def pde_verdict_np1(data):
-    return _pde_verdict(data, 1)
-
-
-@value("benchmarks.pde_verdict_np2")
-def pde_verdict_np2(data):
-    return _pde_verdict(data, 2)
+# benchmarks.sweep_verdict_np1, _np2, benchmarks.pde_verdict_np1, _np2: the verdicts at 1 and 2 ranks.
+for _ranks in (1, 2):
+    value(f"benchmarks.sweep_verdict_np{_ranks}")(functools.partial(_sweep_verdict, ranks=_ranks))
+    value(f"benchmarks.pde_verdict_np{_ranks}")(functools.partial(_pde_verdict, ranks=_ranks))
 
 
 @value("benchmarks.node16_sweep_verdict")

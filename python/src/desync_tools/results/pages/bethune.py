@@ -50,14 +50,16 @@ def _span(values, f=lambda x: f"{x:.2f}"):
 
 # ---------------------------------------------------------------------------------------------- the paper
 
+def _paper_rows(row):
+    """One row per process count of Tables 1 (MPI, m) and 2 (SHMEM, s): row(p, m, s)."""
+    return [row(p, TABLE1[p], TABLE2[p]) for p in TABLE1]
+
+
 @table("bethune.paper_rates")
 def paper_rates(data):
-    rows = []
-    for p in TABLE1:
-        m, s = TABLE1[p], TABLE2[p]
-        rows.append([p] + [f"{_rate(m[k]):.0f}" for k in MODES] + [f"{_rate(s[k]):.0f}" for k in MODES]
-                    + [f"{_rate(m['async']) / _rate(m['sync']):.2f}", f"{_rate(m['racy']) / _rate(m['sync']):.2f}",
-                       f"{_rate(s['async']) / _rate(s['sync']):.2f}"])
+    rows = _paper_rows(lambda p, m, s: [p] + [f"{_rate(m[k]):.0f}" for k in MODES] + [f"{_rate(s[k]):.0f}" for k in MODES]
+                       + [f"{_rate(m['async']) / _rate(m['sync']):.2f}", f"{_rate(m['racy']) / _rate(m['sync']):.2f}",
+                          f"{_rate(s['async']) / _rate(s['sync']):.2f}"])
     return md_table(["processes", "MPI sync it/s", "MPI async", "MPI racy", "SHMEM sync", "SHMEM async",
                      "SHMEM racy", "MPI async / sync", "MPI racy / sync", "SHMEM async / sync"], rows)
 
@@ -73,14 +75,12 @@ def paper_rate_ratios(data):
 
 @table("bethune.paper_iterations")
 def paper_iterations(data):
-    rows = []
-    for p in TABLE1:
-        m, s = TABLE1[p], TABLE2[p]
+    def row(p, m, s):
         a = m["async"]
-        rows.append([p, m["sync"][1], f"{a[0]} / {a[1]} / {a[2]}", _pct(a[1] / m["sync"][1]),
-                     _pct(m["racy"][1] / m["sync"][1]), _pct(s["async"][1] / s["sync"][1]),
-                     f"{a[3] / m['sync'][3]:.2f}", f"{m['racy'][3] / m['sync'][3]:.2f}",
-                     f"{s['async'][3] / s['sync'][3]:.2f}"])
+        return [p, m["sync"][1], f"{a[0]} / {a[1]} / {a[2]}", _pct(a[1] / m["sync"][1]),
+                _pct(m["racy"][1] / m["sync"][1]), _pct(s["async"][1] / s["sync"][1]),
+                f"{a[3] / m['sync'][3]:.2f}", f"{m['racy'][3] / m['sync'][3]:.2f}", f"{s['async'][3] / s['sync'][3]:.2f}"]
+    rows = _paper_rows(row)
     return md_table(["processes", "sync iterations", "MPI async min / mean / max", "MPI async mean vs sync",
                      "MPI racy", "SHMEM async", "MPI async time / sync", "MPI racy", "SHMEM async"], rows)
 
