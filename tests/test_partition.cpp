@@ -18,6 +18,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <string>
 #include <tuple>
@@ -290,57 +291,57 @@ TEST(Partition, Rows) {
   }
 }
 
-TEST(Partition, Metis) {
+namespace {
+
+/// A graph partitioner on the 30 x 30 grid matrix, symmetric and upwind: a valid partition
+/// (check_partitioned), named in the stats, the same parts again with the same seed; `check` adds
+/// the partitioner's own expectations. Without the library: one InputError containing `missing`,
+/// and the test is skipped.
+void check_graph_partitioner(PartitionMethod method, int seed, const std::string& name, const std::string& missing,
+                             const std::function<void(const PartitionedSystem&, bool upwind)>& check) {
   TestComm comm;
   std::string why;
-  if (!partition_available(PartitionMethod::metis, &why)) {
-    EXPECT_NE(input_error(comm, [&] { partition_system(grid_matrix(comm, 4, 4, false), options(PartitionMethod::metis)); })
-                  .find("desync was built without METIS"),
-              std::string::npos);
+  if (!partition_available(method, &why)) {
+    const auto what = input_error(comm, [&] { partition_system(grid_matrix(comm, 4, 4, false), options(method)); });
+    EXPECT_NE(what.find(missing), std::string::npos) << what;
     GTEST_SKIP() << why;
   }
   for (const bool upwind : {false, true}) {
     const auto A = grid_matrix(comm, kNx, kNy, upwind);
-    const auto s = partition_system(A, options(PartitionMethod::metis, 11));
+    const auto s = partition_system(A, options(method, seed));
     check_partitioned(A, s);
-    EXPECT_EQ(s.stats.method, "metis");
-    // Determinism: the same seed, the same parts (and so the same matrix).
-    if (upwind) {
-      const auto again = partition_system(A, options(PartitionMethod::metis, 11));
+    EXPECT_EQ(s.stats.method, name);
+    check(s, upwind);
+    if (upwind) {  // determinism: the same seed, the same parts (and so the same matrix)
+      const auto again = partition_system(A, options(method, seed));
       EXPECT_EQ(again.original_row, s.original_row);
       EXPECT_EQ(again.A.col, s.A.col);
       EXPECT_EQ(again.stats.edge_cut, s.stats.edge_cut);
     }
-    // METIS keeps the load within its 3% imbalance (of 900 / p rows).
-    EXPECT_LE(static_cast<double>(s.stats.rows_max), 1.03 * s.stats.rows_mean + 1);
   }
 }
 
+}  // namespace
+
+TEST(Partition, Metis) {
+  check_graph_partitioner(PartitionMethod::metis, 11, "metis", "desync was built without METIS",
+                          [](const PartitionedSystem& s, bool) {
+                            // METIS keeps the load within its 3% imbalance (of 900 / p rows).
+                            EXPECT_LE(static_cast<double>(s.stats.rows_max), 1.03 * s.stats.rows_mean + 1);
+                          });
+}
+
 TEST(Partition, Ptscotch) {
-  TestComm comm;
-  std::string why;
-  if (!partition_available(PartitionMethod::ptscotch, &why)) {
-    const auto what =
-        input_error(comm, [&] { partition_system(grid_matrix(comm, 4, 4, false), options(PartitionMethod::ptscotch)); });
-    EXPECT_NE(what.find("--partition ptscotch: desync was built without PT-Scotch ("), std::string::npos) << what;
-    GTEST_SKIP() << why;
-  }
-  for (const bool upwind : {false, true}) {
-    const auto A = grid_matrix(comm, kNx, kNy, upwind);
-    const auto s = partition_system(A, options(PartitionMethod::ptscotch, 3));
-    check_partitioned(A, s);
-    EXPECT_EQ(s.stats.method, "ptscotch");
-    if (rank_of(comm) == 0)
-      std::printf("30 x 30 grid%s, %d parts: PT-Scotch edge cut %lld (rows %lld..%lld)\n", upwind ? " (upwind)" : "",
-                  size_of(comm), static_cast<long long>(s.stats.edge_cut), static_cast<long long>(s.stats.rows_min),
-                  static_cast<long long>(s.stats.rows_max));
-    if (upwind) {
-      const auto again = partition_system(A, options(PartitionMethod::ptscotch, 3));
-      EXPECT_EQ(again.original_row, s.original_row);
-      EXPECT_EQ(again.A.col, s.A.col);
-      EXPECT_EQ(again.stats.edge_cut, s.stats.edge_cut);
-    }
-  }
+  check_graph_partitioner(PartitionMethod::ptscotch, 3, "ptscotch",
+                          "--partition ptscotch: desync was built without PT-Scotch (",
+                          [](const PartitionedSystem& s, bool upwind) {
+                            if (desync_test::world_rank() == 0)
+                              std::printf("30 x 30 grid%s, %d parts: PT-Scotch edge cut %lld (rows %lld..%lld)\n",
+                                          upwind ? " (upwind)" : "", desync_test::world_size(),
+                                          static_cast<long long>(s.stats.edge_cut),
+                                          static_cast<long long>(s.stats.rows_min),
+                                          static_cast<long long>(s.stats.rows_max));
+                          });
 }
 
 TEST(Partition, FileReversedBlocks) {

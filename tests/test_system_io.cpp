@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -398,18 +399,21 @@ TEST(SystemIo, MatrixMarketKinds) {
   TestComm comm;
   if (size_of(comm) > 4) GTEST_SKIP() << "the files hold 4 x 4 matrices, read on at most 4 ranks";
   ScratchDir dir(comm, "desync_io");
-  const std::string pattern = dir.file("pattern.mtx");
-  write_file(comm, pattern, "%%MatrixMarket matrix coordinate pattern general\n4 4 2\n1 1\n2 2\n");
-  expect_error(comm, [&] { read_matrix(comm, pattern); }, pattern + ":1: pattern matrix: no values to solve with");
-  const std::string complex = dir.file("complex.mtx");
-  write_file(comm, complex, "%%MatrixMarket matrix coordinate complex general\n4 4 1\n1 1 1.0 2.0\n");
-  expect_error(comm, [&] { read_matrix(comm, complex); }, complex + ":1: complex matrix");
-  const std::string rect = dir.file("rect.mtx");
-  write_file(comm, rect, "%%MatrixMarket matrix coordinate real general\n4 5 1\n1 1 1.0\n");
-  expect_error(comm, [&] { read_matrix(comm, rect); }, rect + ":2: matrix is not square (4 x 5)");
-  const std::string skew_diag = dir.file("skew_diag.mtx");
-  write_file(comm, skew_diag, "%%MatrixMarket matrix coordinate real skew-symmetric\n4 4 1\n2 2 1.0\n");
-  expect_error(comm, [&] { read_matrix(comm, skew_diag); }, skew_diag + ":3: diagonal entry (2, 2)");
+  // Refused kinds: {file, contents, the message after "FILE:"}.
+  const std::array<std::array<const char*, 3>, 4> refused = {{
+      {"pattern.mtx", "%%MatrixMarket matrix coordinate pattern general\n4 4 2\n1 1\n2 2\n",
+       "1: pattern matrix: no values to solve with"},
+      {"complex.mtx", "%%MatrixMarket matrix coordinate complex general\n4 4 1\n1 1 1.0 2.0\n", "1: complex matrix"},
+      {"rect.mtx", "%%MatrixMarket matrix coordinate real general\n4 5 1\n1 1 1.0\n",
+       "2: matrix is not square (4 x 5)"},
+      {"skew_diag.mtx", "%%MatrixMarket matrix coordinate real skew-symmetric\n4 4 1\n2 2 1.0\n",
+       "3: diagonal entry (2, 2)"},
+  }};
+  for (const auto& [name, contents, message] : refused) {
+    const std::string path = dir.file(name);
+    write_file(comm, path, contents);
+    expect_error(comm, [&] { read_matrix(comm, path); }, path + ":" + message);
+  }
 
   // Skew-symmetric (mirrored with the opposite sign), symmetric and integer storage, 4 x 4.
   const auto expect_dense = [&](const std::string& path, const std::vector<std::vector<double>>& dense) {
