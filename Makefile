@@ -157,32 +157,38 @@ bench-figures: deps python-tools
 	cmake --build build/bench -j $(JOBS)
 	PATH=$(CURDIR)/$(VENV)/bin:$$PATH bash bench/figures.sh build/bench
 
+# $(call petsc_build,TARGET,PROGRAM): the peer comparisons' first steps. Installs petsc-dev when
+# missing, builds build/bench, and stops with TARGET's message unless build/bench/PROGRAM was built.
+define petsc_build
+	@bash scripts/install-deps.sh --petsc
+	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
+	cmake --build build/bench -j $(JOBS)
+	@test -x build/bench/$(2) || { echo "$(1): build/bench/$(2) was not built (see the cmake output)"; exit 1; }
+endef
+
+# $(call petsc_compare,SCRIPT,PROGRAM,ARGS): runs bench/SCRIPT.py against build/bench/PROGRAM, writing
+# build/bench/bench-results/SCRIPT.json and .txt, prints the text, and exits with the script's status.
+define petsc_compare
+	mkdir -p build/bench/bench-results
+	python3 bench/$(1).py --desync build/bench/desync --petsc build/bench/$(2) \
+	    --mpirun /usr/bin/mpirun.openmpi --json build/bench/bench-results/$(1).json $(3) \
+	    > build/bench/bench-results/$(1).txt; status=$$?; cat build/bench/bench-results/$(1).txt; exit $$status
+endef
+
 # Optional, not part of deps/test: desync's CG family side by side with PETSc's (docs/benchmarks.md).
 # Installs petsc-dev when missing. CG_COMPARE_ARGS: further bench/cg_compare.py arguments, e.g. --reps 5.
 CG_COMPARE_ARGS ?=
 bench-petsc:
-	@bash scripts/install-deps.sh --petsc
-	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
-	cmake --build build/bench -j $(JOBS)
-	@test -x build/bench/petsc_poisson3d || { echo "bench-petsc: build/bench/petsc_poisson3d was not built (see the cmake output)"; exit 1; }
-	mkdir -p build/bench/bench-results
-	python3 bench/cg_compare.py --desync build/bench/desync --petsc build/bench/petsc_poisson3d \
-	    --mpirun /usr/bin/mpirun.openmpi --json build/bench/bench-results/cg_compare.json $(CG_COMPARE_ARGS) \
-	    > build/bench/bench-results/cg_compare.txt; status=$$?; cat build/bench/bench-results/cg_compare.txt; exit $$status
+	$(call petsc_build,bench-petsc,petsc_poisson3d)
+	$(call petsc_compare,cg_compare,petsc_poisson3d,$(CG_COMPARE_ARGS))
 
 # Optional, as bench-petsc: desync schwarz side by side with PETSc's additive Schwarz (docs/benchmarks.md,
 # "Optimized Schwarz side by side with PETSc"). SCHWARZ_COMPARE_ARGS: further bench/schwarz_compare.py
 # arguments, e.g. --reps 9 or --global 128,256,512.
 SCHWARZ_COMPARE_ARGS ?=
 bench-petsc-schwarz:
-	@bash scripts/install-deps.sh --petsc
-	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
-	cmake --build build/bench -j $(JOBS)
-	@test -x build/bench/petsc_poisson2d_asm || { echo "bench-petsc-schwarz: build/bench/petsc_poisson2d_asm was not built (see the cmake output)"; exit 1; }
-	mkdir -p build/bench/bench-results
-	python3 bench/schwarz_compare.py --desync build/bench/desync --petsc build/bench/petsc_poisson2d_asm \
-	    --mpirun /usr/bin/mpirun.openmpi --json build/bench/bench-results/schwarz_compare.json $(SCHWARZ_COMPARE_ARGS) \
-	    > build/bench/bench-results/schwarz_compare.txt; status=$$?; cat build/bench/bench-results/schwarz_compare.txt; exit $$status
+	$(call petsc_build,bench-petsc-schwarz,petsc_poisson2d_asm)
+	$(call petsc_compare,schwarz_compare,petsc_poisson2d_asm,$(SCHWARZ_COMPARE_ARGS))
 
 # Optional, as bench-petsc: desync jacobi|schwarz|krylov --matrix side by side with PETSc's PCASM and
 # PCGAMG (bench/petsc/petsc_matrix_asm.c) on the matrices of bench/make_matrices.py (NumPy and SciPy, in
@@ -191,11 +197,8 @@ bench-petsc-schwarz:
 MATRIX_SIZE ?= medium
 MATRIX_COMPARE_ARGS ?=
 bench-petsc-matrix: python-tools
-	@bash scripts/install-deps.sh --petsc
+	$(call petsc_build,bench-petsc-matrix,petsc_matrix_asm)
 	$(VENV)/bin/pip install -q --disable-pip-version-check ./python[matrices]
-	cmake -S . -B build/bench -DDESYNC_MPI=openmpi -DDESYNC_NATIVE=ON -DDESYNC_BUILD_TESTS=OFF
-	cmake --build build/bench -j $(JOBS)
-	@test -x build/bench/petsc_matrix_asm || { echo "bench-petsc-matrix: build/bench/petsc_matrix_asm was not built (see the cmake output)"; exit 1; }
 	$(VENV)/bin/python bench/make_matrices.py --size $(MATRIX_SIZE) --out build/bench/matrices-$(MATRIX_SIZE) \
 	    --desync build/bench/desync
 	mkdir -p build/bench/bench-results

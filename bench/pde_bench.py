@@ -360,22 +360,30 @@ def compare(args):
         write_json(args.json, out)
 
 
+def _subcommand(sub, name, ranks):
+    """A subcommand with the launch options, --ranks (one count, or a list when `ranks` is one),
+    --timeout and --json."""
+    p = sub.add_parser(name)
+    add_launch_options(p)
+    if isinstance(ranks, list):
+        p.add_argument("--ranks", type=int, nargs="+", default=ranks)
+    else:
+        p.add_argument("--ranks", type=int, default=ranks)
+    p.add_argument("--timeout", type=int, default=600)
+    p.add_argument("--json")
+    return p
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     sub = ap.add_subparsers(dest="cmd", required=True)
-    v = sub.add_parser("verify")
-    add_launch_options(v)
-    v.add_argument("--ranks", type=int, default=8)
+    v = _subcommand(sub, "verify", ranks=8)
     v.add_argument("--points", type=int, nargs="+", default=[32, 64, 128, 256, 512])
     v.add_argument("--end-time", type=float, default=1.0)
     v.add_argument("--max-delay", type=int, default=10)
     v.add_argument("--seed", type=int, default=1)
-    v.add_argument("--timeout", type=int, default=600)
-    v.add_argument("--json")
     v.add_argument("--figure")
-    c = sub.add_parser("compare")
-    add_launch_options(c)
-    c.add_argument("--ranks", type=int, default=2)
+    c = _subcommand(sub, "compare", ranks=2)
     c.add_argument("--points", type=int, default=64, help="N: an N^3 periodic cube (default 64)")
     c.add_argument("--dims", default="2x1x1")
     c.add_argument("--steps", type=int, default=1000)
@@ -383,22 +391,14 @@ def main():
     c.add_argument("--transports", nargs="+", default=["rma", "p2p"])
     c.add_argument("--noise", nargs="*", default=[], help='noise settings, each a string of desync options')
     c.add_argument("--reps", type=int, default=5)
-    c.add_argument("--timeout", type=int, default=600)
-    c.add_argument("--json")
-    m = sub.add_parser("moments")
-    add_launch_options(m)
-    m.add_argument("--ranks", type=int, default=2)
+    m = _subcommand(sub, "moments", ranks=2)
     m.add_argument("--points", type=int, nargs="+", default=[16, 24, 32, 48, 64])
     m.add_argument("--end-time", type=float, default=0.25)
     m.add_argument("--max-delay", type=int, default=10)
     m.add_argument("--transports", nargs="+", default=["rma", "p2p"])
     m.add_argument("--extra", default="", help="further desync pde options (e.g. \"--noise jitter\")")
-    m.add_argument("--timeout", type=int, default=600)
-    m.add_argument("--json")
-    s = sub.add_parser("scaling")
-    add_launch_options(s)
+    s = _subcommand(sub, "scaling", ranks=[2, 4, 8, 16])
     s.add_argument("--problem", default="advection-diffusion1d")
-    s.add_argument("--ranks", type=int, nargs="+", default=[2, 4, 8, 16])
     s.add_argument("--points", type=int, nargs="+", default=[64, 128, 256, 512])
     s.add_argument("--max-delay", type=int, nargs="+", default=[2, 3, 5, 10])
     s.add_argument("--base", type=int, nargs=3, default=[4, 256, 10], metavar=("P", "N", "L"))
@@ -406,8 +406,6 @@ def main():
     s.add_argument("--seed", type=int, default=1)
     s.add_argument("--end-time", type=float, default=1.0)
     s.add_argument("--dt-per-dx2", type=float, help="dt = C dx^2 for every run (default: the bounded default step)")
-    s.add_argument("--timeout", type=int, default=600)
-    s.add_argument("--json")
     args = ap.parse_args()
     {"verify": verify, "compare": compare, "moments": moments, "scaling": scaling}[args.cmd](args)
 

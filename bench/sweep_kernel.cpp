@@ -230,36 +230,29 @@ struct StreamArrays {
 
 // STREAM triad a = b + s c (32 B/element) and, for a kernel with the sweep's own traffic pattern
 // (one read stream, one write stream), STREAM scale a = s b (24 B/element with write-allocate).
-void describe_stream(Timing& t, const char* name, const StreamArrays& arr, int arrays, double bytes, double mib) {
-  t.name = name;
+// triad: true for the triad, false for scale. The branch is outside the loops.
+Kernel stream_kernel(StreamArrays& arr, double mib, Timing& t, bool triad) {
+  t.name = triad ? "triad" : "scale";
+  const int arrays = triad ? 3 : 2;
   t.work_per_rank = static_cast<double>(arr.n);
-  t.bytes_per_unit = bytes;
+  t.bytes_per_unit = triad ? triad_bytes_per_element : scale_bytes_per_element;
   t.working_set_bytes = arrays * static_cast<double>(arr.n) * sizeof(double);
   char buf[64];
   std::snprintf(buf, sizeof buf, "%d x %.1f MiB", arrays, mib);
   t.working_set = buf;
-}
-Kernel triad_kernel(StreamArrays& arr, double mib, Timing& t) {
-  describe_stream(t, "triad", arr, 3, triad_bytes_per_element, mib);
-  return {&t, [&arr] {
+  return {&t, [&arr, triad] {
             const double s = 3.0;
             const std::size_t n = arr.n;
             double* __restrict pa = arr.a.get();
             const double* __restrict pb = arr.b.get();
             const double* __restrict pc = arr.c.get();
+            if (triad) {
 #pragma omp simd
-            for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
-          }};
-}
-Kernel scale_kernel(StreamArrays& arr, double mib, Timing& t) {
-  describe_stream(t, "scale", arr, 2, scale_bytes_per_element, mib);
-  return {&t, [&arr] {
-            const double s = 3.0;
-            const std::size_t n = arr.n;
-            double* __restrict pa = arr.a.get();
-            const double* __restrict pb = arr.b.get();
+              for (std::size_t i = 0; i < n; ++i) pa[i] = pb[i] + s * pc[i];
+            } else {
 #pragma omp simd
-            for (std::size_t i = 0; i < n; ++i) pa[i] = s * pb[i];
+              for (std::size_t i = 0; i < n; ++i) pa[i] = s * pb[i];
+            }
           }};
 }
 
@@ -387,7 +380,8 @@ int main(int argc, char** argv) {
   {
     StreamArrays arrays(o.triad_mib);
     SweepFields fields(o.local);
-    std::vector<Kernel> kernels{triad_kernel(arrays, o.triad_mib, big[0]), scale_kernel(arrays, o.triad_mib, big[1]),
+    std::vector<Kernel> kernels{stream_kernel(arrays, o.triad_mib, big[0], true),
+                                stream_kernel(arrays, o.triad_mib, big[1], false),
                                 sweep_kernel(fields, false, true, ranks_on_node, o.prefetch, big[2]),
                                 sweep_kernel(fields, true, true, ranks_on_node, o.prefetch, big[3])};
     if (o.prefetch == Prefetch::auto_)

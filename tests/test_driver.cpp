@@ -120,6 +120,15 @@ IterationResult drive(MPI_Comm comm, const DriverOptions& o, ScalarIteration& lo
 
 const double tol = 1.5 * std::ldexp(1.0, -10);  // between 2^-10 and 2^-9
 
+// Options of a polished run (tol, a test every iteration) of `local`, whose main phase is handed a
+// residual `optimism` times too small.
+DriverOptions polish_options(bool asynchronous, ScalarIteration& local, double optimism) {
+  local.optimism = optimism;
+  DriverOptions o = options(asynchronous, tol, 1);
+  o.iteration.polish = true;
+  return o;
+}
+
 std::vector<std::int64_t> iterations_of(const IterationResult& r) {
   std::vector<std::int64_t> out;
   for (const auto& p : r.history) out.push_back(p.iteration);
@@ -212,9 +221,7 @@ TEST(AsyncDriver, ConvergesOnACompletedTest) {
 TEST(SyncDriver, PolishContinuesFromTheMainPhase) {
   desync_test::TestComm comm;
   ScalarIteration local(1.0, 0.5, 0.0);
-  local.optimism = 4;
-  DriverOptions o = options(false, tol, 1);
-  o.iteration.polish = true;
+  DriverOptions o = polish_options(false, local, 4);
   o.exchange_period = 5;  // polish exchanges every iteration
   const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::converged);
@@ -240,9 +247,7 @@ TEST(SyncDriver, PolishContinuesFromTheMainPhase) {
 TEST(AsyncDriver, PolishMeetsTheToleranceAfterAnOptimisticTest) {
   desync_test::TestComm comm;
   ScalarIteration local(1.0, 0.5, 0.0);
-  local.optimism = 64;
-  DriverOptions o = options(true, tol, 1);
-  o.iteration.polish = true;
+  DriverOptions o = polish_options(true, local, 64);
   const IterationResult r = drive(comm, o, local);
   EXPECT_EQ(r.stop, StopReason::converged);
   EXPECT_TRUE(r.converged);

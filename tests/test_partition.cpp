@@ -205,10 +205,16 @@ std::vector<int> check_partitioned(const DistributedCsr& A, const PartitionedSys
 }
 
 /// A partition file with part(g) for every row g, with a comment line and a trailing comment.
-std::string partition_text(Index n, int (*part)(Index, Index, int), int p) {
+/// Writes a --partition file for A's rows, part(g, n, p) for row g of n in p parts (ten to a line,
+/// with comments), as `name` in `dir`, and returns its path.
+std::string partition_file(MPI_Comm comm, const ScratchDir& dir, const std::string& name, const DistributedCsr& A,
+                           const std::function<int(Index, Index, int)>& part) {
+  const Index n = A.global_block_rows();
+  const int p = size_of(comm);
   std::string t = "# part per row\n";
   for (Index g = 0; g < n; ++g) t += std::to_string(part(g, n, p)) + (g % 10 == 9 ? "  # ten more\n" : " ");
-  return t;
+  write_file(comm, dir.file(name), t);
+  return dir.file(name);
 }
 
 /// The message of the InputError that `f` throws on every rank ("" if none, or if not on all).
@@ -350,15 +356,12 @@ TEST(Partition, FileReversedBlocks) {
   ScratchDir dir(comm, "desync_partition");
   const int p = size_of(comm);
   const auto A = grid_matrix(comm, kNx, kNy, true);
-  const Index n = A.global_block_rows();
-  const auto blocks = balanced_offsets(n, p);
-  std::string text = "# reversed blocks\n";
-  for (Index g = 0; g < n; ++g) {
+  const auto blocks = balanced_offsets(A.global_block_rows(), p);
+  const auto reversed = partition_file(comm, dir, "reversed.txt", A, [&](Index g, Index, int) {
     const int owner = static_cast<int>(std::upper_bound(blocks.begin(), blocks.end(), g) - blocks.begin() - 1);
-    text += std::to_string(p - 1 - owner) + "\n";
-  }
-  write_file(comm, dir.file("reversed.txt"), text);
-  const auto s = partition_system(A, options(PartitionMethod::file, 0, dir.file("reversed.txt")));
+    return p - 1 - owner;
+  });
+  const auto s = partition_system(A, options(PartitionMethod::file, 0, reversed));
   const auto part = check_partitioned(A, s);
   EXPECT_EQ(s.stats.method, "file");
   const int me = rank_of(comm);
@@ -373,10 +376,8 @@ TEST(Partition, MetisCutsLessThanRoundRobin) {
   ScratchDir dir(comm, "desync_partition");
   const int p = size_of(comm);
   const auto A = grid_matrix(comm, kNx, kNy, false);
-  const Index n = A.global_block_rows();
-  write_file(comm, dir.file("rr.txt"),
-             partition_text(n, [](Index g, Index, int parts) { return int(g % parts); }, p));
-  const auto rr = partition_system(A, options(PartitionMethod::file, 0, dir.file("rr.txt")));
+  const auto round_robin = partition_file(comm, dir, "rr.txt", A, [](Index g, Index, int parts) { return int(g % parts); });
+  const auto rr = partition_system(A, options(PartitionMethod::file, 0, round_robin));
   check_partitioned(A, rr);
   if (p == 1) {
     EXPECT_EQ(rr.stats.edge_cut, 0);

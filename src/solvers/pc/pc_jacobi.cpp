@@ -23,38 +23,45 @@ class JacobiPc final : public Preconditioner {
     const double* rp = r.data();
     const double* d = inv_.data();
     double* up = u.data();
-    const auto n = static_cast<std::int64_t>(r.size());
-    const std::int64_t step = polls_.active() ? polls_.interval : std::max<std::int64_t>(n, 1);
-    for (std::int64_t b = 0; b < n; b += step) {  // with polls, the same products, a poll per chunk
-      const std::int64_t e = std::min(n, b + step);
+    in_chunks(r.size(), [&](std::int64_t b, std::int64_t e) {  // with polls, the same products, a poll per chunk
 #pragma omp simd
       for (std::int64_t i = b; i < e; ++i) up[i] = d[i] * rp[i];
-      if (polls_.active()) polls_.poll(static_cast<double>(e - b));
-    }
+    });
   }
   double apply_dot(std::span<const double> r, std::span<double> u) const override {
     const double* rp = r.data();
     const double* d = inv_.data();
     double* up = u.data();
-    const auto n = static_cast<std::int64_t>(r.size());
-    const std::int64_t step = polls_.active() ? polls_.interval : std::max<std::int64_t>(n, 1);
     double s = 0;
-    for (std::int64_t b = 0; b < n; b += step) {  // with polls, (r, u) is summed chunk by chunk
-      const std::int64_t e = std::min(n, b + step);
-#pragma omp simd reduction(+ : s)
+    in_chunks(r.size(), [&](std::int64_t b, std::int64_t e) {  // with polls, (r, u) is summed chunk by chunk
+      double c = s;
+#pragma omp simd reduction(+ : c)
       for (std::int64_t i = b; i < e; ++i) {
         const double z = d[i] * rp[i];
         up[i] = z;
-        s += rp[i] * z;
+        c += rp[i] * z;
       }
-      if (polls_.active()) polls_.poll(static_cast<double>(e - b));
-    }
+      s = c;
+    });
     return s;
   }
   std::span<const double> inverse_diagonal() const override { return inv_; }
 
  private:
   std::vector<double> inv_;
+
+  // Calls body(b, e) over [0, n) in chunks of the poll interval, polling after each; without polls,
+  // once over all of it.
+  template <class Body>
+  void in_chunks(std::size_t size, Body&& body) const {
+    const auto n = static_cast<std::int64_t>(size);
+    const std::int64_t step = polls_.active() ? polls_.interval : std::max<std::int64_t>(n, 1);
+    for (std::int64_t b = 0; b < n; b += step) {
+      const std::int64_t e = std::min(n, b + step);
+      body(b, e);
+      if (polls_.active()) polls_.poll(static_cast<double>(e - b));
+    }
+  }
 };
 
 

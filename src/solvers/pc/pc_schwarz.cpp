@@ -40,8 +40,10 @@ class SchwarzPc final : public Preconditioner {
 };
 
 
-std::unique_ptr<Preconditioner> make_schwarz(const char* name, bool restricted, const linalg::Operator& A,
-                                             const SchwarzPcSetup& schwarz) {
+// asm (restricted = false) and ras differ in name, description and the restriction only.
+template <bool restricted>
+std::unique_ptr<Preconditioner> make_schwarz(const linalg::Operator& A, const SchwarzPcSetup& schwarz, bool) {
+  const char* name = restricted ? "ras" : "asm";
   if (!schwarz.matrix)
     throw InputError(fmt::format("--pc {} needs an assembled matrix (--matrix, or --operator csr)", name));
   agree_or_throw(A.comm(), schwarz.matrix->local_rows() == A.local_size(),
@@ -50,31 +52,20 @@ std::unique_ptr<Preconditioner> make_schwarz(const char* name, bool restricted, 
       std::make_unique<SchwarzPreconditioner>(*schwarz.matrix, schwarz.subdomains, restricted, schwarz.transport));
 }
 
-std::unique_ptr<Preconditioner> make_asm(const linalg::Operator& A, const SchwarzPcSetup& s, bool) {
-  return make_schwarz("asm", false, A, s);
-}
-
-std::unique_ptr<Preconditioner> make_ras(const linalg::Operator& A, const SchwarzPcSetup& s, bool) {
-  return make_schwarz("ras", true, A, s);
+// pc.asm and pc.ras are optional: they came after cost models that runs still use were recorded (docs/data).
+template <bool restricted>
+PcInfo schwarz_pc(const char* description) {
+  const char* name = restricted ? "ras" : "asm";
+  return {.name = name, .description = description, .subdomains = true,
+          .cost = {fmt::format("pc.{}", name), true}, .make = &make_schwarz<restricted>};
 }
 
 }  // namespace
 
-// pc.asm and pc.ras are optional: they came after cost models that runs still use were recorded (docs/data).
 PcInfo asm_pc() {
-  return {.name = "asm",
-          .description = "additive Schwarz on overlapping subdomains, exact local solves, symmetric",
-          .subdomains = true,
-          .cost = {"pc.asm", true},
-          .make = &make_asm};
+  return schwarz_pc<false>("additive Schwarz on overlapping subdomains, exact local solves, symmetric");
 }
 
-PcInfo ras_pc() {
-  return {.name = "ras",
-          .description = "restricted additive Schwarz (Cai and Sarkis, 1999), not symmetric",
-          .subdomains = true,
-          .cost = {"pc.ras", true},
-          .make = &make_ras};
-}
+PcInfo ras_pc() { return schwarz_pc<true>("restricted additive Schwarz (Cai and Sarkis, 1999), not symmetric"); }
 
 }  // namespace desync::solvers

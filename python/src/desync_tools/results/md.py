@@ -55,3 +55,9 @@ def describe_setup(d):
     g = "×".join(str(x) for x in c["grid"])
     return (f"{g} points, {c['np']} ranks, rtol {c['rtol']:g}, median of {c['reps']} interleaved repetitions, "
             f"load average {d['loadavg_before'][0]:.2f} before and {d['loadavg_after'][0]:.2f} after")
+
+
+def reproduced(*checks):
+    """The verdict word of a claim tested in several ways: "reproduced" when every check holds,
+    "partly" when some do, "not reproduced" when none does."""
+    return "reproduced" if all(checks) else "partly" if any(checks) else "not reproduced"

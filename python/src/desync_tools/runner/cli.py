@@ -22,16 +22,21 @@ examples:
 The experiment file format and the results folder are described in docs/experiments.md."""
 
 
+def _command(sub, name, summary, description, example):
+    """A subcommand: its one-line help, its description and one example."""
+    return sub.add_parser(name, help=summary, description=description, epilog="example:\n  " + example,
+                          formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def build_parser():
     p = argparse.ArgumentParser(prog="desync-run", description=__doc__.split("\n\n")[0], epilog=EPILOG,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--version", action="version", version=f"desync-run {__version__}")
     sub = p.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    r = sub.add_parser("run", help="run every combination of an experiment not yet done",
-                       description="Runs every (repetition, parameter combination) of EXPERIMENT that the "
-                       "results folder does not hold yet, with a progress line and an estimate of the time left.",
-                       epilog="example:\n  desync-run run bench/experiments/transport_rate.toml -o results/rate",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    r = _command(sub, "run", "run every combination of an experiment not yet done",
+                 "Runs every (repetition, parameter combination) of EXPERIMENT that the results folder does not "
+                 "hold yet, with a progress line and an estimate of the time left.",
+                 "desync-run run bench/experiments/transport_rate.toml -o results/rate")
     r.add_argument("experiment", metavar="EXPERIMENT.toml")
     r.add_argument("--only", metavar="ID", help="the sweep to run, where the file lists several experiments")
     r.add_argument("-o", "--results", metavar="FOLDER", help="results folder (default results/<name>)")
@@ -41,11 +46,10 @@ def build_parser():
     r.add_argument("--retry-failed", action="store_true", help="run the failed runs again")
     r.add_argument("--emit-slurm", metavar="SCRIPT", help="write a Slurm batch script running the experiment "
                    "with srun into the results folder, instead of running here")
-    c = sub.add_parser("collect", help="one CSV table of every run's key figures",
-                       description="Writes one CSV row per run (failed runs included, with their reason) and "
-                       "optionally prints a summary with ratios to a baseline.",
-                       epilog="example:\n  desync-run collect results/tts --summary --baseline mode=sync",
-                       formatter_class=argparse.RawDescriptionHelpFormatter)
+    c = _command(sub, "collect", "one CSV table of every run's key figures",
+                 "Writes one CSV row per run (failed runs included, with their reason) and optionally prints a "
+                 "summary with ratios to a baseline.",
+                 "desync-run collect results/tts --summary --baseline mode=sync")
     c.add_argument("results", metavar="RESULTS")
     c.add_argument("-o", "--output", help="CSV file (default RESULTS/results.csv)")
     c.add_argument("--summary", action="store_true", help="print medians per combination over the repetitions")

@@ -4,7 +4,7 @@ simulated runs through desync's SMPI build)."""
 import math
 import shlex
 
-from ..md import md_table
+from ..md import md_table, reproduced
 from ..registry import figure, table, value
 from . import _sim
 
@@ -172,14 +172,12 @@ def _compare_row(data, t, mode="bounded", noise="none"):
     return next(r for r in data.json(COMPARE)["rows"] if r["transport"] == t and r["noise"] == noise and r["mode"] == mode)
 
 
-@value("aditya.real_ratio_rma")
-def real_ratio_rma(data):
-    return f"{_compare_row(data, 'rma')['ratio_total']:.3f}"
+def _real_ratio(data, t):
+    return f"{_compare_row(data, t)['ratio_total']:.3f}"
 
 
-@value("aditya.real_ratio_p2p")
-def real_ratio_p2p(data):
-    return f"{_compare_row(data, 'p2p')['ratio_total']:.3f}"
+for _transport in ("rma", "p2p"):
+    value(f"aditya.real_ratio_{_transport}")(lambda data, t=_transport: _real_ratio(data, t))
 
 
 @value("aditya.speedup_verdict")
@@ -426,15 +424,18 @@ def _spread(data, key, axes=None, skip_points=()):
     return max(cs) / min(cs)
 
 
-@value("aditya.eq3_1d_spread")
-def eq3_1d_spread(data):
-    return f"{_spread(data, '1d'):.2f}"
+# The spread of the constant C of eq. (3) over the runs of a problem, varying some parameters.
+EQ3_SPREADS = {"eq3_1d_spread": ("1d", None), "eq3_3d_pl_spread": ("3d", ("ranks", "max_delay")),
+               "eq3_3d_n_spread": ("3d", ("points",))}
 
 
-@value("aditya.eq3_3d_pl_spread")
-def eq3_3d_pl_spread(data):
-    return f"{_spread(data, '3d', ('ranks', 'max_delay')):.2f}"
-value("aditya.eq3_3d_n_spread")(lambda data: f"{_spread(data, '3d', ('points',)):.2f}")
+def _eq3_spread(data, name):
+    key, axes = EQ3_SPREADS[name]
+    return f"{_spread(data, key, axes):.2f}"
+
+
+for _name in EQ3_SPREADS:
+    value(f"aditya.{_name}")(lambda data, name=_name: _eq3_spread(data, name))
 
 
 @value("aditya.eq3_3d_n_spread_resolved")
@@ -454,7 +455,7 @@ def fig10_spread(data):
 def eq3_verdict(data):
     ok_1d = _spread(data, "1d") <= 1.25
     ok_3d = _spread(data, "3d", ("ranks", "max_delay")) <= 1.25
-    return "reproduced" if ok_1d and ok_3d else ("partly" if ok_1d or ok_3d else "not reproduced")
+    return reproduced(ok_1d, ok_3d)
 
 
 @figure("aditya.eq3")
@@ -543,7 +544,7 @@ def summary_rows(data):
         ["Figs. 8, 11, 12: WS faster than TS, on the machine's own noise",
          "weak 1.27x to 2.19x (12³), 1.21x to 1.55x (24³); strong 2.19x (120³), 1.55x (240³)",
          f"simulated 64–512 ranks: {speedup_no_noise(data)} without noise, {speedup_jitter(data)} with desync's "
-         f"jitter; real 2 ranks, no noise: WS takes {real_ratio_rma(data)} (`rma`), {real_ratio_p2p(data)} (`p2p`) of TS's time",
+         f"jitter; real 2 ranks, no noise: WS takes {_real_ratio(data, 'rma')} (`rma`), {_real_ratio(data, 'p2p')} (`p2p`) of TS's time",
          speedup_verdict(data)],
         ["Fig. 6: moments converge with N; TS and WS differ by < 0.005 % at the largest N",
          "< 0.005 % at N = 240", fig6_max_diff(data),
@@ -551,7 +552,7 @@ def summary_rows(data):
         ["Fig. 10: error of WS against TS small; NA below NB", "no values in the text",
          f"2 ranks: {fig10_na_nb(data)}", fig10_verdict(data)],
         ["Eq. 3: <E> ∼ (P/N) Δx² (<k²> + <k>)", "(a scaling law)",
-         f"E / (Δx² term) within {eq3_1d_spread(data)}× (1D), {eq3_3d_pl_spread(data)}× (3D, P and L)",
+         f"E / (Δx² term) within {_eq3_spread(data, 'eq3_1d_spread')}× (1D), {_eq3_spread(data, 'eq3_3d_pl_spread')}× (3D, P and L)",
          eq3_verdict(data)],
         ["Fig. 9: NA's delays lower in mean and variance than NB's", "(histograms)",
          "real 2 ranks, <k> / variance: {:.2f} / {:.2f} (`rma`), {:.2f} / {:.2f} (`p2p`)".format(

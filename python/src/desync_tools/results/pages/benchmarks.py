@@ -615,51 +615,43 @@ def schwarz_petsc_verdict(data):
     return f"{met(ok)}: " + ", ".join(parts)
 
 
-@value("benchmarks.schwarz_petsc_localstop")
-def schwarz_petsc_localstop(data):
+def _each_size(data, first, second, phrase, sep=", "):
+    """phrase(n, a, b) for each problem size n where both rows are there (first, second: _schwarz_find's
+    (solver, config[, local])), joined by sep."""
     parts = []
     for n in _sizes(data):
-        d = _schwarz_find(data, n, "desync", "sync-inf")
-        p = _schwarz_find(data, n, "petsc", "rasrich-localstop")
-        if p is None:
-            continue
+        a, b = _schwarz_find(data, n, *first), _schwarz_find(data, n, *second)
+        if a and b:
+            parts.append(phrase(n, a, b))
+    return sep.join(parts)
+
+
+@value("benchmarks.schwarz_petsc_localstop")
+def schwarz_petsc_localstop(data):
+    def phrase(n, d, p):
         same = "the same" if p["iterations"] == d["iterations"] else "not the same"
-        parts.append(f"{n}²: {p['iterations']:g} and {d['iterations']:g} iterations ({same}), true residuals "
-                     f"{p['true_residual']:.4g} and {d['true_residual']:.4g}")
-    return "; ".join(parts)
+        return (f"{n}²: {p['iterations']:g} and {d['iterations']:g} iterations ({same}), true residuals "
+                f"{p['true_residual']:.4g} and {d['true_residual']:.4g}")
+    return _each_size(data, ("desync", "sync-inf"), ("petsc", "rasrich-localstop"), phrase, "; ")
 
 
 @value("benchmarks.schwarz_petsc_per_iteration")
 def schwarz_petsc_per_iteration(data):
-    parts = []
-    for n in _sizes(data):
-        d = _schwarz_find(data, n, "desync", "sync-inf")
-        p = _schwarz_find(data, n, "petsc", "rasrich", "cholmod")
-        if d and p:
-            parts.append(f"{d['seconds_per_iteration'] / p['seconds_per_iteration']:.2f} at {n}²")
-    return ", ".join(parts)
+    return _each_size(data, ("desync", "sync-inf"), ("petsc", "rasrich", "cholmod"),
+                      lambda n, d, p: f"{d['seconds_per_iteration'] / p['seconds_per_iteration']:.2f} at {n}²")
 
 
 @value("benchmarks.schwarz_petsc_optimized")
 def schwarz_petsc_optimized(data):
-    parts = []
-    for n in _sizes(data):
-        d = _schwarz_find(data, n, "desync", "sync-auto")
-        c = _schwarz_find(data, n, "petsc", "cgasm", "cholmod")
-        parts.append(f"{d['iterations']:g} iterations against {c['iterations']:g}, "
-                     f"{d['solve_median'] / c['solve_median']:.2f}× the time at {n}²")
-    return "; ".join(parts)
+    return _each_size(data, ("desync", "sync-auto"), ("petsc", "cgasm", "cholmod"),
+                      lambda n, d, c: f"{d['iterations']:g} iterations against {c['iterations']:g}, "
+                                      f"{d['solve_median'] / c['solve_median']:.2f}× the time at {n}²", "; ")
 
 
 @value("benchmarks.schwarz_petsc_simplicial")
 def schwarz_petsc_simplicial(data):
-    parts = []
-    for n in _sizes(data):
-        a = _schwarz_find(data, n, "petsc", "rasrich", "cholmod")
-        b = _schwarz_find(data, n, "petsc", "rasrich", "cholmod-simplicial")
-        if a and b:
-            parts.append(f"{a['seconds_per_iteration'] / b['seconds_per_iteration']:.1f}× at {n}²")
-    return ", ".join(parts)
+    return _each_size(data, ("petsc", "rasrich", "cholmod"), ("petsc", "rasrich", "cholmod-simplicial"),
+                      lambda n, a, b: f"{a['seconds_per_iteration'] / b['seconds_per_iteration']:.1f}× at {n}²")
 
 
 def _cg_docs(data):
