@@ -65,6 +65,63 @@ def test_every_marked_name_is_known_and_every_experiment_is_on_a_page():
         assert os.path.exists(os.path.join(DATA, e["output"])), f"{e['id']}: docs/data/{e['output']} missing"
 
 
+def _rendered_pages():
+    pages, data = render_all(REPO, [DATA])
+    return {rel: new for rel, (_, new) in pages.items()}, data
+
+
+def test_the_index_counts_every_verdict_of_every_page():
+    pages, data = _rendered_pages()
+    assert registry.uncounted_verdicts(pages) == []
+    rows = {rel: len(registry.verdict_rows(text)) for rel, text in pages.items() if rel.startswith("docs/results/")}
+    claims = [c for c in registry.CLAIMS if not c["own"]]
+    own = [c for c in registry.CLAIMS if c["own"]]
+    # every verdict row of the paper pages is one line of the index: the papers' claims, then desync's own
+    assert sum(n for rel, n in rows.items() if not rel.endswith("index.md")) == len(claims) + len(own)
+    index = pages["docs/results/index.md"]
+    counts = dict(re.findall(r"^\| (reproduced|partly|not reproduced|not attempted|not distinguishable) \| (\d+) \|$",
+                             index, re.M))
+    assert sum(map(int, counts.values())) == len(claims)
+    assert len(own) == 2 and all("2" in c["claim"] for c in own), "desync's own 2-rank questions, listed apart"
+    assert f"of {len(claims)} findings" in pages["README.md"]
+    lines = [line for line in registry.verdict_rows(index) if line.count(" | ") == 3]  # not the counts table
+    words = [registry.verdict_word(line.split(" | ")[2]) for line in lines]
+    assert None not in words and len(words) == len(claims) + len(own)
+
+
+def test_a_verdict_the_index_does_not_count_fails(tmp_path):
+    pages, _ = _rendered_pages()
+    page = "docs/results/bethune2011.md"
+    text = pages[page]
+    last = registry.verdict_rows(text)[-1]
+    added = text.replace(last, last + "\n| 7. a claim added by hand | **partly**: numbers |")
+    problems = registry.uncounted_verdicts({**pages, page: added})
+    assert len(problems) == 1 and problems[0].startswith(f"{page}: 10 verdict rows, 9 claims"), problems
+    # a plain verdict word in a table cell is a verdict too
+    added = text.replace(last, last + "\n| 7. a claim added by hand | not reproduced |")
+    assert registry.uncounted_verdicts({**pages, page: added})
+    # ... but one inside a reason is not
+    added = text.replace(last, last + "\n| a note | see the runs — **not reproduced** there |")
+    assert registry.uncounted_verdicts({**pages, page: added}) == []
+    # a claim whose verdict row shows another value
+    moved = text.replace("<!-- value: bethune.verdict_zeros -->", "<!-- value: bethune.verdict_period -->", 1)
+    problems = registry.uncounted_verdicts({**pages, page: moved})
+    assert any("bethune.verdict_zeros" in p for p in problems), problems
+    # and `desync-results check` fails on such a page
+    root = tmp_path / "tree"
+    (root / "bench").mkdir(parents=True)
+    os.symlink(os.path.join(REPO, "bench", "results"), root / "bench" / "results")
+    (root / "docs" / "results").mkdir(parents=True)
+    os.symlink(DATA, root / "docs" / "data")
+    for rel, t in pages.items():
+        if rel.startswith("docs/results/"):
+            (root / rel).write_text(t, encoding="utf-8")
+    assert results_main(["--root", str(root), "check"]) == 0
+    (root / page).write_text(text.replace(last, last + "\n| 7. a claim added by hand | **partly**: numbers |"),
+                             encoding="utf-8")
+    assert results_main(["--root", str(root), "check"]) == 1
+
+
 def test_every_figure_is_committed_and_every_linked_figure_exists():
     registry.load_pages()
     folder = os.path.join(REPO, "docs", "figures", "results")

@@ -13,7 +13,7 @@ import time
 from .. import __version__
 from ..errors import UserError, run_main
 from .data import Data
-from .registry import FIGURES, load_pages
+from .registry import FIGURES, load_pages, uncounted_verdicts
 from .render import SETS, load_manifest, page_paths, render_text
 
 EPILOG = """\
@@ -58,7 +58,10 @@ def cmd_check(args, root):
                                                        f"{rel} (committed)", f"{rel} (rendered from data)"))
     print(f"desync-results: {len(pages) - stale} of {len(pages)} pages match their data"
           + ("" if not stale else f"; {stale} differ (update them with `desync-results render --out .`)"))
-    return 1 if stale else 0
+    problems = uncounted_verdicts({rel: new for rel, (_, new) in pages.items()})
+    for p in problems:
+        print(f"desync-results: {p}")
+    return 1 if stale or problems else 0
 
 
 def write_pages(pages, out):

@@ -7,7 +7,7 @@ import math
 import statistics
 
 from ..md import fixed, fmt, md_table, reproduced
-from ..registry import figure, table, value
+from ..registry import claims, figure, not_attempted, table, value
 from . import _sim
 
 # Table 1 (MPI) and Table 2 (SHMEM) as printed: per mode, min, mean and max iterations and the execution
@@ -472,3 +472,18 @@ def rates_figure(data):
     ax.legend(fontsize=7, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
     return fig
+
+
+claims("bethune2011.md", "Bethune et al. (2011)", [
+    ("async iterates faster than sync, more so as processes grow (Figure 3, Tables 1–2)", "bethune.verdict_rate"),
+    ("async needs 19–24 % more iterations to the tolerance (Table 1)", "bethune.verdict_iterations"),
+    ("one core at half speed makes sync about 2× slower than async (section 6.1)", "bethune.verdict_slow"),
+    ("OpenMP async and racy faster than sync (Table 3)", "bethune.verdict_omp"),
+    ("racy faster than async over MPI (Table 1)", "bethune.verdict_racy"),
+    ("exact zeros slow sync down (section 6.1, Figure 8)", "bethune.verdict_zeros"),
+    ("a halo swap every 32 iterations beats one every iteration (section 6.3, Figure 11)", "bethune.verdict_period"),
+    ("one message in flight beats 100 (section 6.3, Figure 10)", "bethune.verdict_inflight"),
+    ("batched message arrival, SHMEM's drop-off at 32768 processes, NUMA-split iteration counts (sections 5.1, 6.2)",
+     not_attempted("bethune.not_attempted", "effects of HECToR's network, SHMEM library and node layout; neither "
+                   "this host nor the model has them")),
+])

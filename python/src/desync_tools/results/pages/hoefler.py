@@ -3,7 +3,7 @@ overlaps the interior rows of the matrix-vector product. Simulated: the blocking
 (hoefler/sim-cg-overlap.json) against the overlapped one (cg-strong's cg rows); real: the exchange
 engines and progress modes on 2 ranks (hoefler/engines-2.json, bench/cg_compare.py --variant)."""
 from ..md import describe_setup, fixed, md_table, median
-from ..registry import figure, table, value
+from ..registry import claims, figure, not_attempted, table, value
 from . import _sim
 
 SIM_BLOCKING = "hoefler/sim-cg-overlap.json"
@@ -194,3 +194,21 @@ def overlap_figure(data):
     a.yaxis.set_minor_formatter(ScalarFormatter())
     fig.tight_layout()
     return fig
+
+
+claims("hoefler2007.md", "Hoefler et al. (2007)", [
+    ("overlapping the halo exchange with the inner matrix-vector product speeds CG up, up to 34 % (Figure 4)",
+     "hoefler.verdict_sim"),
+    ("testing for progress costs time where the exchange needs no help (section 3.5)", "hoefler.verdict_polls"),
+    ("non-blocking point-to-point would perform almost equally to the neighbour all-to-all (section 3.6)",
+     "hoefler.verdict_neighbor"),
+    ("nearly all communication overlapped over Gigabit Ethernet and InfiniBand alike (section 3.5, Figure 3)",
+     not_attempted("hoefler.not_attempted_networks", "one network model (InfiniBand EDR) and one real node")),
+    ("LibNBC's collectives used blocking perform as MPICH2's and Open MPI's blocking ones (section 2)",
+     not_attempted("hoefler.not_attempted_libnbc",
+                   "desync has no general schedule engine; its one scheduled collective, the recursive-doubling "
+                   "reduction advanced by polls (`--reduction doubling`), is measured on the "
+                   "[Horikoshi et al. (2022)](horikoshi2022.md) page")),
+], own=[
+    ("overlapping the halo exchange pays on 2 ranks of one node", "hoefler.verdict_real"),
+])

@@ -3,7 +3,7 @@
 cg-family (weak), cg-strong and cg-strong-ic0 (strong, with progress control); real: the four methods
 with blocking, non-blocking and polled reductions on 2 ranks (horikoshi/methods-2.json)."""
 from ..md import describe_setup, fixed, md_table, median
-from ..registry import figure, table, value
+from ..registry import claims, figure, not_attempted, table, value
 from . import _sim
 
 REAL = "horikoshi/methods-2.json"
@@ -344,3 +344,20 @@ def ratio_figure(data):
     axes[0][0].legend(fontsize=8)
     fig.tight_layout()
     return fig
+
+
+claims("horikoshi2022.md", "Horikoshi et al. (2022)", [
+    ("CG saturates, Chronopoulos/Gear keeps scaling (section 6.1, Table 7)", "horikoshi.verdict_cgcg"),
+    ("pipelined CG pays only in strong scaling with few rows per process (section 2.2)", "horikoshi.verdict_pipelined"),
+    ("Alg. 3i and 4i scale better than CG (section 6.1, Table 7)", "horikoshi.verdict_i_scaling"),
+    ("progress control gains 1.03–1.19 (Alg. 3) and 1.06–1.38 (Alg. 4), growing with nodes (Table 3)",
+     "horikoshi.verdict_gain"),
+    ("Alg. 3i gains less from progress control than Alg. 4i (section 6.1)", "horikoshi.verdict_alg4_more"),
+    ("re-measured in 2021, progress control loses at large counts (section 6.2, Table 4)",
+     not_attempted("horikoshi.not_attempted_2021", "the model has no progress threads competing for cores and no "
+                   "changed system software, the causes the paper could not separate")),
+    ("placement of the progress threads and the IHK/McKernel kernel (section 4.3, Tables 2, 5, 6)",
+     not_attempted("horikoshi.not_attempted_placement", "core placement and the operating system are outside desync")),
+], own=[
+    ("progress control pays on 2 real ranks", "horikoshi.verdict_real"),
+])
