@@ -375,6 +375,35 @@ def verdict_iterations(data):
                           f"{_tts_ratio(data, 'async', False):.2f}× real")
 
 
+def _speed(ratio, apart=True):
+    """async against sync: "slower" or "faster" beyond 5 % (and, for real runs, with the runs' min–max
+    ranges apart), else "level"."""
+    if apart and ratio > 1.05:
+        return "slower"
+    return "faster" if apart and ratio < 1 / 1.05 else "level"
+
+
+@value("bethune.verdict_tts")
+def verdict_tts(data):
+    """Rule: reproduced when async is slower to the tolerance than sync both simulated and real (more
+    than 5 %, the real runs' min–max ranges apart); partly when in one; not distinguishable when both
+    are level; not reproduced otherwise."""
+    s, a = _converge(data)
+    sim = a["time"] / s["time"]
+    t = _tts(data)
+    rs, ra = t[("sync", False)], t[("async", False)]
+    apart = ra["wall_min"] > rs["wall_max"] or ra["wall_max"] < rs["wall_min"]
+    real = ra["wall_median"] / rs["wall_median"]
+    found = [_speed(sim), _speed(real, apart)]
+    word = ("reproduced" if found == ["slower"] * 2 else "partly" if "slower" in found
+            else "not distinguishable" if found == ["level"] * 2 else "not reproduced")
+    paper = [TABLE1[p]["async"][3] / TABLE1[p]["sync"][3] for p in TABLE1]
+    return _verdict(word, f"async takes {sim:.2f}× sync's time to the tolerance at 64 simulated ranks ({found[0]}) "
+                          f"and {real:.2f}× at 2 real ranks ({found[1]}: async {ra['wall_min']:.3f}–{ra['wall_max']:.3f} s, "
+                          f"sync {rs['wall_min']:.3f}–{rs['wall_max']:.3f} s); the paper's MPI async "
+                          f"{_span(paper)}× (rule: slower by more than 5 %, real ranges apart)")
+
+
 @value("bethune.verdict_slow")
 def verdict_slow(data):
     _, ss, _, as_ = _slow_paper(data)
@@ -477,6 +506,7 @@ def rates_figure(data):
 claims("bethune2011.md", "Bethune et al. (2011)", [
     ("async iterates faster than sync, more so as processes grow (Figure 3, Tables 1–2)", "bethune.verdict_rate"),
     ("async needs 19–24 % more iterations to the tolerance (Table 1)", "bethune.verdict_iterations"),
+    ("MPI async is slower to the tolerance than sync, 1.10–1.19× its time (Table 1)", "bethune.verdict_tts"),
     ("one core at half speed makes sync about 2× slower than async (section 6.1)", "bethune.verdict_slow"),
     ("OpenMP async and racy faster than sync (Table 3)", "bethune.verdict_omp"),
     ("racy faster than async over MPI (Table 1)", "bethune.verdict_racy"),
