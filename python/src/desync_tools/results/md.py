@@ -61,3 +61,9 @@ def reproduced(*checks):
     """The verdict word of a claim tested in several ways: "reproduced" when every check holds,
     "partly" when some do, "not reproduced" when none does."""
     return "reproduced" if all(checks) else "partly" if any(checks) else "not reproduced"
+
+
+def apart(a, b):
+    """Whether two sets of runs of one quantity have min–max ranges that do not overlap: the least a
+    difference between their medians must show before a verdict calls it a difference."""
+    return max(a) < min(b) or max(b) < min(a)

@@ -2,7 +2,7 @@
 overlaps the interior rows of the matrix-vector product. Simulated: the blocking exchange
 (hoefler/sim-cg-overlap.json) against the overlapped one (cg-strong's cg rows); real: the exchange
 engines and progress modes on 2 ranks (hoefler/engines-2.json, bench/cg_compare.py --variant)."""
-from ..md import describe_setup, fixed, md_table, median
+from ..md import apart, describe_setup, fixed, md_table, median
 from ..registry import claims, figure, not_attempted, table, value
 from . import _sim
 
@@ -144,14 +144,29 @@ def real_polls(data):
     return f"{p2p:.2f} (p2p) and {neighbor:.2f} (neighbor)"
 
 
+def _span(values):
+    return f"{min(values):.3f}–{max(values):.3f}"
+
+
+def _seconds(data, variant):
+    return [r["solve_seconds"] for r in _runs(data, variant)]
+
+
 @value("hoefler.verdict_polls")
 def verdict_polls(data):
-    x = [_paired(data, "p2p test", "p2p"), _paired(data, "neighbor test", "neighbor")]
-    if all(v > 1 for v in x):
-        return "**reproduced**: polling costs time where the exchange needs no help to progress"
-    if any(v > 1 for v in x):
-        return "**partly**: polling costs time with one engine only"
-    return "**not reproduced**: polling costs nothing measurable here"
+    """Rule: polling slower with both engines, each with the min–max ranges of the runs apart: reproduced;
+    with one: partly; ranges overlapping for both: not distinguishable; else not reproduced."""
+    pairs = (("p2p test", "p2p"), ("neighbor test", "neighbor"))
+    seen = [apart(_seconds(data, a), _seconds(data, b)) for a, b in pairs]
+    slower = [s and _paired(data, a, b) > 1 for s, (a, b) in zip(seen, pairs)]
+    ranges = "; ".join(f"{b} {_span(_seconds(data, b))} s, with polls {_span(_seconds(data, a))} s" for a, b in pairs)
+    if all(slower):
+        return f"**reproduced**: polling costs time where the exchange needs no help to progress ({ranges})"
+    if any(slower):
+        return f"**partly**: polling costs time with one engine only ({ranges})"
+    if not any(seen):
+        return f"**not distinguishable**: the runs with and without polls overlap ({ranges})"
+    return f"**not reproduced**: polling costs nothing measurable here ({ranges})"
 
 
 @value("hoefler.real_same_iterates")
