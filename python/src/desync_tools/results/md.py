@@ -67,3 +67,8 @@ def apart(a, b):
     """Whether two sets of runs of one quantity have min–max ranges that do not overlap: the least a
     difference between their medians must show before a verdict calls it a difference."""
     return max(a) < min(b) or max(b) < min(a)
+
+
+def count_of(checks):
+    """"3 of 5": how many of a list of checks hold."""
+    return f"{sum(map(bool, checks))} of {len(checks)}"

@@ -4,7 +4,7 @@ simulated runs through desync's SMPI build)."""
 import math
 import shlex
 
-from ..md import md_table, reproduced
+from ..md import count_of, md_table, reproduced
 from ..registry import VALUES, claims, figure, not_attempted, table, value
 from . import _sim
 
@@ -527,10 +527,7 @@ def _fig9_lower(data):
     return out
 
 
-@value("aditya.fig9_lower")
-def fig9_lower(data):
-    lower = _fig9_lower(data)
-    return f"{sum(lower)} of {len(lower)}"
+value("aditya.fig9_lower")(lambda data: count_of(_fig9_lower(data)))
 
 
 @value("aditya.fig9_verdict")
@@ -575,7 +572,7 @@ def summary_rows(data):
          eq3_verdict(data)],
         ["Fig. 9: NA's delays lower in mean and variance than NB's", "(histograms)",
          "real 2 ranks, both more than 10 % lower in {} run pairs; 64³: <k> / variance {:.2f} / {:.2f} (`rma`), "
-         "{:.2f} / {:.2f} (`p2p`)".format(fig9_lower(data), *_hist_moments(_compare_row(data, "rma")["delay_histogram"]),
+         "{:.2f} / {:.2f} (`p2p`)".format(count_of(_fig9_lower(data)), *_hist_moments(_compare_row(data, "rma")["delay_histogram"]),
                                           *_hist_moments(_compare_row(data, "p2p")["delay_histogram"])),
          fig9_verdict(data)],
         ["Fig. 5 (contours of u1), Fig. 7's split at every count, 12-thread processes", "", "",

@@ -6,7 +6,7 @@ import re
 from ...errors import UserError
 from ..md import md_table
 from ..registry import CLAIMS, VALUES, VERDICT_WORDS, figure, table, value, verdict_word
-from . import bethune
+from . import aditya, bethune, horikoshi, yamazaki
 
 
 def _lead(text):
@@ -83,10 +83,10 @@ def _span(values):
     return min(values), max(values)
 
 
-# Yamazaki et al. (2019), Table 3: synchronous (MPI_Wait) over asynchronous time, (a) q = 12 ... 42 and
-# (b) q = 12 ... 48, from the paper's seconds (quoted on yamazaki2019.md)
-YAMAZAKI_TABLE3 = [0.616 / 0.586, 0.738 / 0.611, 0.800 / 0.741, 0.982 / 0.883, 1.13 / 1.06, 1.28 / 1.28,
-                   1.75 / 1.89, 0.994 / 0.992, 1.150 / 0.669, 0.631 / 0.543, 0.512 / 0.505, 0.463 / 0.413]
+def _yamazaki_table3():
+    """Yamazaki et al. (2019), Table 3: synchronous (MPI_Wait) over asynchronous time, (a) and (b)."""
+    return [w / a for part in ("3a", "3b")
+            for w, a in zip(yamazaki.paper_row(part, "time synch wait (s)"), yamazaki.paper_row(part, "time asynch (s)"))]
 
 
 def _headlines(data):
@@ -105,14 +105,15 @@ def _headlines(data):
     return [
         ("Bethune et al. (2011)\nsync/async time to solution", _span(paper_jacobi),
          (sync["time"] / asy["time"],) * 2, None, [1 / bethune._tts_ratio(data, "async", False)]),
-        ("Yamazaki et al. (2019)\nsync/async time to solution", _span(YAMAZAKI_TABLE3),
+        ("Yamazaki et al. (2019)\nsync/async time to solution", _span(_yamazaki_table3()),
          _span(steady), _span(jitter), list(_span(real_schwarz))),
-        ("Aditya et al. (2019)\nsync/weakly-sync time", (1.21, 2.19),
+        ("Aditya et al. (2019)\nsync/weakly-sync time", (aditya.PAPER_SMALLEST, aditya.PAPER_LARGEST),
          _span(_nums(V("aditya.speedup_no_noise"))), _span(_nums(V("aditya.speedup_jitter"))),
          [1 / float(V("aditya.real_ratio_p2p")), 1 / float(V("aditya.real_ratio_rma"))]),
         ("Hoefler et al. (2007)\nblocking/overlapped CG time", (1.0, 1.34),
          _span(_nums(V("hoefler.sim_gains"))), None, [float(V("hoefler.real_overlap"))]),
-        ("Horikoshi et al. (2022)\nprogress control's gain", (1.03, 1.38), _span(gains), None, real_gains),
+        ("Horikoshi et al. (2022)\nprogress control's gain",
+         _span([g for gains_ in horikoshi.PAPER_TABLE3.values() for g in gains_]), _span(gains), None, real_gains),
     ]
 
 

@@ -57,6 +57,34 @@ value("simulated.failing_node1")(lambda data: _failing(data, "node1"))
 value("simulated.failing_node2")(lambda data: _failing(data, "node2"))
 
 
+def _node_rows(data, case, variant, ranks):
+    """The row of one case in each validation on the 16-core node."""
+    return [r for k in ("node1", "node2") for r in data.json(VALIDATIONS[k])["rows"]
+            if (r["case"], r["variant"], r["ranks"]) == (case, variant, ranks)]
+
+
+def _range(values, f):
+    lo, hi = min(values), max(values)
+    return f(lo) if f(lo) == f(hi) else f"{f(lo)} to {f(hi)}"
+
+
+for _case, _variant, _ranks in (("jacobi", "sync", 2), ("jacobi", "sync", 4)):
+    value(f"simulated.node_{_case}_{_variant}_{_ranks}_dev")(
+        lambda data, c=_case, v=_variant, n=_ranks: _range([r["time_dev"] for r in _node_rows(data, c, v, n)],
+                                                           lambda x: f"{100 * x:+.0f} %"))
+for _which in ("real", "sim"):
+    value(f"simulated.node_pde_bounded_4_{_which}")(
+        lambda data, w=_which: _range([r[f"ratio_{w}"] for r in _node_rows(data, "pde", "bounded", 4)],
+                                      lambda x: f"{x:.3f}"))
+
+
+@value("simulated.host2_pde_bounded")
+def host2_pde_bounded(data):
+    r = next(r for r in data.json(VALIDATIONS["host2"])["rows"] if (r["case"], r["variant"]) == ("pde", "bounded"))
+    real, sim = _ratio(r)
+    return f"{real} real and {sim} simulated"
+
+
 @value("simulated.host4_iterations_agree")
 def _host4_iterations(data):
     rows = data.json(VALIDATIONS["host4"])["rows"]
