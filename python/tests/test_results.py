@@ -89,6 +89,18 @@ def test_the_index_counts_every_verdict_of_every_page():
     assert None not in words and len(words) == len(claims) + len(own)
 
 
+def test_result_pages_stay_short_and_history_stays_in_git():
+    # a results page is the current figures, their commands and data, not a diary
+    for rel in page_paths(REPO):
+        with open(os.path.join(REPO, rel), encoding="utf-8") as f:
+            n = len(f.read().splitlines())
+        if rel.startswith("docs/results/"):
+            assert n <= 300, f"{rel}: {n} lines (at most 300)"
+        elif rel == "docs/benchmarks.md":
+            assert n <= 700, f"{rel}: {n} lines (at most 700)"
+    assert not os.path.exists(os.path.join(REPO, "docs", "reproduction.md"))
+
+
 def test_a_verdict_the_index_does_not_count_fails(tmp_path):
     pages, _ = _rendered_pages()
     page = "docs/results/bethune2011.md"

@@ -1,5 +1,5 @@
 """desync's results pages, generated from data: every table and marked number on docs/results/*.md,
-docs/benchmarks.md, docs/reproduction.md and README.md is rendered from the records under docs/data/ by a function
+docs/benchmarks.md and README.md is rendered from the records under docs/data/ by a function
 registered here, and `desync-results check` (a test of the suite) fails when a page differs from
 what its data renders. The experiments that made the data, and the commands that make it again, are
 listed in bench/results/*.toml; `desync-results run` reruns them into a folder of its own

@@ -12,7 +12,7 @@ BLOCK_END = "<!-- end -->"
 INLINE = re.compile(r"<!-- value: ([A-Za-z0-9_.\-]+) -->(.*?)<!-- end -->")
 
 # the pages with generated content, relative to the repository root
-PAGE_GLOBS = ("docs/results", "docs/benchmarks.md", "docs/reproduction.md", "README.md")
+PAGE_GLOBS = ("docs/results", "docs/benchmarks.md", "README.md")
 
 SETS = {
     "quick": "real runs on this machine, rerun by make reproduce-quick",

@@ -4,7 +4,6 @@ exchanges' sends and receives, the idle policies), desync beside PETSc, and a re
 before it. Data: docs/data/benchmarks/ (the quick experiments) and the dated folders it names."""
 import functools
 import glob
-import math
 import os
 import statistics
 
@@ -756,21 +755,15 @@ BA_FIGURES = [
 ]
 
 
-@table("benchmarks.before_after")
 def before_after(data):
+    """The table of a bench/before_after.sh run (bench/before_after_table.py prints it; the run of
+    2026-11-27 is in git's history of docs/benchmarks.md)."""
     old, new = _ba_rounds(data, "old"), _ba_rounds(data, "new")
 
     def cell(fn, form, tags):
         return ", ".join("–" if (v := fn(data, t)) is None else form.format(v) for t in tags)
     rows = [[name, cell(fn, form, old), cell(fn, form, new)] for name, fn, form in BA_FIGURES]
     return md_table([f"figure ({len(old)} rounds, old then new in each)", "before", "after"], rows, "lrr")
-
-
-@value("benchmarks.ba_sweep_spread")
-def ba_sweep_spread(data):
-    vals = [v for t in _ba_rounds(data, "old") + _ba_rounds(data, "new") for v in [_ba_sweep(data, t, 1)]
-            if v is not None and not math.isnan(v)]
-    return f"{min(vals):.2f}–{max(vals):.2f}"
 
 
 def stack_verdict(f):

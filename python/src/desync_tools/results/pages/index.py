@@ -155,8 +155,7 @@ def _r(span):
 @value("index.tally")
 def tally(data):
     t = _tally(data)
-    return (f"of {sum(t.values())} findings, {t.get('reproduced', 0)} reproduced, {t.get('partly', 0)} in part, "
-            f"{t.get('not reproduced', 0)} not, {t.get('not attempted', 0)} not attempted")
+    return f"of {sum(t.values())} findings, " + ", ".join(f"{t[w]} {w}" for w in VERDICT_WORDS if w in t)
 
 
 def _readme(data, row):
