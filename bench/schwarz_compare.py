@@ -44,7 +44,6 @@ Standard library only. Example:
 import argparse
 import json
 import os
-import resource
 import shlex
 import sys
 import time
@@ -53,6 +52,7 @@ import bench_util
 from bench_util import (add_desync_option, add_mpirun_option, count, is_executable, median, one_thread_env,
                         print_failures, print_machine_and_load, record_outcome, run_for_json, run_repetitions,
                         solve_progress, split_choices, write_json)
+from desync_tools.runner.machine import HostLoad, cpu_busy_seconds
 
 # desync configurations: name -> (mode, alpha)
 DESYNC_CONFIGS = {"sync-inf": ("sync", "inf"), "sync-auto": ("sync", "auto"), "async-auto": ("async", "auto")}
@@ -191,22 +191,6 @@ def parse_petsc(j):
     }
 
 
-def cpu_busy_seconds():
-    """CPU seconds all processes have spent busy since boot (Linux /proc/stat; None elsewhere)."""
-    try:
-        with open("/proc/stat") as f:
-            fields = [int(x) for x in f.readline().split()[1:]]
-    except (OSError, ValueError):
-        return None
-    idle = fields[3] + (fields[4] if len(fields) > 4 else 0)  # idle + iowait
-    return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
-
-
-def children_cpu_seconds():
-    r = resource.getrusage(resource.RUSAGE_CHILDREN)
-    return r.ru_utime + r.ru_stime
-
-
 def wait_idle(limit_s, window=0.5, busy_max=0.1):
     """Waits up to limit_s until the machine's CPUs were at most busy_max busy (as a share of all CPUs)
     over a window; returns that share, measured last (None without /proc/stat)."""
@@ -226,19 +210,16 @@ def run_one(args, cfg, json_path):
     cmd = command(args, cfg, json_path)
     busy_before = wait_idle(args.wait_idle) if args.wait_idle > 0 else None
     load = os.getloadavg()[0]
-    cpu0, own0 = cpu_busy_seconds(), children_cpu_seconds()
+    # CPU time other processes take while the run runs: more than DISTURBED_SHARE of one core (of all
+    # cores together) on average marks the run as disturbed.
+    host = HostLoad(per_core=DISTURBED_SHARE / (os.cpu_count() or 1))
     # CHOLMOD's supernodal steps and PETSc's vector kernels call BLAS: one thread per rank, both sides.
     rc, err, elapsed = run_for_json(cmd, json_path, args.timeout, one_thread_env())
-    cpu1, own1 = cpu_busy_seconds(), children_cpu_seconds()
-    # CPU time other processes took while the run ran: the machine's busy time less the run's own
-    # (mpirun and the ranks, reaped by then); more than DISTURBED_SHARE of a core on average marks
-    # the run as disturbed.
-    foreign = None if cpu0 is None or cpu1 is None else max(0.0, (cpu1 - cpu0) - (own1 - own0))
+    beside = host.finish()
     solver, name, n, local = cfg
     rec = {"solver": solver, "config": name, "n": n, "local": local, "command": shlex.join(cmd),
            "exit_code": rc, "elapsed": elapsed, "loadavg_1min_before": load, "busy_share_before": busy_before,
-           "foreign_cpu_seconds": foreign,
-           "disturbed": foreign is not None and foreign > DISTURBED_SHARE * elapsed}
+           "foreign_cpu_seconds": beside["foreign_cpu_seconds"], "disturbed": beside["disturbed"]}
     parse = (lambda j: parse_desync(j, args.tol)) if solver == "desync" else parse_petsc
     return record_outcome(rec, rc, err, json_path, parse, solver)
 

@@ -60,6 +60,9 @@ def test_run_restart_collect(experiment, tmp_path, capsys):
         assert status["status"] == "ok" and status["exit_code"] == 0
         assert (results / "runs" / rid / "record.json").exists()
         assert "--polish" in (results / "runs" / rid / "command.txt").read_text()
+        # the host's load beside the run (whether it was disturbed depends on the host: only its type)
+        assert len(status["loadavg_before"]) == 3 and len(status["loadavg_after"]) == 3
+        assert status["foreign_cpu_seconds"] >= 0 and isinstance(status["disturbed"], bool)
     assert err.count("100%") == 1 and "left ~" in err  # the progress lines
     assert "8 runs: 8 ok, 0 failed" in out
     machine = json.loads((results / "machine.json").read_text())
@@ -77,6 +80,7 @@ def test_run_restart_collect(experiment, tmp_path, capsys):
         (str(r), m, str(k)) for r in (1, 2) for m in ("sync", "async") for k in (1, 2))
     for r in rows:
         assert r["status"] == "ok" and r["converged"] == "true" and r["solver"] == "jacobi" and r["method"] == r["mode"]
+        assert r["disturbed"] in ("true", "false")
         assert float(r["iterations_mean"]) > 0 and float(r["wall_time"]) > 0 and float(r["true_residual"]) <= 1e-4
     sync_lines = [ln for ln in out.splitlines() if " sync " in f" {ln} "]
     assert len(sync_lines) == 2 and all(ln.rstrip().endswith("1.000") for ln in sync_lines)
@@ -243,3 +247,25 @@ def test_one_format_for_sweeps_and_commands(tmp_path, capsys):
     (tmp_path / "root" / "bench" / "results" / "page.toml").write_text(text)
     with pytest.raises(UserError, match="experiment a is a sweep of desync runs"):
         load_manifest(str(tmp_path / "root"))
+
+
+def test_host_load_counts_only_what_others_took(monkeypatch):
+    # busy time of the whole machine less the run's own (its reaped children) is the others' share;
+    # above half of every core over the run's time, the run is disturbed
+    from desync_tools.runner import machine
+    clock = {"t": 100.0, "busy": 50.0, "own": 3.0}
+    monkeypatch.setattr(machine.time, "monotonic", lambda: clock["t"])
+    monkeypatch.setattr(machine, "cpu_busy_seconds", lambda: clock["busy"])
+    monkeypatch.setattr(machine, "children_cpu_seconds", lambda: clock["own"])
+    monkeypatch.setattr(machine.os, "cpu_count", lambda: 2)
+    for own, others, disturbed in ((4.0, 0.5, False), (4.0, 2.0, False), (4.0, 2.2, True), (0.0, 0.0, False)):
+        host = machine.HostLoad()
+        clock["t"] += 2.0                        # a run of 2 s on 2 cores: 4 CPU seconds at most
+        clock["own"] += own
+        clock["busy"] += own + others
+        got = host.finish()
+        assert got["foreign_cpu_seconds"] == pytest.approx(others)
+        assert got["disturbed"] is disturbed, (own, others)
+    monkeypatch.setattr(machine, "cpu_busy_seconds", lambda: None)  # no /proc/stat: unknown, not disturbed
+    got = machine.HostLoad().finish()
+    assert got["foreign_cpu_seconds"] is None and got["disturbed"] is False

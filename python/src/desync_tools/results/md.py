@@ -54,7 +54,18 @@ def describe_setup(d):
     c = d["config"]
     g = "×".join(str(x) for x in c["grid"])
     return (f"{g} points, {c['np']} ranks, rtol {c['rtol']:g}, median of {c['reps']} interleaved repetitions, "
-            f"load average {d['loadavg_before'][0]:.2f} before and {d['loadavg_after'][0]:.2f} after")
+            f"load average {d['loadavg_before'][0]:.2f} before and {d['loadavg_after'][0]:.2f} after"
+            + disturbed_note(d.get("runs", [])))
+
+
+def disturbed_note(runs):
+    """"; 2 of 30 runs disturbed (...)" for runs that recorded the host's load beside them
+    (runner.machine.HostLoad), nothing for runs recorded before they did."""
+    measured = [r for r in runs if "disturbed" in r]
+    if not measured:
+        return ""
+    n = sum(1 for r in measured if r["disturbed"])
+    return f"; {n} of {len(measured)} runs disturbed (other processes kept more than half of every core busy)"
 
 
 def reproduced(*checks):

@@ -15,7 +15,7 @@ from .execute import read_json
 from .experiment import run_id as folder_name
 from .session import median
 
-RUN_COLUMNS = ("run_id", "repetition", "status", "exit_code", "reason", "seconds")
+RUN_COLUMNS = ("run_id", "repetition", "status", "exit_code", "reason", "seconds", "disturbed")
 # Stop reasons that are numerical failures (desync::core::is_numerical_failure): exit code 3.
 NUMERICAL_FAILURES = ("non_finite", "diverged", "breakdown", "pc_failed")
 
@@ -31,13 +31,13 @@ def record_exit_code(record):
 
 
 def run_row(record, run_id, repetition=None, status="ok", exit_code=None, reason="", seconds=None,
-            parameters=None):
+            parameters=None, disturbed=None):
     """One row of a results table: the run's own columns, its parameter values, then the record's
     key figures (tables.record_row; none when record is None). A parameter's column keeps the
     parameter's value: a record key of the same name (e.g. the transport a bundled value selected)
     goes to record_<name>."""
     row = {"run_id": run_id, "repetition": repetition, "status": status, "exit_code": exit_code,
-           "reason": reason, "seconds": seconds}
+           "reason": reason, "seconds": seconds, "disturbed": disturbed}
     row.update(parameters or {})
     if record is not None:
         for key, value in record_row(record).items():
@@ -83,7 +83,7 @@ def collect_rows(results):
             except UserError as e:
                 problem = str(e)
         row = run_row(record, rid, st.get("repetition"), st.get("status"), st.get("exit_code"),
-                      st.get("reason", ""), st.get("seconds"), st.get("parameters", {}))
+                      st.get("reason", ""), st.get("seconds"), st.get("parameters", {}), st.get("disturbed"))
         if problem:
             row["status"] = "failed"
             row["reason"] = (row["reason"] + "; " if row["reason"] else "") + problem

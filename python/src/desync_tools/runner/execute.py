@@ -86,6 +86,7 @@ def run_one(exp, rep, combo, folder, executable, launcher):
     timed_out = False
     exit_code = None
     reason = ""
+    host = machine.HostLoad()
     with open(os.path.join(folder, "stdout.txt"), "wb") as out, open(os.path.join(folder, "stderr.txt"), "wb") as err:
         try:
             proc = subprocess.Popen(cmd, stdout=out, stderr=err, env=child_env(exp, exp.ranks(combo)),
@@ -106,6 +107,7 @@ def run_one(exp, rep, combo, folder, executable, launcher):
                 exit_code = proc.returncode
                 reason = f"timed out after {exp.timeout:g} s"
     seconds = time.time() - start
+    load = host.finish()
     if not reason:
         if exit_code not in exp.accept_exit:
             reason = f"exit code {exit_code}" + _error_line(os.path.join(folder, "stderr.txt"))
@@ -119,7 +121,8 @@ def run_one(exp, rep, combo, folder, executable, launcher):
     status = {"run_id": os.path.basename(folder), "repetition": rep, "parameters": shown(combo),
               "status": "timeout" if timed_out else ("ok" if not reason else "failed"),
               "exit_code": exit_code, "timed_out": timed_out, "reason": reason,
-              "start": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)), "seconds": round(seconds, 3)}
+              "start": time.strftime("%Y-%m-%dT%H:%M:%S", time.localtime(start)), "seconds": round(seconds, 3),
+              **load}
     write_json(os.path.join(folder, "status.json"), status)
     return status
 
@@ -166,7 +169,9 @@ def run_experiment(exp, results, executable=None, launcher=None, retry_failed=Fa
         left = elapsed / k * (len(todo) - k)
         print(f"[{k:>{len(str(len(todo)))}}/{len(todo)}] {100 * k // len(todo):3d}%  elapsed {_clock(elapsed)}  "
               f"left ~{_clock(left)}  {status['run_id']}: {status['status']} {status['seconds']:.1f} s"
-              + (f" ({status['reason']})" if status["reason"] else ""), file=stream, flush=True)
+              + (f" ({status['reason']})" if status["reason"] else "")
+              + (" (disturbed: other processes kept the host busy)" if status.get("disturbed") else ""),
+              file=stream, flush=True)
     info["load_end"] = machine.load()
     write_json(os.path.join(results, "machine.json"), info)
     return len(todo), skipped, failed

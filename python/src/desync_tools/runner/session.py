@@ -16,6 +16,7 @@ import tempfile
 import time
 
 from . import machine
+from .machine import HostLoad
 
 # python/src, where desync_tools lives (for the simulated runs, which launch `python -m desync_tools.sim`).
 PYTHON_SRC = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -120,7 +121,8 @@ def first_error_line(text):
 def run_repetitions(configs, reps, run_one, prefix, progress=None):
     """Runs `run_one(cfg, json_path)` (returning the run's record, a dict) for every (repetition,
     configuration) of interleaved(configs, reps), json_path a file in a temporary folder named with
-    `prefix`; each record gets its "rep". progress(cfg, rec): the text of the run's progress line on
+    `prefix`; each record gets its "rep" and the host's load beside it (machine.HostLoad: the load
+    averages before and after, the CPU seconds other processes took, "disturbed"). progress(cfg, rec): the text of the run's progress line on
     standard error, after "[  i/total] " (None: no progress lines). Returns the records and the
     session: {"loadavg_before", "loadavg_after", "duration_s"} (in the order of the JSON documents)."""
     load_before = os.getloadavg()
@@ -130,7 +132,10 @@ def run_repetitions(configs, reps, run_one, prefix, progress=None):
         json_path = os.path.join(tmp, "run.json")
         total = reps * len(configs)
         for rep, cfg in interleaved(configs, reps):
+            host = HostLoad()
             rec = run_one(cfg, json_path)
+            for key, value in host.finish().items():  # the load beside the run, unless run_one measured it
+                rec.setdefault(key, value)
             rec["rep"] = rep
             runs.append(rec)
             if progress is not None:
@@ -185,9 +190,11 @@ def load_line(session, runs, cpus=False):
     """The load average before and after the runs (run_repetitions' session), [the CPUs,] how many
     runs took how long."""
     b, a = session["loadavg_before"], session["loadavg_after"]
+    disturbed = sum(1 for r in runs if r.get("disturbed"))
     return (f"load average (1, 5, 15 min): before {b[0]:.2f} {b[1]:.2f} {b[2]:.2f}, "
             f"after {a[0]:.2f} {a[1]:.2f} {a[2]:.2f}; " + (f"{os.cpu_count()} CPUs; " if cpus else "")
-            + f"{len(runs)} runs in {session['duration_s']:.0f} s")
+            + f"{len(runs)} runs in {session['duration_s']:.0f} s"
+            + (f"; {disturbed} disturbed (other processes kept the host busy: repeat them)" if disturbed else ""))
 
 
 def print_machine_and_load(machine, session, runs):
