@@ -591,13 +591,18 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
     quick, full = rp.studies(False), rp.studies(True)
     assert [s for s, _, _ in quick] == ["jacobi-weak", "jacobi-slow-core", "pde-jitter", "cg-family", "cg-strong",
                                         "cg-overlap", "schwarz-weak"]
-    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 190
-    assert len(full) == 19
+    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 198
+    assert len(full) == 20
     for study, paper, rows in full:
         labels = [label for label, _, _, _ in rows]
         assert paper and len(set(labels)) == len(labels), study
         assert all(argv[0] in ("jacobi", "pde", "cg", "schwarz") and "--json" not in argv for _, _, argv, _ in rows)
     runs = {label: (ranks, argv, sim) for _, _, rows in full for label, ranks, argv, sim in rows}
+    # jitter of the size of Yamazaki et al.'s noise: a small chance per iteration, in both Schwarz studies
+    for label in ("schwarz sync P=256 slight jitter", "schwarz async P=64 2 ms slight jitter"):
+        argv = runs[label][1]
+        assert argv[argv.index("--noise") + 1] == "jitter", label
+        assert float(argv[argv.index("--jitter-probability") + 1]) == 2e-4, label
     for label, (ranks, argv, _) in runs.items():
         if "--slow-rank" in argv:
             px, py, pz = map(int, argv[argv.index("--dims") + 1].split("x"))

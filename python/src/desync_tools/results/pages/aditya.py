@@ -152,16 +152,6 @@ def speedup_jitter(data):
     return _range(v)
 
 
-@value("aditya.speedup_jitter_vs_paper")
-def speedup_jitter_vs_paper(data):
-    v = [_speedup(s, b) for st in (SPEEDUP_STUDIES[0], SPEEDUP_STUDIES[2]) for _, s, b in _sim_speedups(data, st[0], st[3])]
-    if min(v) >= PAPER_SMALLEST and max(v) <= PAPER_LARGEST:
-        return "inside the paper's range"
-    if min(v) >= PAPER_SMALLEST:
-        return f"up to {100 * (max(v) / PAPER_LARGEST - 1):.0f} % above the paper's largest, 2.19x"
-    return "below the paper's smallest, 1.21x, in part"
-
-
 @value("aditya.speedup_no_noise")
 def speedup_no_noise(data):
     v = [_speedup(s, b) for st in (SPEEDUP_STUDIES[1], SPEEDUP_STUDIES[3]) for _, s, b in _sim_speedups(data, st[0], st[3])]
@@ -182,13 +172,11 @@ for _transport in ("rma", "p2p"):
 
 @value("aditya.speedup_verdict")
 def speedup_verdict(data):
+    """Rule: reproduced when the simulated speed-ups without injected noise reach the paper's smallest;
+    not reproduced otherwise. The paper's noise is its machine's own, of no stated size, so desync's
+    jitter (whose p and f set the speed-up) is a sweep beside the verdict, not a part of it."""
     quiet = [_speedup(s, b) for st in (SPEEDUP_STUDIES[1], SPEEDUP_STUDIES[3]) for _, s, b in _sim_speedups(data, st[0], st[3])]
-    noisy = [_speedup(s, b) for st in (SPEEDUP_STUDIES[0], SPEEDUP_STUDIES[2]) for _, s, b in _sim_speedups(data, st[0], st[3])]
-    if min(quiet) >= PAPER_SMALLEST:
-        return "reproduced"
-    if min(noisy) >= PAPER_SMALLEST:
-        return "partly"
-    return "not reproduced"
+    return "reproduced" if min(quiet) >= PAPER_SMALLEST else "not reproduced"
 
 
 @table("aditya.compare")

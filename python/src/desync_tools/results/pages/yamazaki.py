@@ -53,12 +53,30 @@ for _table in ("3", "4"):
     table(f"yamazaki.paper_table{_table}")(lambda data, t=_table: _paper_table(f"{t}a", f"{t}b"))
 
 
-# The simulated Table 3 studies: (study, label of the synchronous run, what the row is)
+# The simulated Table 3 studies: (study, label of the synchronous run, what the row is, tag). The noise:
+# none; "slight", of the size of the paper's (section 7.2: it "increased the average solve time
+# slightly"; sync at most 10 % slower), the headline's; the large jitter of the PDE studies, the
+# sweep's end (sync more than twice as slow).
 TABLE3 = [("schwarz-weak", "schwarz sync P=64", "weak, 32² per rank (= strong, 256² in all)", ""),
           ("schwarz-weak", "schwarz sync P=256", "weak, 32² per rank", " (weak)"),
           ("schwarz-strong", "schwarz sync P=256 256^2", "strong, 256² in all", " (strong)"),
-          ("schwarz-noise", "schwarz sync P=64 jitter", "weak, 32² per rank, jitter", ""),
-          ("schwarz-noise", "schwarz sync P=256 jitter", "weak, 32² per rank, jitter", "")]
+          ("schwarz-noise-slight", "schwarz sync P=64 slight jitter", "weak, 32² per rank, slight jitter", ""),
+          ("schwarz-noise-slight", "schwarz sync P=256 slight jitter", "weak, 32² per rank, slight jitter", ""),
+          ("schwarz-noise", "schwarz sync P=64 jitter", "weak, 32² per rank, large jitter", ""),
+          ("schwarz-noise", "schwarz sync P=256 jitter", "weak, 32² per rank, large jitter", "")]
+NOISE = {"schwarz-noise-slight": "slight", "schwarz-noise": "large"}
+
+
+def table3_pairs(data, noise=None):
+    """(sync, async) of the simulated Table 3 runs with `noise`: None, "slight" or "large"."""
+    return [_pair(data, st, lb) for st, lb, _, _ in TABLE3 if NOISE.get(st) == noise]
+
+
+def _noise_cost(data, noise):
+    """How much slower sync is with `noise` than without, at each count of the weak study."""
+    steady = {s["ranks"]: s for s, _ in table3_pairs(data) if s["label"].startswith("schwarz sync P=") and
+              "256^2" not in s["label"]}
+    return [(s["ranks"], s["time"] / steady[s["ranks"]]["time"]) for s, _ in table3_pairs(data, noise)]
 
 
 def _pair(data, study, sync_label):
@@ -86,20 +104,24 @@ def sim_table3_summary(data):
     def part(noise):
         return ", ".join(f"{fixed(a['time'] / s['time'])} at {s['ranks']}{tag}"
                          for (s, a), tag in ((_pair(data, st, lb), tag) for st, lb, _, tag in TABLE3
-                                             if (st == "schwarz-noise") == noise))
-    return f"async/sync time {part(False)}; with jitter {part(True)}"
+                                             if NOISE.get(st) == noise))
+
+    def cost(noise):
+        xs = sorted(100 * (x - 1) for _, x in _noise_cost(data, noise))
+        return f"{xs[0]:.0f}" if f"{xs[0]:.0f}" == f"{xs[-1]:.0f}" else f"{xs[0]:.0f}–{xs[-1]:.0f}"
+    return (f"async/sync time {part(None)}; with jitter of the paper's size (sync {cost('slight')} % slower) "
+            f"{part('slight')}; with a large jitter (sync {cost('large')} % slower) {part('large')}")
 
 
 @value("yamazaki.sim_iteration_ratio")
 def sim_iteration_ratio(data):
-    rs = [a["iterations"]["mean"] / s["iterations"]["mean"]
-          for s, a in (_pair(data, st, lb) for st, lb, _, _ in TABLE3 if st != "schwarz-noise")]
+    rs = [a["iterations"]["mean"] / s["iterations"]["mean"] for s, a in table3_pairs(data)]
     return f"{min(rs):.2f}–{max(rs):.2f}×"
 
 
 def _steady_pairs(data):
     """(sync, async) of the simulated Table 3 runs without injected noise."""
-    return [_pair(data, study, label) for study, label, _, _ in TABLE3 if study != "schwarz-noise"]
+    return table3_pairs(data)
 
 
 def _more_iterations(data):
@@ -175,10 +197,11 @@ def transports_verdict(data):
 
 @value("yamazaki.verdict_table3")
 def verdict_table3(data):
-    """Rule: async's time at most 1.05x sync's in every simulated run without injected noise and every
-    real variant: reproduced; in some: partly. The runs with injected jitter are shown, not counted."""
-    steady = [a["time"] <= 1.05 * s["time"] for s, a in _steady_pairs(data)]
-    return f"**{reproduced(*steady, *_similar_or_smaller(data))}**"
+    """Rule: async's time at most 1.05x sync's in every simulated run, without injected noise and with
+    noise of the paper's size, and every real variant: reproduced; in some: partly. The runs with the
+    large jitter are shown, not counted."""
+    sim = [a["time"] <= 1.05 * s["time"] for s, a in table3_pairs(data) + table3_pairs(data, "slight")]
+    return f"**{reproduced(*sim, *_similar_or_smaller(data))}**"
 
 
 @value("yamazaki.transports_iteration_ratio")
@@ -200,13 +223,13 @@ def timer_sim(data):
     for p in TIMER_RANKS:
         for mode in ("sync", "async"):
             cells = [p, mode]
-            for tag in ("", " tests on", " jitter"):
+            for tag in ("", " tests on", " slight jitter", " jitter"):
                 r = _sim.row(data, "schwarz-timer", f"schwarz {mode} P={p} 2 ms{tag}")
                 cells += [_its(r), f"{r['true_residual']:.2e}"]
             rows.append(cells)
     return md_table(["ranks", "mode", "none: iterations", "none: true residual", "tests on: iterations",
-                     "tests on: true residual", "none + jitter: iterations", "none + jitter: true residual"], rows,
-                    align="rlrrrrrr")
+                     "tests on: true residual", "slight jitter: iterations", "slight jitter: true residual",
+                     "large jitter: iterations", "large jitter: true residual"], rows, align="rlrrrrrrrr")
 
 
 def _timer_ratio(data, p, tag):
@@ -219,7 +242,7 @@ def _timer_ratio(data, p, tag):
 def timer_sim_verdict(data):
     """Rule: reproduced where async's true residual after the fixed time is below sync's."""
     parts = []
-    for tag, what in (("", "steady ranks"), (" jitter", "with jitter")):
+    for tag, what in (("", "steady ranks"), (" slight jitter", "with slight jitter"), (" jitter", "with large jitter")):
         rs = [(p, _timer_ratio(data, p, tag)) for p in TIMER_RANKS]
         parts.append(f"{what}: async/sync residual " + ", ".join(f"{fmt(x, 2)} at {p}" for p, x in rs)
                      + f" — **{reproduced(*(x < 1 for _, x in rs))}**")
@@ -246,10 +269,11 @@ def _timer_real(data):
 
 @value("yamazaki.verdict_timer")
 def verdict_timer(data):
-    """Rule: async's residual below sync's at every simulated count, steady and with jitter, and in the
-    real runs: reproduced; in some of these: partly."""
+    """Rule: async's residual below sync's at every simulated count, steady and with jitter of the
+    paper's size, and in the real runs: reproduced; in some of these: partly. The large jitter is
+    shown, not counted."""
     real = _timer_real(data)
-    checks = [_timer_ratio(data, p, tag) < 1 for tag in ("", " jitter") for p in TIMER_RANKS]
+    checks = [_timer_ratio(data, p, tag) < 1 for tag in ("", " slight jitter") for p in TIMER_RANKS]
     checks.append(real is not None and real[1] < real[0])
     return f"**{reproduced(*checks)}**"
 
