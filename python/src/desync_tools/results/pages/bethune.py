@@ -418,6 +418,21 @@ def verdict_tts(data):
                           f"{_span(paper)}× (rule: slower by more than 5 %, real ranges apart)")
 
 
+@value("bethune.verdict_shmem")
+def verdict_shmem(data):
+    """Rule: reproduced when async over SHMEM iterates faster than async over MPI two-sided at 2 real
+    ranks with the runs' ranges apart; not distinguishable when they overlap."""
+    r = _rates(data)
+    shmem, mpi = r[("async", "shmem")], r[("async", "p2p")]
+    paper = [TABLE1[p]["async"][3] / TABLE2[p]["async"][3] for p in TABLE1]
+    word = ("not distinguishable" if not apart(shmem, mpi) else
+            "reproduced" if statistics.median(shmem) > statistics.median(mpi) else "not reproduced")
+    return _verdict(word, f"async over `shmem` iterates {statistics.median(shmem) / statistics.median(mpi):.2f}× as fast "
+                          f"as over `p2p` at 2 real ranks ({_span(shmem, lambda x: f'{x:.0f}')} against "
+                          f"{_span(mpi, lambda x: f'{x:.0f}')} it/s); in the paper MPI's async takes "
+                          f"{_span(paper[:-1])}× SHMEM's time up to 8192 cores, {paper[-1]:.2f}× at 32768")
+
+
 @value("bethune.verdict_slow")
 def verdict_slow(data):
     _, ss, _, as_ = _slow_paper(data)
@@ -529,6 +544,7 @@ claims("bethune2011.md", "Bethune et al. (2011)", [
     ("async iterates faster than sync, more so as processes grow (Figure 3, Tables 1–2)", "bethune.verdict_rate"),
     ("async needs 19–24 % more iterations to the tolerance (Table 1)", "bethune.verdict_iterations"),
     ("MPI async is slower to the tolerance than sync, 1.10–1.19× its time (Table 1)", "bethune.verdict_tts"),
+    ("SHMEM's async beats MPI's up to 8192 cores (Tables 1 and 2)", "bethune.verdict_shmem"),
     ("one core at half speed makes sync about 2× slower than async (section 6.1)", "bethune.verdict_slow"),
     ("OpenMP async and racy faster than sync (Table 3)", "bethune.verdict_omp"),
     ("racy faster than async over MPI (Table 1)", "bethune.verdict_racy"),
