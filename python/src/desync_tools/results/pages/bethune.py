@@ -433,6 +433,26 @@ def verdict_shmem(data):
                           f"{_span(paper[:-1])}× SHMEM's time up to 8192 cores, {paper[-1]:.2f}× at 32768")
 
 
+@value("bethune.verdict_profile")
+def verdict_profile(data):
+    """Rule (their Figure 4, per iteration): the grid operations cost the same at every simulated count
+    (within 5 %), sync spends more than 1.5x async's time in the halo swap at every count, and the
+    global sum takes under 5 % of sync's iteration: reproduced; some of the three: partly."""
+    split = {}
+    for r in _sim.rows(data, "jacobi-weak"):
+        mode = "async" if " async " in r["label"] else "sync"
+        split.setdefault(r["ranks"], {})[mode] = {k: v / r["iterations"]["max"] for k, v in r["time_split"].items()}
+    counts = sorted(split)
+    compute = [split[p][m]["compute"] for p in counts for m in ("sync", "async")]
+    halo = [split[p]["sync"]["halo"] / split[p]["async"]["halo"] for p in counts]
+    reduction = [split[p]["sync"]["reduction"] / split[p]["sync"]["total"] for p in counts]
+    checks = [max(compute) <= 1.05 * min(compute), min(halo) > 1.5, max(reduction) < 0.05]
+    return _verdict(reproduced(*checks),
+                    f"at {', '.join(map(str, counts))} simulated ranks the sweep takes {1e6 * min(compute):.1f}–"
+                    f"{1e6 * max(compute):.1f} µs per iteration, sync's halo swap {_span(halo)}× async's, and the "
+                    f"global sum {100 * max(reduction):.1f} % of sync's iteration at most")
+
+
 @value("bethune.verdict_slow")
 def verdict_slow(data):
     _, ss, _, as_ = _slow_paper(data)
@@ -545,6 +565,8 @@ claims("bethune2011.md", "Bethune et al. (2011)", [
     ("async needs 19–24 % more iterations to the tolerance (Table 1)", "bethune.verdict_iterations"),
     ("MPI async is slower to the tolerance than sync, 1.10–1.19× its time (Table 1)", "bethune.verdict_tts"),
     ("SHMEM's async beats MPI's up to 8192 cores (Tables 1 and 2)", "bethune.verdict_shmem"),
+    ("per iteration, grid operations cost the same at every count, sync spends far more in the halo swap, "
+     "and the global sum is not significant (Figure 4)", "bethune.verdict_profile"),
     ("one core at half speed makes sync about 2× slower than async (section 6.1)", "bethune.verdict_slow"),
     ("OpenMP async and racy faster than sync (Table 3)", "bethune.verdict_omp"),
     ("racy faster than async over MPI (Table 1)", "bethune.verdict_racy"),
