@@ -5,7 +5,6 @@ and renders the pages there, `figures` draws every registered figure, `list` lis
 import argparse
 import difflib
 import os
-import shlex
 import subprocess
 import sys
 import time

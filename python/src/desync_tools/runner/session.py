@@ -122,8 +122,8 @@ def run_repetitions(configs, reps, run_one, prefix, progress=None):
     """Runs `run_one(cfg, json_path)` (returning the run's record, a dict) for every (repetition,
     configuration) of interleaved(configs, reps), json_path a file in a temporary folder named with
     `prefix`; each record gets its "rep" and the host's load beside it (machine.HostLoad: the load
-    averages before and after, the CPU seconds other processes took, "disturbed"). progress(cfg, rec): the text of the run's progress line on
-    standard error, after "[  i/total] " (None: no progress lines). Returns the records and the
+    averages before and after, the CPU seconds other processes took, "disturbed"). progress(cfg, rec):
+    the text of the run's progress line on standard error, after "[  i/total] " (None: no progress lines). Returns the records and the
     session: {"loadavg_before", "loadavg_after", "duration_s"} (in the order of the JSON documents)."""
     load_before = os.getloadavg()
     t_start = time.monotonic()

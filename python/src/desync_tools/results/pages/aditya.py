@@ -190,7 +190,6 @@ def speedup_verdict(data):
 
 @table("aditya.compare")
 def compare(data):
-    c = data.json(COMPARE)
     rows = []
     for t in ("rma", "p2p"):
         s, b = _compare_row(data, t, "sync"), _compare_row(data, t)
@@ -356,7 +355,7 @@ def fig10(data):
     for r in _sim.rows(data, "pde-error"):
         d, pde = r["delay"], r["pde"]
         e = pde["paired"]["error_mean"]
-        rows.append([f"simulated, 48³, `p2p`, jitter", r["ranks"], f"{d['mean']:.2f}", f"{d['mean_sq']:.2f}",
+        rows.append(["simulated, 48³, `p2p`, jitter", r["ranks"], f"{d['mean']:.2f}", f"{d['mean_sq']:.2f}",
                      f"{e:.3e}", f"{pde['boundary_term']:.3f}", f"{_c(e, pde['dx'], pde['boundary_term']):.3e}"])
     top = max(r["points"] for r in _moments(data))
     for r in _moments(data):

@@ -6,7 +6,7 @@ bench/results/bethune.toml (docs/data/bethune/)."""
 import math
 import statistics
 
-from ..md import apart, fixed, fmt, md_table, reproduced
+from ..md import apart, md_table, reproduced
 from ..registry import claims, figure, not_attempted, table, value
 from . import _sim
 

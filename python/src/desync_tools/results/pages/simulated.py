@@ -1,8 +1,5 @@
 """docs/results/simulated-cluster.md: the cost model of record, the validation of the simulation
 against real runs (this host at 2 ranks, a 16-core node at 2 and 4), and the host time of the studies."""
-import json
-import os
-
 from ..md import fmt, md_table
 from ..registry import table, value
 
