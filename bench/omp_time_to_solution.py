@@ -29,11 +29,10 @@ import json
 import os
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 
-from bench_util import add_launch_options
+from bench_util import add_launch_options, run_measured, write_json
 
 MODES = ("sync", "async", "racy")
 TARGET = 0.9  # async, racy wall time / sync wall time
@@ -65,7 +64,7 @@ def run_once(args, cadence, mode, workdir, rep):
     env = dict(os.environ)
     env.setdefault("OMP_PROC_BIND", "close")
     env.setdefault("OMP_PLACES", "cores")
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    proc = run_measured(cmd, env=env, capture_output=True, text=True)
     if proc.returncode not in (0, 1):
         sys.exit(f"omp_time_to_solution: {' '.join(cmd)} failed with exit code {proc.returncode}:\n"
                  f"{proc.stdout}{proc.stderr}")
@@ -132,9 +131,8 @@ def main(argv):
                   f"{m['converged']:>4}/{m['runs']}{flag}")
         summary[cadence] = medians
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"np": args.np, "threads": args.threads, "global": args.global_size, "reps": args.reps,
-                       "cadences": cadences, "runs": runs, "medians": summary}, f, indent=2)
+        write_json(args.json, {"np": args.np, "threads": args.threads, "global": args.global_size, "reps": args.reps,
+                               "cadences": cadences, "runs": runs, "medians": summary})
     return 0
 
 

@@ -52,12 +52,11 @@ import os
 import random
 import shlex
 import statistics
-import subprocess
 import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import add_launch_options, child_env, interleaved, write_json  # noqa: E402
+from bench_util import add_launch_options, child_env, interleaved, run_measured, write_json  # noqa: E402
 
 
 def run_desync(args, ranks, desync_args):
@@ -69,7 +68,7 @@ def run_desync(args, ranks, desync_args):
         cmd += [args.desync, "pde", *desync_args, "--quiet", "--json", out]
         env = child_env()
         env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")  # verify runs more ranks than cores
-        p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+        p = run_measured(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
         if p.returncode != 0:
             raise SystemExit(f"pde_bench: {' '.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
         with open(out) as f:

@@ -27,12 +27,11 @@ import argparse
 import json
 import os
 import shlex
-import subprocess
 import sys
 import tempfile
 import time
 
-from bench_util import add_desync_option, add_mpirun_option, one_thread_env, write_json
+from bench_util import add_desync_option, add_mpirun_option, local_residuals, one_thread_env, run_measured, write_json
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PLATFORM = ["--preset", "ib-edr", "--cores", "16"]
@@ -103,7 +102,7 @@ def summarise(rec, keep):
     row = {"wall_time": rec["wall_time"], "true_residual": rec["true_residual"], "converged": rec["converged"],
            "stop_reason": rec["stop_reason"], "iterations": [p["iterations"] for p in ranks],
            "alpha": d.get("alpha"), "delay_mean": [p.get("delay_mean") for p in ranks],
-           "time_split": rec.get("time_split")}
+           "time_split": rec.get("time_split"), "local_residuals": local_residuals(rec)}
     if keep == "histories":
         row["history"] = thin(rec.get("residual_history", {}))
         row["rank_histories"] = {str(p["rank"]): thin(p.get("residual_history", {})) for p in ranks}
@@ -142,7 +141,7 @@ def main():
                 if os.path.exists(out):
                     os.remove(out)
                 t0 = time.monotonic()
-                p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+                p = run_measured(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
                 row = {"config": name, "rep": rep, "ranks": ranks, "argv": argv, "host_wall": time.monotonic() - t0}
                 if p.returncode not in (0, 1) or not os.path.exists(out):
                     said = [ln for ln in (p.stdout + p.stderr).splitlines() if "error" in ln.lower()]

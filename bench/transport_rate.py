@@ -22,6 +22,8 @@ import sys
 import tempfile
 import time
 
+from bench_util import run_measured, write_json
+
 CONFIGS = [
     ("p2p", []),
     ("rma flush", ["--transport", "rma", "--rma-sync", "flush"]),
@@ -74,7 +76,7 @@ def main():
                        "--check-every", "100", "--quiet", "--json", out] + extra + shlex.split(args.extra))
                 t0 = time.time()
                 try:
-                    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
+                    p = run_measured(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
                     rc = p.returncode
                     err = p.stderr
                 except subprocess.TimeoutExpired:
@@ -114,11 +116,9 @@ def main():
                      "ratio_to_p2p": ratio, "samples": r})
     print(f"load average before {load_before[0]:.2f}, after {load_after[0]:.2f}; target: rate >= p2p rate")
     if args.json:
-        with open(args.json, "w") as f:
-            json.dump({"schema": "desync.bench.transport_rate", "schema_version": 1, "np": args.np,
-                       "mode": args.mode, "local": args.local, "max_iters": args.max_iters, "reps": args.reps,
-                       "load_before": load_before, "load_after": load_after, "rows": rows, "runs": runs}, f,
-                      indent=1)
+        write_json(args.json, {"schema": "desync.bench.transport_rate", "schema_version": 1, "np": args.np,
+                               "mode": args.mode, "local": args.local, "max_iters": args.max_iters, "reps": args.reps,
+                               "load_before": load_before, "load_after": load_after, "rows": rows, "runs": runs})
     failed = [r for r in runs if r["exit_code"] not in (0, 1)]
     return 1 if failed else 0
 

@@ -27,7 +27,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, os.path.join(HERE, ".."))
-from bench_util import child_env, write_json  # noqa: E402
+from bench_util import child_env, local_residuals, write_json  # noqa: E402
 from pde_bench import boundary_term  # noqa: E402
 
 from desync_tools.runner.experiment import Experiment, load_experiments  # noqa: E402
@@ -89,6 +89,9 @@ def run(args, ranks, argv, extra):
                "time_split": rec["time_split"], "host_wall": wall, "command": shlex.join(cmd)}
         if "delay" in rec["details"]:
             row["delay"] = rec["details"]["delay"]
+        local = local_residuals(rec)
+        if local:
+            row["local_residuals"] = local
         if "coarse_solves" in rec["details"]:  # two-level: coarse cycles (async: rank 0's solves) and their delays
             d = rec["details"]
             row["coarse"] = {k: d[k] for k in ("coarse_solves", "coarse_delay", "coarse_fan_in", "coarse_tree_height",

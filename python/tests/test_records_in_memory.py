@@ -125,7 +125,8 @@ def write_results(folder, runs, parameters, accept_exit):
 
 
 def without_seconds(rows):
-    return [{k: v for k, v in r.items() if k != "seconds"} for r in rows]
+    """The rows without what only the runner's status.json knows: its process time and the host's load."""
+    return [{k: v for k, v in r.items() if k not in ("seconds", "disturbed")} for r in rows]
 
 
 def test_rows_equal_collect_rows_of_a_folder_with_the_same_records(tmp_path):
@@ -162,7 +163,7 @@ def test_rows_equal_collect_rows_of_a_folder_with_the_same_records(tmp_path):
 def test_rows_equal_the_stored_runner_output():
     """docs/data/bethune/rate as desync-run collected it: parameters ranks, mode and a bundled
     transport (whose record key goes to record_transport); only `seconds` (the runner's process
-    time) is not in a record."""
+    time) and `disturbed` (the host's load beside the run) are not in a record."""
     runs = rate_runs()
     columns, rows, parameters = collect_rows(RATE)
     mem_columns, mem_rows, mem_parameters = records_table([Run(rec) for _, _, rec in runs],
@@ -171,6 +172,7 @@ def test_rows_equal_the_stored_runner_output():
     assert (mem_columns, mem_parameters) == (columns, parameters)
     assert without_seconds(mem_rows) == without_seconds(rows)
     assert all(r["seconds"] is None for r in mem_rows) and all(r["seconds"] > 0 for r in rows)
+    assert all(r["disturbed"] is None for r in mem_rows) and all(r["disturbed"] in (True, False) for r in rows)
     assert "record_transport" in columns and len(rows) == 27
     assert summary(mem_rows, mem_parameters, baseline="mode=sync") == summary(rows, parameters, baseline="mode=sync")
     # values given per record replace the lookups (here: the same values), run ids given as they are

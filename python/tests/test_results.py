@@ -185,3 +185,56 @@ def test_run_dry_run_lists_every_quick_experiment():
     assert out.returncode == 0, out.stderr
     for e in manifest.values():
         assert (f"== {e['id']}:" in out.stdout) == (e["set"] == "quick")
+
+
+def test_host_load_line_says_what_the_runs_recorded(tmp_path):
+    """The line under each real-run experiment: per-run marks counted, whole-file load averages named,
+    and older data said to have none, never shown as undisturbed."""
+    import json
+
+    runs = tmp_path / "runner" / "runs"
+    for i, mark in enumerate([False, True, False]):
+        (runs / f"r{i}").mkdir(parents=True)
+        (runs / f"r{i}" / "status.json").write_text(json.dumps({"status": "ok", "disturbed": mark}))
+        (runs / f"r{i}" / "record.json").write_text(json.dumps({"runs": [{"disturbed": True}]}))  # not a run list
+    (tmp_path / "bench.json").write_text(json.dumps({"runs": [{"disturbed": False}, {"disturbed": False}]}))
+    (tmp_path / "whole.json").write_text(json.dumps({"loadavg_before": [2.5, 1, 1], "loadavg_after": [0.4, 1, 1],
+                                                     "runs": [{"wall": 1.0}]}))
+    (tmp_path / "old.json").write_text(json.dumps({"runs": [{"wall": 1.0}]}))
+    data = Data([str(tmp_path)])
+    assert data.host_load("runner") == "host load: 1 of 3 runs disturbed"
+    assert data.host_load("bench.json") == "host load: 0 of 2 runs disturbed"
+    assert data.host_load("whole.json").startswith("host load average 2.50 before, 0.40 after")
+    assert data.host_load("old.json").startswith("host load not recorded")
+
+
+def test_local_residual_spread_sees_a_rise_and_the_final_spread():
+    sys.path.insert(0, os.path.join(REPO, "bench"))
+    try:
+        from bench_util import local_residuals
+    finally:
+        sys.path.pop(0)
+
+    def rank(*res):
+        return {"residual_history": {"residual": list(res)}}
+    rec = {"tolerance": 1e-6, "per_rank": [rank(1.0, 0.1, 0.4, 1e-7), rank(1.0, 0.5, 2e-7)]}
+    got = local_residuals(rec)
+    assert got["largest_rise"] == pytest.approx(4.0)  # 0.4 after a low of 0.1
+    assert got["final_max"] == 2e-7 and got["final_min"] == 1e-7 and got["tolerance"] == 1e-6
+    assert local_residuals({"per_rank": [rank(1.0, 0.5, 0.25)]})["largest_rise"] == 1.0
+    assert local_residuals({"per_rank": [{"rank": 0}]}) is None
+
+
+def test_host_load_of_a_whole_experiment_when_its_runs_kept_none(tmp_path):
+    import json
+
+    (tmp_path / "script.json").write_text(json.dumps({"runs": [{"wall": 1.0}],
+                                                      "host_runs": [{"disturbed": True}, {"disturbed": False}]}))
+    (tmp_path / "plain.json").write_text(json.dumps({"rows": []}))
+    (tmp_path / "host-load").mkdir()
+    (tmp_path / "host-load" / "exp.json").write_text(json.dumps({"disturbed": False, "foreign_cpu_seconds": 1.5,
+                                                                  "seconds": 60.0}))
+    data = Data([str(tmp_path)])
+    assert data.host_load("script.json") == "host load: 1 of 2 runs disturbed"
+    assert data.host_load("plain.json", "exp") == "host load: quiet, other processes took 1.5 CPU s in the experiment's 60 s"
+    assert data.host_load("plain.json", "other").startswith("host load not recorded")

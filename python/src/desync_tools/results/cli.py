@@ -11,6 +11,8 @@ import time
 
 from .. import __version__
 from ..errors import UserError, run_main
+from ..runner.machine import HostLoad
+from ..runner.session import write_json
 from .data import Data
 from .registry import FIGURES, load_pages, uncounted_verdicts
 from .render import SETS, load_manifest, page_paths, render_text
@@ -119,6 +121,25 @@ def selected(manifest, sets, only):
     return chosen
 
 
+def run_watched(command, root, env, limit, real):
+    """Runs an experiment's command; for real runs (`real`) with the host's load beside it
+    (runner.machine.HostLoad), and once more when other processes disturbed it. Returns (exit code or
+    "timeout", the load record or None)."""
+    for attempt in (1, 2):
+        host = HostLoad() if real else None
+        try:
+            rc = subprocess.run(["bash", "-c", command], cwd=root, env=env, timeout=limit).returncode
+        except subprocess.TimeoutExpired:
+            rc = "timeout"
+        load = None if host is None else {**host.finish(), "seconds": round(time.monotonic() - host.start, 1),
+                                          "attempts": attempt}
+        if load is None or not load["disturbed"] or rc != 0:
+            return rc, load
+        print(f"desync-results: other processes disturbed it ({load['foreign_cpu_seconds']} CPU s): once more",
+              flush=True)
+    return rc, load
+
+
 def cmd_run(args, root):
     manifest = load_manifest(root)
     sets = {"quick": ["quick"], "sim": ["sim"], "all": ["quick", "sim"]}[args.set]
@@ -149,11 +170,11 @@ def cmd_run(args, root):
         if args.dry_run:
             continue
         t0 = time.monotonic()
-        limit = max(300.0, 3 * 60 * float(e.get("minutes", 1)))
-        try:
-            rc = subprocess.run(["bash", "-c", command], cwd=root, env=env, timeout=limit).returncode
-        except subprocess.TimeoutExpired:
-            rc = "timeout"
+        rc, load = run_watched(command, root, env, max(300.0, 3 * 60 * float(e.get("minutes", 1))),
+                               e["set"] == "quick")
+        if load is not None:  # the host's load beside the experiment, for the page's line under it
+            os.makedirs(os.path.join(data_out, "host-load"), exist_ok=True)
+            write_json(os.path.join(data_out, "host-load", f"{e['id']}.json"), load)
         took = time.monotonic() - t0
         log.append(f"{e['id']}\t{e['set']}\t{rc}\t{took:.0f} s")
         if rc != 0:

@@ -47,6 +47,50 @@ class Data:
         with open(p, newline="", encoding="utf-8") as f:
             return list(csv.DictReader(f))
 
+    def host_load(self, rel, experiment=None):
+        """What the runs behind `rel` recorded of their host's load (runner.machine.HostLoad): "2 of 30
+        runs disturbed" where the runs carry a `disturbed` mark (a script's "host_runs", or its runs'
+        own), else the record desync-results run kept for the whole `experiment`
+        (host-load/<experiment>.json beside the data), else the load averages where only the file
+        recorded them, else "not recorded" for data made before desync kept any of these."""
+        p = self.path(rel)
+        docs = []
+        if os.path.isdir(p):
+            for dirpath, _, files in os.walk(p):
+                in_runs = "runs" in os.path.relpath(dirpath, p).split(os.sep)
+                docs += [os.path.join(dirpath, n) for n in files
+                         if n == "status.json" or (not in_runs and n.endswith(".json")
+                                                   and n not in ("experiment.json", "machine.json"))]
+        else:
+            docs.append(p)
+        marks, loads = [], []
+        for path in sorted(set(docs)):
+            try:
+                with open(path, encoding="utf-8") as f:
+                    doc = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if not isinstance(doc, dict):
+                continue
+            if "disturbed" in doc:  # a desync-run status.json
+                marks.append(doc["disturbed"])
+            runs = doc.get("host_runs", doc.get("runs"))
+            if isinstance(runs, list):
+                marks += [r["disturbed"] for r in runs if isinstance(r, dict) and "disturbed" in r]
+            if "loadavg_before" in doc and "loadavg_after" in doc:
+                loads.append((doc["loadavg_before"][0], doc["loadavg_after"][0]))
+        if marks:
+            return f"host load: {sum(map(bool, marks))} of {len(marks)} runs disturbed"
+        whole = f"host-load/{experiment}.json"
+        if experiment and self.exists(whole):
+            w = self.json(whole)
+            return (f"host load: {'disturbed' if w['disturbed'] else 'quiet'}, other processes took "
+                    f"{w['foreign_cpu_seconds']:g} CPU s in the experiment's {w['seconds']:g} s")
+        if loads:
+            return (f"host load average {max(b for b, _ in loads):.2f} before, {max(a for _, a in loads):.2f} after "
+                    f"(no per-run record)")
+        return "host load not recorded (made before desync recorded it)"
+
     def text(self, rel):
         with open(self.path(rel), encoding="utf-8") as f:
             return f.read()

@@ -78,8 +78,9 @@ def shown_command(entry):
     return entry["command"].strip().format(out=out, outdir=os.path.dirname(out), **SHOWN)
 
 
-def experiment_block(entry, page_rel):
-    """The lines under <!-- experiment: ID -->: what ran, its command and its data."""
+def experiment_block(entry, page_rel, data=None):
+    """The lines under <!-- experiment: ID -->: what ran, its command and its data, and for runs on
+    this host what they recorded of its load."""
     command = shown_command(entry) if entry["set"] != "recorded" else entry["command"].strip()
     where = {"quick": "`make reproduce-quick` reruns it", "sim": "`make reproduce` reruns it",
              "recorded": "not rerun by `make reproduce`: " + entry.get("machine", "another machine")}[entry["set"]]
@@ -90,7 +91,8 @@ def experiment_block(entry, page_rel):
         "```sh",
         command,
         "```",
-        f"Data: [`docs/data/{entry['output']}`]({link})",
+        f"Data: [`docs/data/{entry['output']}`]({link})" + (
+            f"; {data.host_load(entry['output'], entry['id'])}" if data is not None and entry["set"] == "quick" else ""),
     ])
 
 
@@ -124,7 +126,7 @@ def render_text(text, data, page_rel, manifest):
         else:
             if name not in manifest:
                 raise UserError(f"{page_rel}:{i + 1}: unknown experiment '{name}' (bench/results/*.toml)")
-            body = experiment_block(manifest[name], page_rel)
+            body = experiment_block(manifest[name], page_rel, data)
         out.append(line)
         out += body.rstrip("\n").split("\n")
         out.append(BLOCK_END)

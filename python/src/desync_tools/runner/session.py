@@ -48,8 +48,25 @@ def interleaved(configs, reps, first=0):
             yield first + k, cfg
 
 
+# The host's load beside every run this process launched through run_measured (machine.HostLoad),
+# in launch order; write_json puts it into the script's JSON document as "host_runs".
+HOST_RUNS = []
+
+
+def run_measured(cmd, **kwargs):
+    """subprocess.run(cmd, **kwargs), with the host's load beside the run kept in HOST_RUNS."""
+    host = HostLoad()
+    try:
+        return subprocess.run(cmd, **kwargs)
+    finally:
+        HOST_RUNS.append(host.finish())
+
+
 def write_json(path, doc):
-    """Writes a JSON document (indented by 1, a newline at the end), whole or not at all."""
+    """Writes a JSON document (indented by 1, a newline at the end), whole or not at all; a dict gets
+    "host_runs", the load beside each run launched by run_measured so far, when there was any."""
+    if HOST_RUNS and isinstance(doc, dict):
+        doc = {**doc, "host_runs": list(HOST_RUNS)}
     tmp = path + ".tmp"
     with open(tmp, "w", encoding="utf-8") as f:
         json.dump(doc, f, indent=1)
@@ -152,8 +169,8 @@ def run_for_json(cmd, json_path, timeout, env):
         os.remove(json_path)
     t0 = time.monotonic()
     try:
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
-                              env=env)
+        proc = run_measured(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, timeout=timeout,
+                            env=env)
         rc, err = proc.returncode, proc.stderr or proc.stdout
     except subprocess.TimeoutExpired:
         rc, err = None, f"timed out after {timeout:g} s"

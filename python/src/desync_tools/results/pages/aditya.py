@@ -4,7 +4,7 @@ simulated runs through desync's SMPI build)."""
 import math
 import shlex
 
-from ..md import count_of, md_table, reproduced
+from ..md import apart, count_of, md_table, reproduced
 from ..registry import VALUES, claims, figure, not_attempted, table, value
 from . import _sim
 
@@ -547,6 +547,44 @@ def fig9_figure(data):
 
 # --- Summary -----------------------------------------------------------------------------------
 
+def _na_against_nb(data):
+    """WS over notified puts (`rma`) against two-sided (`p2p`), real, no noise: (ratio of medians, word)
+    with "faster"/"slower" only when the runs' min–max ranges are apart."""
+    na, nb = _compare_row(data, "rma"), _compare_row(data, "p2p")
+    a, b = na["total_runs"], nb["total_runs"]
+    word = "level" if not apart(a, b) else "faster" if max(a) < min(b) else "slower"
+    return na["total"] / nb["total"], word, a, b
+
+
+@value("aditya.fig8_verdict")
+def fig8_verdict(data):
+    """Rule: reproduced when WS over `rma` takes less time than over `p2p` with the runs' ranges apart
+    (the paper: "an additional minor improvement"); not distinguishable when they overlap."""
+    _, word, _, _ = _na_against_nb(data)
+    return {"faster": "reproduced", "slower": "not reproduced", "level": "not distinguishable"}[word]
+
+
+def _run_spread(runs):
+    return (max(runs) - min(runs)) / sorted(runs)[len(runs) // 2]
+
+
+def _spreads(data):
+    """(setting, TS's spread, WS's spread) of every real comparison: (max − min) / median of the runs."""
+    rows = data.json(COMPARE)["rows"] + data.json(JITTER)["rows"]
+    out = []
+    for r in rows:
+        if r["mode"] == "bounded":
+            s = next(x for x in rows if x["mode"] == "sync" and x["transport"] == r["transport"] and x["noise"] == r["noise"])
+            out.append((f"{r['transport']}, {r['noise']}", _run_spread(s["total_runs"]), _run_spread(r["total_runs"])))
+    return out
+
+
+@value("aditya.fig12_verdict")
+def fig12_verdict(data):
+    """Rule: reproduced when WS's run-to-run spread is below TS's in every real setting, partly in some."""
+    return reproduced(*[ws < ts for _, ts, ws in _spreads(data)])
+
+
 def summary_rows(data):
     """[claim, paper, desync, verdict] per claim: the page's summary table and the index's lines."""
     return [
@@ -573,6 +611,17 @@ def summary_rows(data):
          "{:.2f} / {:.2f} (`p2p`)".format(count_of(_fig9_lower(data)), *_hist_moments(_compare_row(data, "rma")["delay_histogram"]),
                                           *_hist_moments(_compare_row(data, "p2p")["delay_histogram"])),
          fig9_verdict(data)],
+        ["Fig. 8: NA adds a minor improvement over NB", "(curves)",
+         "real 2 ranks, no noise: WS over `rma` takes {:.3f}× its time over `p2p` ({}: {:.3f}–{:.3f} against "
+         "{:.3f}–{:.3f} s)".format(_na_against_nb(data)[0], _na_against_nb(data)[1], min(_na_against_nb(data)[2]),
+                                   max(_na_against_nb(data)[2]), min(_na_against_nb(data)[3]), max(_na_against_nb(data)[3])),
+         fig8_verdict(data)],
+        ["Fig. 12: WS's times spread less between runs than TS's", "(error bars)",
+         "real 2 ranks, (max − min) / median of the runs: WS's below TS's in {} settings (TS {:.0f}–{:.0f} %, WS "
+         "{:.0f}–{:.0f} %)".format(count_of([ws < ts for _, ts, ws in _spreads(data)]),
+                                   100 * min(t for _, t, _ in _spreads(data)), 100 * max(t for _, t, _ in _spreads(data)),
+                                   100 * min(w for _, _, w in _spreads(data)), 100 * max(w for _, _, w in _spreads(data))),
+         fig12_verdict(data)],
         ["Fig. 5 (contours of u1), Fig. 7's split at every count, 12-thread processes", "", "",
          VALUES["aditya.not_attempted"](data)],
     ]
@@ -601,6 +650,8 @@ claims("aditya2019.md", "Aditya et al. (2019)", [
     ("WS's error against TS is small, lower with notified puts (Figure 10)", ("aditya.fig10_verdict", _desync_column(4))),
     ("the error scales as (P/N) Δx² (⟨k²⟩ + ⟨k⟩) (Eq. 3)", ("aditya.eq3_verdict", _desync_column(5))),
     ("notified puts give delays of lower mean and variance (Figure 9)", ("aditya.fig9_verdict", _desync_column(6))),
+    ("notified access adds a minor improvement over two-sided (Figure 8)", ("aditya.fig8_verdict", _desync_column(7))),
+    ("WS's execution times spread less between runs than TS's (Figure 12)", ("aditya.fig12_verdict", _desync_column(8))),
     ("contours of u1 (Figure 5), the time split at every count (Figure 7), 12-thread processes", "aditya.not_attempted"),
 ], shown_in="aditya.summary")
 

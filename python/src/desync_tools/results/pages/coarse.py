@@ -75,6 +75,26 @@ def weak_real_setup(data):
             f"`cg --pc asm --overlap {c['cg_overlap']}` on the exported matrix")
 
 
+@value("coarse.weak_real_robin")
+def weak_real_robin(data):
+    """Which two-level `--alpha auto` iterations diverged at every count, and which converged, against one
+    level's count at the largest (max over ranks)."""
+    doc = _real(data)
+    ranks = [g * g for g in doc["config"]["grids"]]
+    gone, kept = [], []
+    for mode in ("sync", "async"):
+        one = _real_run(doc, f"schwarz {mode} none alpha auto", ranks[-1])
+        for coarse in ("nicolaides", "gdsw"):
+            runs = [_real_run(doc, f"schwarz {mode} {coarse} alpha auto", p) for p in ranks]
+            if all(r and r.get("stop_reason") == "diverged" for r in runs):
+                gone.append(f"{coarse} {mode}")
+            elif runs[-1] and runs[-1].get("converged") and one and one.get("converged"):
+                q = runs[-1]["iterations"]["max"] / one["iterations"]["max"]
+                kept.append(f"{coarse} {mode} {fixed(q)}× one level's count at {ranks[-1]} ranks")
+    return (f"diverges at every count ({', '.join(gone) or 'none'})"
+            + (f"; where it converges, {'; '.join(kept)}" if kept else ""))
+
+
 @value("coarse.weak_real_growth")
 def weak_real_growth(data):
     doc = _real(data)
