@@ -75,6 +75,32 @@ def weak_real_setup(data):
             f"`cg --pc asm --overlap {c['cg_overlap']}` on the exported matrix")
 
 
+RATE = "two-level/rate.json"
+
+
+@table("coarse.rate")
+def rate(data):
+    rows = [[r["subdomains"], r["coarse_functions"], f"{r['rho']:.4f}", r["predicted"], r["transcribed"],
+             int(r["desync"]["iterations"]) if "desync" in r else "–"] for r in data.json(RATE)["rows"]]
+    return md_table(["subdomains", "coarse functions", "ρ(E)", "log(tol) / log ρ", "transcription's count",
+                     "desync's count"], rows)
+
+
+@value("coarse.rate_reading")
+def rate_reading(data):
+    rows = data.json(RATE)["rows"]
+    same = all("desync" in r and r["desync"]["iterations"] == r["transcribed"] for r in rows)
+    steps = ", ".join(f"{b['rho'] - a['rho']:.3f}" for a, b in zip(rows, rows[1:]))
+    share = [r["transcribed"] / r["predicted"] for r in rows]
+    first, last = rows[0], rows[-1]
+    return (f"desync's counts {'equal' if same else 'differ from'} the transcription's at every size, so the "
+            f"iteration is the method the code states; ρ grows from {first['rho']:.3f} to {last['rho']:.3f} "
+            f"({first['subdomains']} to {last['subdomains']} subdomains, by {steps}), and the counts to the "
+            f"tolerance are {min(share):.2f}–{max(share):.2f} of ρ's asymptotic prediction; they grow "
+            f"{last['transcribed'] / first['transcribed']:.2f}× from {first['subdomains']} to {last['subdomains']} "
+            f"subdomains (the prediction {last['predicted'] / first['predicted']:.2f}×)")
+
+
 @value("coarse.weak_real_robin")
 def weak_real_robin(data):
     """Which two-level `--alpha auto` iterations diverged at every count, and which converged, against one
