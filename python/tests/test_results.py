@@ -238,3 +238,30 @@ def test_host_load_of_a_whole_experiment_when_its_runs_kept_none(tmp_path):
     assert data.host_load("script.json") == "host load: 1 of 2 runs disturbed"
     assert data.host_load("plain.json", "exp") == "host load: quiet, other processes took 1.5 CPU s in the experiment's 60 s"
     assert data.host_load("plain.json", "other").startswith("host load not recorded")
+
+
+def test_a_disturbed_experiment_runs_once_more(monkeypatch, tmp_path):
+    """desync-results run: a real-run experiment that other processes disturbed runs again, once; a quiet
+    one and a simulated one (no load record) run once."""
+    from desync_tools.results import cli
+
+    marks = iter([True, False])
+
+    class FakeLoad:
+        def __init__(self):
+            self.start = 0.0
+
+        def finish(self):
+            return {"loadavg_before": [0, 0, 0], "loadavg_after": [0, 0, 0], "foreign_cpu_seconds": 9.0,
+                    "disturbed": next(marks)}
+    monkeypatch.setattr(cli, "HostLoad", FakeLoad)
+    log = tmp_path / "ran"
+    command = f"echo x >> {log}"
+    rc, load = cli.run_watched(command, str(tmp_path), dict(os.environ), 30, True)
+    assert rc == 0 and load["attempts"] == 2 and load["disturbed"] is False
+    assert log.read_text().count("x") == 2
+    marks = iter([False])
+    rc, load = cli.run_watched(command, str(tmp_path), dict(os.environ), 30, True)
+    assert load["attempts"] == 1 and log.read_text().count("x") == 3
+    rc, load = cli.run_watched(command, str(tmp_path), dict(os.environ), 30, False)
+    assert load is None and log.read_text().count("x") == 4
