@@ -49,6 +49,12 @@ def median(values):
     return statistics.median(values) if values else math.nan
 
 
+def span(values, f=lambda x: f"{x:.2f}"):
+    """"lo–hi" of some values as `f` writes them, one value when both read the same."""
+    lo, hi = f(min(values)), f(max(values))
+    return lo if lo == hi else f"{lo}–{hi}"
+
+
 def describe_setup(d):
     """A bench/cg_compare.py record's configuration and load, as the CG pages write it."""
     c = d["config"]

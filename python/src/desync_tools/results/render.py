@@ -78,7 +78,7 @@ def shown_command(entry):
     return entry["command"].strip().format(out=out, outdir=os.path.dirname(out), **SHOWN)
 
 
-def experiment_block(entry, page_rel, data=None):
+def experiment_block(entry, page_rel, data):
     """The lines under <!-- experiment: ID -->: what ran, its command and its data, and for runs on
     this host what they recorded of its load."""
     command = shown_command(entry) if entry["set"] != "recorded" else entry["command"].strip()
@@ -92,7 +92,7 @@ def experiment_block(entry, page_rel, data=None):
         command,
         "```",
         f"Data: [`docs/data/{entry['output']}`]({link})" + (
-            f"; {data.host_load(entry['output'], entry['id'])}" if data is not None and entry["set"] == "quick" else ""),
+            f"; {data.host_load(entry['output'], entry['id'])}" if entry["set"] == "quick" else ""),
     ])
 
 

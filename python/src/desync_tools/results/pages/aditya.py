@@ -4,7 +4,7 @@ simulated runs through desync's SMPI build)."""
 import math
 import shlex
 
-from ..md import apart, count_of, md_table, reproduced
+from ..md import apart, count_of, md_table, median, reproduced, span
 from ..registry import VALUES, claims, figure, not_attempted, table, value
 from . import _sim
 
@@ -119,16 +119,11 @@ def speedups(data):
         for st in (noisy, quiet):
             runs = _sim_speedups(data, st[0], st[3])
             cells.append(" / ".join(f"**{_x(_speedup(s, b))}**" for _, s, b in runs))
-            cells.append(_range_plain([b["delay"]["mean"] for _, _, b in runs]))
+            cells.append(span([b["delay"]["mean"] for _, _, b in runs]))
         rows.append([f"{kind}, {size}", PAPER_SPEEDUPS[kind], *cells])
     return md_table(["scaling (desync)", "the paper, its machine's own noise",
                      "desync, jitter p = 0.1, f = 2: 64 / 216 / 512 ranks", "delay mean", "desync, no noise",
                      "delay mean"], rows, "llrrrr")
-
-
-def _range_plain(vals):
-    lo, hi = min(vals), max(vals)
-    return f"{lo:.2f}" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}"
 
 
 def _comm(r):
@@ -565,7 +560,7 @@ def fig8_verdict(data):
 
 
 def _run_spread(runs):
-    return (max(runs) - min(runs)) / sorted(runs)[len(runs) // 2]
+    return (max(runs) - min(runs)) / median(runs)
 
 
 def _spreads(data):
@@ -587,6 +582,9 @@ def fig12_verdict(data):
 
 def summary_rows(data):
     """[claim, paper, desync, verdict] per claim: the page's summary table and the index's lines."""
+    na_nb, word, na, nb = _na_against_nb(data)
+    spreads = _spreads(data)
+    pct = lambda xs: span(xs, lambda x: f"{100 * x:.0f}")  # noqa: E731
     return [
         ["Fig. 2: AT schemes second order under delays; standard first order",
          "slopes −2 (sync), −2 (WS + AT); WS + standard much less accurate",
@@ -612,15 +610,13 @@ def summary_rows(data):
                                           *_hist_moments(_compare_row(data, "p2p")["delay_histogram"])),
          fig9_verdict(data)],
         ["Fig. 8: NA adds a minor improvement over NB", "(curves)",
-         "real 2 ranks, no noise: WS over `rma` takes {:.3f}× its time over `p2p` ({}: {:.3f}–{:.3f} against "
-         "{:.3f}–{:.3f} s)".format(_na_against_nb(data)[0], _na_against_nb(data)[1], min(_na_against_nb(data)[2]),
-                                   max(_na_against_nb(data)[2]), min(_na_against_nb(data)[3]), max(_na_against_nb(data)[3])),
+         f"real 2 ranks, no noise: WS over `rma` takes {na_nb:.3f}× its time over `p2p` ({word}: "
+         f"{span(na, lambda x: f'{x:.3f}')} against {span(nb, lambda x: f'{x:.3f}')} s)",
          fig8_verdict(data)],
         ["Fig. 12: WS's times spread less between runs than TS's", "(error bars)",
-         "real 2 ranks, (max − min) / median of the runs: WS's below TS's in {} settings (TS {:.0f}–{:.0f} %, WS "
-         "{:.0f}–{:.0f} %)".format(count_of([ws < ts for _, ts, ws in _spreads(data)]),
-                                   100 * min(t for _, t, _ in _spreads(data)), 100 * max(t for _, t, _ in _spreads(data)),
-                                   100 * min(w for _, _, w in _spreads(data)), 100 * max(w for _, _, w in _spreads(data))),
+         f"real 2 ranks, (max − min) / median of the runs: WS's below TS's in "
+         f"{count_of([ws < ts for _, ts, ws in spreads])} settings (TS {pct([t for _, t, _ in spreads])} %, WS "
+         f"{pct([w for _, _, w in spreads])} %)",
          fig12_verdict(data)],
         ["Fig. 5 (contours of u1), Fig. 7's split at every count, 12-thread processes", "", "",
          VALUES["aditya.not_attempted"](data)],

@@ -93,8 +93,9 @@ def rate_reading(data):
     steps = ", ".join(f"{b['rho'] - a['rho']:.3f}" for a, b in zip(rows, rows[1:]))
     share = [r["transcribed"] / r["predicted"] for r in rows]
     first, last = rows[0], rows[-1]
-    return (f"desync's counts {'equal' if same else 'differ from'} the transcription's at every size, so the "
-            f"iteration is the method the code states; ρ grows from {first['rho']:.3f} to {last['rho']:.3f} "
+    return (("desync's counts equal the transcription's at every size, so the iteration is the method the code "
+             "states" if same else "desync's counts differ from the transcription's: the transcription is not "
+             "desync's iteration") + f"; ρ grows from {first['rho']:.3f} to {last['rho']:.3f} "
             f"({first['subdomains']} to {last['subdomains']} subdomains, by {steps}), and the counts to the "
             f"tolerance are {min(share):.2f}–{max(share):.2f} of ρ's asymptotic prediction; they grow "
             f"{last['transcribed'] / first['transcribed']:.2f}× from {first['subdomains']} to {last['subdomains']} "

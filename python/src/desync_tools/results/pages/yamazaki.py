@@ -3,7 +3,7 @@ Schwarz with one-sided communication. Simulated Table 3 and 4 studies (docs/data
 real runs at 2 and 4 ranks and the simulated Figure 8 (docs/data/yamazaki/, bench/schwarz_studies.py)."""
 import math
 
-from ..md import apart, count_of, fixed, fmt, md_table, median, ratio, reproduced
+from ..md import apart, count_of, fixed, fmt, md_table, median, ratio, reproduced, span
 from ..registry import VALUES, claims, figure, not_attempted, table, value
 from . import _sim
 
@@ -317,13 +317,8 @@ def verdict_local_residuals(data):
     checks = [all(within), max(rises) <= 1]
     return (f"**{reproduced(*checks)}**: {count_of(within)} async runs ({len(pairs) - n_real} simulated, {n_real} "
             f"real) end with the true residual below the tolerance; a rank's local residual rises over its lowest "
-            f"{_span_x(rises)} as much as in the synchronous twin; at the stop the ranks' local residuals span "
+            f"{span(rises)}× as much as in the synchronous twin; at the stop the ranks' local residuals span "
             f"{spread:.2g}×")
-
-
-def _span_x(xs):
-    lo, hi = min(xs), max(xs)
-    return f"{lo:.2f}×" if f"{lo:.2f}" == f"{hi:.2f}" else f"{lo:.2f}–{hi:.2f}×"
 
 
 # ---- Table 4: the timer mode
