@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Two-level Schwarz, weak scaling of iteration counts on real ranks: 2D Poisson with a fixed number of
 points per subdomain (--local L, L x L points each) on P = 2x2, 3x3, 4x4, ... process grids (--grids),
-one level against the two coarse spaces (--coarse none,nicolaides,gdsw).
+one level against the coarse spaces (--coarse none,nicolaides,gdsw,rgdsw).
 
 For every grid p x p (P = p^2 ranks) and every coarse space C, in this order:
 
@@ -42,7 +42,7 @@ def parse_args(argv):
     add_launch_options(p)
     p.add_argument("--grids", default="2,3,4", help="process grid sides p, P = p^2 ranks (default 2,3,4)")
     p.add_argument("--local", type=int, default=32, help="points per subdomain side (default 32)")
-    p.add_argument("--coarse", default="none,nicolaides,gdsw", help="coarse spaces (default none,nicolaides,gdsw)")
+    p.add_argument("--coarse", default="none,nicolaides,gdsw,rgdsw", help="coarse spaces (default none,nicolaides,gdsw,rgdsw)")
     p.add_argument("--alphas", default="auto,inf",
                    help="schwarz --alpha values (default auto,inf: optimized and classical Schwarz)")
     p.add_argument("--tol", type=float, default=1e-8, help="tolerance of every run (default 1e-8)")

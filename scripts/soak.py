@@ -566,21 +566,26 @@ def coarse_ranks_choice(rng, ranks, features, allow_many=True):
     return ["--coarse-ranks", str(rng.randint(2, ranks))]
 
 
-def local_solver_args(rng, spd):
+def local_solver_args(rng, spd, ilu0=False):
+    """--local-solver: mostly the default; umfpack; on SPD blocks the CHOLMOD modes and, with ilu0
+    (the subdomain solve is a preconditioner's and the matrix one of the SPD kinds, M-matrices, where
+    ILU(0) exists), the approximate ilu0."""
     r = rng.random()
     if r < 0.75:
         return []
+    if ilu0 and r < 0.82:
+        return ["--local-solver", "ilu0"]
     if r < 0.9 or not spd:
         return ["--local-solver", "umfpack"]
     return ["--local-solver", rng.choice(("cholmod-simplicial", "cholmod-supernodal", "cholmod"))]
 
 
 def coarse_ok(props, ranks):
-    """Whether a coarse space can be drawn: gdsw needs 2 subdomains or more, each with an interface
-    (not so on two disconnected blocks, where a rank can hold one whole block)."""
+    """The coarse spaces that can be drawn: gdsw and rgdsw need 2 subdomains or more, each with an
+    interface (not so on two disconnected blocks, where a rank can hold one whole block)."""
     spaces = ["nicolaides"]
     if ranks >= 2 and "disconnected" not in props:
-        spaces.append("gdsw")
+        spaces += ["gdsw", "rgdsw"]
     return spaces
 
 
@@ -687,7 +692,7 @@ def draw_matrix(rng, transports, max_ranks, features):
             robin = method == "gmres" and rng.random() < 0.3
             if robin:
                 args += ["--robin", rng.choice(("0.2", "0.5"))]
-            args += local_solver_args(rng, (spd or method != "gmres") and not robin)
+            args += local_solver_args(rng, (spd or method != "gmres") and not robin, ilu0=spd and not robin)
             if rng.random() < 0.4:
                 args += ["--coarse", rng.choice(coarse_ok(props, ranks))]
                 args += coarse_ranks_choice(rng, ranks, features)

@@ -11,7 +11,7 @@ CHECK is any of (default: all):
   coarse-rma     two-level Schwarz, async, over rma with the overlap completion schemes and both
                  terminations (2 ranks, METIS) on a k-nearest-neighbour graph Laplacian: it hung
                  (the root's last coarse correction was never announced) in 4 of 8 tries
-  coarse-p2p     the same over p2p with iallreduce termination, 5 runs each of Nicolaides and GDSW: it
+  coarse-p2p     the same over p2p with iallreduce termination, 5 runs each of Nicolaides, GDSW and RGDSW: it
                  diverged (exit code 3) or stopped above the tolerance in 5 of 10 runs while each
                  coarse correction landed on an iterate the local solves had moved since its residual
                  was taken (now --coarse-reuse 0 alone, not the default)
@@ -107,7 +107,7 @@ def check_coarse_rma(args):
 
 def check_coarse_p2p(args):
     system = knn_system(args.workdir)
-    for coarse in ("nicolaides", "gdsw"):
+    for coarse in ("nicolaides", "gdsw", "rgdsw"):
         for _ in range(5):
             run_checked(args, system, 2, ["schwarz", "--partition", "metis", "--mode", "async", "--overlap", "1",
                                           "--max-iters", "20000", "--termination", "iallreduce", "--transport",

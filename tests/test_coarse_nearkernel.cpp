@@ -2,9 +2,9 @@
 // its six rigid-body modes (problems/elasticity3d.hpp), in scalar rows:
 //   - independent_columns keeps an independent subset of the columns and never a zero one;
 //   - Nicolaides: Phi reproduces every rigid-body mode on every row;
-//   - GDSW: Phi reproduces every rigid-body mode on the interface rows, and the combination that
-//     does is discrete harmonic (A applied to it is zero) on the interior rows;
-//   - both: A0 = Phi^T A Phi (from A's products with Phi's columns), symmetric, positive definite;
+//   - GDSW and RGDSW: Phi reproduces every rigid-body mode on the interface rows, and the
+//     combination that does is discrete harmonic (A applied to it is zero) on the interior rows;
+//   - all: A0 = Phi^T A Phi (from A's products with Phi's columns), symmetric, positive definite;
 //   - the constant as the only near-kernel vector gives the scalar spaces bitwise, and dependent or
 //     zero vectors are dropped (Phi as without them, bitwise).
 #include <gtest/gtest.h>
@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "desync/core/error.hpp"
@@ -150,40 +151,43 @@ TEST(NearKernel, NicolaidesReproducesTheRigidBodyModes) {
   check_spd_galerkin(c, e.A);
 }
 
-TEST(NearKernel, GdswReproducesTheRigidBodyModesOnTheInterface) {
-  if (desync_test::world_size() < 2) GTEST_SKIP() << "GDSW needs an interface";
+TEST(NearKernel, GdswAndRgdswReproduceTheRigidBodyModesOnTheInterface) {
+  if (desync_test::world_size() < 2) GTEST_SKIP() << "GDSW and RGDSW need an interface";
   const Elasticity e = elasticity();
-  const CoarseSpace c(e.A, CoarseOptions{"gdsw", e.z, 0});
-  EXPECT_GE(c.size(), 6);  // six per interface component, fewer where a component is small
-  const std::vector<char> gamma = interface_rows(e.A);
-  auto op = linalg::make_csr_operator(e.A, linalg::SpmvConfig{});
-  for (std::size_t k = 0; k < 6; ++k) {
-    const std::vector<double> w = fit(c, e.z[k], gamma);
-    double err = 0, norm = 0;
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      norm = std::max(norm, std::abs(e.z[k][i]));
-      if (gamma[i]) err = std::max(err, std::abs(w[i] - e.z[k][i]));
+  for (const std::string kind : {"gdsw", "rgdsw"}) {
+    SCOPED_TRACE(kind);
+    const CoarseSpace c(e.A, CoarseOptions{kind, e.z, 0});
+    EXPECT_GE(c.size(), 6);  // six per interface component, fewer where a component is small
+    const std::vector<char> gamma = interface_rows(e.A);
+    auto op = linalg::make_csr_operator(e.A, linalg::SpmvConfig{});
+    for (std::size_t k = 0; k < 6; ++k) {
+      const std::vector<double> w = fit(c, e.z[k], gamma);
+      double err = 0, norm = 0;
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        norm = std::max(norm, std::abs(e.z[k][i]));
+        if (gamma[i]) err = std::max(err, std::abs(w[i] - e.z[k][i]));
+      }
+      EXPECT_LE(max_all(err), 1e-10 * max_all(norm)) << "mode " << k;
+      // Harmonic inside: (A w)_I = 0 on the interior rows, w being z_k on the interface.
+      std::vector<double> aw(w.size());
+      op->apply(w, aw);
+      double inside = 0, scale = 0;
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        scale = std::max(scale, std::abs(aw[i]));
+        if (!gamma[i]) inside = std::max(inside, std::abs(aw[i]));
+      }
+      EXPECT_GT(max_all(scale), 0.0);
+      EXPECT_LE(max_all(inside), 1e-10 * max_all(scale)) << "mode " << k;
     }
-    EXPECT_LE(max_all(err), 1e-10 * max_all(norm)) << "mode " << k;
-    // Harmonic inside: (A w)_I = 0 on the interior rows, w being z_k on the interface.
-    std::vector<double> aw(w.size());
-    op->apply(w, aw);
-    double inside = 0, scale = 0;
-    for (std::size_t i = 0; i < w.size(); ++i) {
-      scale = std::max(scale, std::abs(aw[i]));
-      if (!gamma[i]) inside = std::max(inside, std::abs(aw[i]));
-    }
-    EXPECT_GT(max_all(scale), 0.0);
-    EXPECT_LE(max_all(inside), 1e-10 * max_all(scale)) << "mode " << k;
+    check_spd_galerkin(c, e.A);
   }
-  check_spd_galerkin(c, e.A);
 }
 
 TEST(NearKernel, TheConstantGivesTheScalarSpacesBitwise) {
   const Elasticity e = elasticity();
   const std::vector<double> one(static_cast<std::size_t>(e.A.local_rows()), 1.0);
-  for (const std::string kind : {"nicolaides", "gdsw"}) {
-    if (kind == "gdsw" && desync_test::world_size() < 2) continue;
+  for (const std::string kind : {"nicolaides", "gdsw", "rgdsw"}) {
+    if (kind != "nicolaides" && desync_test::world_size() < 2) continue;
     const CoarseSpace plain(e.A, kind);
     const CoarseSpace constant(e.A, CoarseOptions{kind, {one}, 0});
     expect_same(plain, constant);

@@ -93,6 +93,8 @@ ANSWERS = [
     ("cg", poisson2d, dict(solver="cg", tol=1e-10)),
     ("pipecg-asm", poisson2d, dict(solver="cg", method="pipecg", pc="asm", tol=1e-10, partition="metis")),
     ("gmres", convdiff, dict(solver="krylov", method="gmres", tol=1e-10)),
+    ("cg-asm-ilu0", poisson2d, dict(solver="cg", pc="asm", local_solver="ilu0", tol=1e-10, partition="metis")),
+    ("gmres-ras-ilu0", convdiff, dict(solver="krylov", method="gmres", pc="ras", local_solver="ilu0", tol=1e-10)),
 ]
 
 
@@ -109,6 +111,35 @@ def test_answer_against_scipy(name, make, kwargs):
     rows = COMM.allgather(result.rows)
     agree(len(result.x) == len(result.rows) and sorted(np.concatenate(rows).tolist()) == list(range(A.shape[0])),
           "rows")
+
+
+def test_two_level_schwarz_from_python():
+    """Every interface coarse space from desync.solve: the stationary two-level iteration and CG + ASM
+    converge to SciPy's answer, the record names the space, and RGDSW has fewer functions than GDSW
+    where three or more subdomains meet (METIS parts of a 2D grid, 3 ranks), as many on 2 (strips);
+    on one rank GDSW and RGDSW are refused (no interface)."""
+    A = poisson2d(24)
+    b = np.sin(np.arange(A.shape[0]) + 1.0)
+    if SIZE == 1:
+        for coarse in ("gdsw", "rgdsw"):
+            with pytest.raises(ValueError, match=f"--coarse {coarse}: one subdomain has no interface"):
+                desync.solve(on_root(A), on_root(b), solver="cg", pc="asm", coarse=coarse)
+        return
+    functions = {}
+    for coarse in ("nicolaides", "gdsw", "rgdsw"):
+        for kwargs in (dict(solver="schwarz", mode="sync", overlap=1), dict(solver="cg", pc="asm")):
+            result = desync.solve(on_root(A), on_root(b), coarse=coarse, tol=1e-10, partition="metis", **kwargs)
+            name = f"{kwargs['solver']} --coarse {coarse}"
+            agree(result.converged, f"{name}: not converged ({result.record.get('stop_reason')})")
+            err = relative_error(A, b, result)
+            agree(err < 1e-7, f"{name}: error {err} against scipy.sparse.linalg.spsolve")
+            details = result.record["details"]
+            agree(details["coarse"] == coarse, f"{name}: the record's coarse is {details['coarse']}")
+            functions[coarse] = details["coarse_functions"]
+    if SIZE >= 3:
+        agree(functions["rgdsw"] < functions["gdsw"], f"coarse functions {functions}")
+    else:
+        agree(functions["rgdsw"] == functions["gdsw"], f"coarse functions {functions}")
 
 
 def test_partition_array_and_given_blocks():

@@ -8,6 +8,12 @@
 //                        per entry of L; the optimized Schwarz method's subdomain solves on the grid,
 //                        Yamazaki et al., 2019, section 4: "a sparse direct method")
 //   umfpack              UMFPACK's unsymmetric-pattern multifrontal LU (any non-singular matrix)
+//   ilu0                 incomplete LU with the block's own pattern, ILU(0) (Saad, 2003, Algorithm
+//                        10.4): not a direct solve but an approximate one, M = L U ~ A, set up in one
+//                        pass over the pattern and applied by two triangular sweeps of the block's
+//                        nonzeros; on a symmetric block M is symmetric (IC(0) up to the diagonal
+//                        scaling). Only where the subdomain solve is a preconditioner's (--pc asm,
+//                        ras): the stationary Schwarz iteration needs the exact local solve.
 //   auto                 chosen per subdomain, with the reason kept (LocalSolver::reason):
 //                        a matrix that is not symmetric, or has a diagonal entry <= 0, goes to UMFPACK;
 //                        otherwise CHOLMOD: simplicial on blocks of fewer than auto_trial_rows rows
@@ -42,7 +48,7 @@ class FactorisationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class LocalSolverKind { automatic, cholmod_simplicial, cholmod_supernodal, cholmod, umfpack };
+enum class LocalSolverKind { automatic, cholmod_simplicial, cholmod_supernodal, cholmod, umfpack, ilu0 };
 inline constexpr core::Named<LocalSolverKind> local_solver_names[] = {
     {LocalSolverKind::automatic, "auto", "chosen per subdomain: CHOLMOD for symmetric positive definite blocks "
                                          "(simplicial, or supernodal where a measured trial finds it faster), "
@@ -51,7 +57,10 @@ inline constexpr core::Named<LocalSolverKind> local_solver_names[] = {
     {LocalSolverKind::cholmod_supernodal, "cholmod-supernodal", "CHOLMOD supernodal LL^T (SPD blocks)"},
     {LocalSolverKind::cholmod, "cholmod", "CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks)"},
     {LocalSolverKind::umfpack, "umfpack", "UMFPACK LU (any non-singular block)"},
+    {LocalSolverKind::ilu0, "ilu0", "incomplete LU on the block's own pattern, an approximate solve (--pc asm, ras only)"},
 };
+/// Whether the kind solves exactly (a factorisation) rather than approximately (ilu0).
+inline bool exact(LocalSolverKind kind) { return kind != LocalSolverKind::ilu0; }
 inline const char* to_string(LocalSolverKind kind) { return core::name_of(local_solver_names, kind); }
 /// The command-line spelling (--local-solver); InputError naming the choices otherwise.
 inline LocalSolverKind parse_local_solver(const std::string& name) {
@@ -95,7 +104,8 @@ class LocalSolver {
 /// Factors `a` (square scalar CSR, columns ascending in each row) with `kind` (auto: chosen for
 /// `use`, see above). Throws
 /// FactorisationError: "singular matrix (UMFPACK: ...)", "not positive definite (...)" (a CHOLMOD
-/// kind asked for explicitly), "out of memory".
+/// kind asked for explicitly), "out of memory", "zero pivot in ILU(0) at row i" (ilu0; also a
+/// missing diagonal entry).
 std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind,
                                                LocalSolverUse use = LocalSolverUse::many_solves);
 

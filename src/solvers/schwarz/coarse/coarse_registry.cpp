@@ -17,6 +17,7 @@ void CoarseSpaceRegistry::add(CoarseSpaceInfo info) {
 void register_all_coarse_spaces(CoarseSpaceRegistry& registry) {
   registry.add(nicolaides_coarse_space());  // nicolaides.cpp
   registry.add(gdsw_coarse_space());        // gdsw.cpp
+  registry.add(rgdsw_coarse_space());       // rgdsw.cpp
 }
 
 const CoarseSpaceRegistry& coarse_space_registry() {

@@ -84,5 +84,6 @@ std::vector<int> independent_columns(std::vector<double> gram, int m, double tol
 // The registrations, each in its space's file.
 CoarseSpaceInfo nicolaides_coarse_space();  ///< nicolaides.cpp
 CoarseSpaceInfo gdsw_coarse_space();        ///< gdsw.cpp
+CoarseSpaceInfo rgdsw_coarse_space();       ///< rgdsw.cpp
 
 }  // namespace desync::solvers

@@ -10,7 +10,7 @@ from . import _sim
 
 REAL = "benchmarks/coarse-weak.json"
 TTS = ("benchmarks/coarse-tts-p512.json", "benchmarks/coarse-tts-medium.json")
-COARSES = ("none", "nicolaides", "gdsw")
+COARSES = ("none", "nicolaides", "gdsw", "rgdsw")
 WEAK_TARGET = 1.5   # two-level counts from 64 to 1024 ranks: at most this factor
 TTS_TARGET = 2.0    # desync's best two-level method against PETSc CG + GAMG on 2D Poisson n = 512
 
@@ -35,42 +35,51 @@ def _level(c):
     return "one level" if c == "none" else c
 
 
-REAL_ROWS = [(f"schwarz {m} {c} alpha {a}", f"`schwarz --mode {m} --alpha {a}`, {_level(c)}")
-             for a in ("auto", "inf") for m in ("sync", "async") for c in COARSES] + \
-            [(f"cg asm {c}", f"`cg --pc asm`, {_level(c)}") for c in COARSES]
+REAL_METHODS = [(f"schwarz {m} {{c}} alpha {a}", f"`schwarz --mode {m} --alpha {a}`")
+                for a in ("auto", "inf") for m in ("sync", "async")] + [("cg asm {c}", "`cg --pc asm`")]
 
 
-def _real_cell(r):
-    if r is None:
-        return "not run"
-    if not r.get("ok"):
-        return "failed"
-    if r["stop_reason"] == "diverged":
-        return f"diverged (after {_its(r['iterations'])})"
-    return _its(r["iterations"]) + ("" if r["converged"] else f" (not converged: {r['stop_reason']})")
+def _real_cell(runs):
+    """One method and coarse space at every rank count: the counts (the slowest rank's) and their growth,
+    or where a run failed, diverged or stopped short, that."""
+    cells = []
+    for r in runs:
+        if r is None:
+            cells.append("not run")
+        elif not r.get("ok"):
+            cells.append("failed")
+        elif r["stop_reason"] == "diverged":
+            cells.append(f"div. ({r['iterations']['max']:.0f})")
+        else:
+            cells.append(f"{r['iterations']['max']:.0f}" + ("" if r["converged"] else "*"))
+    done = [r for r in runs if r is not None and r.get("ok") and r["converged"]]
+    growth = f" ({fixed(done[-1]['iterations']['max'] / done[0]['iterations']['max'])}×)" \
+        if len(done) == len(runs) and done[0]["iterations"]["max"] else ""
+    return ", ".join(cells) + growth
 
 
 @table("coarse.weak_real")
 def weak_real(data):
     doc = _real(data)
     ranks = [g * g for g in doc["config"]["grids"]]
-    rows = []
-    for label, what in REAL_ROWS:
-        cells, maxes = [], []
-        for p in ranks:
-            r = _real_run(doc, label, p)
-            cells.append(_real_cell(r))
-            if r is not None and r.get("ok") and r["converged"]:
-                maxes.append(r["iterations"]["max"])
-        growth = fixed(maxes[-1] / maxes[0]) + "×" if len(maxes) == len(ranks) and maxes[0] else "–"
-        rows.append([what] + cells + [growth])
-    return md_table(["method"] + [f"{p} ranks" for p in ranks] + [f"{ranks[-1]} / {ranks[0]} ranks"], rows)
+    coarses = [c for c in COARSES if any(_real_run(doc, m.format(c=c), p) for m, _ in REAL_METHODS for p in ranks)]
+    rows = [[what] + [_real_cell([_real_run(doc, label.format(c=c), p) for p in ranks]) for c in coarses]
+            for label, what in REAL_METHODS]
+    functions = []
+    for c in coarses:
+        n = [(_real_run(doc, f"cg asm {c}", p) or {}).get("coarse_functions") for p in ranks]
+        functions.append(", ".join(str(x) for x in n) if all(n) else "–")
+    rows.append(["coarse functions"] + functions)
+    return md_table(["method"] + [_level(c) for c in coarses], rows)
 
 
 @value("coarse.weak_real_setup")
 def weak_real_setup(data):
     c = _real(data)["config"]
-    return (f"{c['local']}×{c['local']} points per subdomain, tolerance {c['tol']:g}, `schwarz` with its default "
+    ranks = ", ".join(str(g * g) for g in c["grids"])
+    return (f"each cell the counts at {ranks} ranks (the slowest rank's; div.: diverged after that many; *: "
+            f"stopped above the tolerance) and their growth; {c['local']}×{c['local']} points per subdomain, "
+            f"tolerance {c['tol']:g}, `schwarz` with its default "
             f"overlap, `--alpha auto` (desync's default, optimized Schwarz) and `--alpha inf` (classical Schwarz), "
             f"`cg --pc asm --overlap {c['cg_overlap']}` on the exported matrix")
 
@@ -102,23 +111,50 @@ def rate_reading(data):
             f"subdomains (the prediction {last['predicted'] / first['predicted']:.2f}×)")
 
 
+@value("coarse.rgdsw_reading")
+def rgdsw_reading(data):
+    """RGDSW against GDSW at the largest real rank count: coarse functions and counts (the slowest rank's)."""
+    doc = _real(data)
+    p = [g * g for g in doc["config"]["grids"]][-1]
+
+    def pair(label):
+        g, r = (_real_run(doc, label.format(c=c), p) for c in ("gdsw", "rgdsw"))
+        if not (g and r and g.get("ok") and r.get("ok") and g["converged"] and r["converged"]):
+            return f"{label.format(c='rgdsw')}: not converged at {p} ranks"
+        a, b = g["iterations"]["max"], r["iterations"]["max"]
+        return f"{b:.0f} against {a:.0f} ({fixed(b / a)}×)"
+    g, r = (_real_run(doc, f"cg asm {c}", p) or {} for c in ("gdsw", "rgdsw"))
+    fg, fr = g.get("coarse_functions"), r.get("coarse_functions")
+    size = f"{fr} coarse functions against GDSW's {fg} ({fixed(fr / fg)}×)" if fg and fr else "coarse functions not recorded"
+    return (f"at {p} ranks RGDSW has {size}; its counts against GDSW's: CG + ASM {pair('cg asm {c}')}, "
+            f"classical sync Schwarz {pair('schwarz sync {c} alpha inf')}, async "
+            f"{pair('schwarz async {c} alpha inf')}")
+
+
 @value("coarse.weak_real_robin")
 def weak_real_robin(data):
     """Which two-level `--alpha auto` iterations diverged at every count, and which converged, against one
     level's count at the largest (max over ranks)."""
     doc = _real(data)
     ranks = [g * g for g in doc["config"]["grids"]]
-    gone, kept = [], []
+    gone, some, kept = [], [], []
     for mode in ("sync", "async"):
         one = _real_run(doc, f"schwarz {mode} none alpha auto", ranks[-1])
-        for coarse in ("nicolaides", "gdsw"):
+        for coarse in COARSES[1:]:
             runs = [_real_run(doc, f"schwarz {mode} {coarse} alpha auto", p) for p in ranks]
-            if all(r and r.get("stop_reason") == "diverged" for r in runs):
+            if not all(runs):
+                continue
+            diverged = [p for p, r in zip(ranks, runs) if r.get("stop_reason") == "diverged"]
+            if len(diverged) == len(ranks):
                 gone.append(f"{coarse} {mode}")
-            elif runs[-1] and runs[-1].get("converged") and one and one.get("converged"):
+                continue
+            if diverged:
+                some.append(f"{coarse} {mode} at {', '.join(map(str, diverged))} ranks")
+            if runs[-1].get("converged") and one and one.get("converged"):
                 q = runs[-1]["iterations"]["max"] / one["iterations"]["max"]
                 kept.append(f"{coarse} {mode} {fixed(q)}× one level's count at {ranks[-1]} ranks")
     return (f"diverges at every count ({', '.join(gone) or 'none'})"
+            + (f", and at some ({'; '.join(some)})" if some else "")
             + (f"; where it converges, {'; '.join(kept)}" if kept else ""))
 
 
@@ -139,15 +175,17 @@ def weak_real_growth(data):
     n = {a: sum(1 for r in doc["runs"] if r.get("label", "").endswith(f"alpha {a}")) for a in ("auto", "inf")}
     return (f"from {ranks[0]} to {ranks[-1]} ranks, classical sync Schwarz (`--alpha inf`): one level's count grows "
             f"{g('schwarz sync none alpha inf')}, GDSW's {g('schwarz sync gdsw alpha inf')}, Nicolaides' "
-            f"{g('schwarz sync nicolaides alpha inf')}; CG + ASM: one level {g('cg asm none')}, GDSW "
-            f"{g('cg asm gdsw')}, Nicolaides {g('cg asm nicolaides')}. With `--alpha auto` one level grows "
+            f"{g('schwarz sync nicolaides alpha inf')}, RGDSW's {g('schwarz sync rgdsw alpha inf')}; CG + ASM: one "
+            f"level {g('cg asm none')}, GDSW {g('cg asm gdsw')}, Nicolaides {g('cg asm nicolaides')}, RGDSW "
+            f"{g('cg asm rgdsw')}. With `--alpha auto` one level grows "
             f"{g('schwarz sync none alpha auto')} and GDSW sync {g('schwarz sync gdsw alpha auto')}; "
             f"{diverged('auto')} of the {n['auto']} `--alpha auto` runs diverged, {diverged('inf')} of the "
             f"{n['inf']} `--alpha inf` ones. From {ranks[1]} to {ranks[-1]} ranks (from the first count with a "
             f"subdomain that touches no boundary), classical sync Schwarz: one level "
             f"{g('schwarz sync none alpha inf', ranks[1])}, GDSW {g('schwarz sync gdsw alpha inf', ranks[1])}, "
-            f"Nicolaides {g('schwarz sync nicolaides alpha inf', ranks[1])}; CG + ASM with GDSW "
-            f"{g('cg asm gdsw', ranks[1])}")
+            f"Nicolaides {g('schwarz sync nicolaides alpha inf', ranks[1])}, RGDSW "
+            f"{g('schwarz sync rgdsw alpha inf', ranks[1])}; CG + ASM with GDSW {g('cg asm gdsw', ranks[1])}, "
+            f"with RGDSW {g('cg asm rgdsw', ranks[1])}")
 
 
 # ---------------------------------------------------------------- simulated weak scaling

@@ -1,0 +1,205 @@
+// The algebraic interface, its components and their ancestors, and the harmonic extension
+// (interface_components.hpp), shared by GDSW (gdsw.cpp) and RGDSW (rgdsw.cpp).
+#include "interface_components.hpp"
+
+#include <fmt/format.h>
+#include <mpi.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <set>
+#include <string>
+
+#include "desync/core/comm.hpp"
+#include "desync/core/error.hpp"
+#include "desync/linalg/ghost_requests.hpp"
+#include "desync/linalg/local_solver.hpp"
+
+namespace desync::solvers::interface {
+
+using linalg::DistributedCsr;
+
+std::vector<std::vector<int>> keys(const CoarseBasisInput& in, std::string_view space) {
+  const DistributedCsr& A = in.A;
+  const std::int64_t first = A.first_block_row(), local_rows = A.local_rows();
+  const auto rows = static_cast<std::size_t>(local_rows);
+  std::vector<std::vector<int>> key(rows);
+  for (std::size_t i = 0; i < rows; ++i) {
+    std::set<int> owners{in.rank};
+    for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
+      const std::int64_t j = A.col[static_cast<std::size_t>(k)];
+      if (j < first || j >= first + local_rows) owners.insert(linalg::owner_of(A.row_offsets, j));
+    }
+    if (owners.size() > 1) key[i].assign(owners.begin(), owners.end());
+  }
+  const bool has_interface = std::any_of(key.begin(), key.end(), [](const auto& k) { return !k.empty(); });
+  agree_or_throw(in.comm, has_interface || in.ranks == 1,
+                 fmt::format("--coarse {}: rank {}'s subdomain has no interface (no row coupled to another rank's): "
+                             "its coarse functions live on the interface",
+                             space, in.rank));
+  agree_or_throw(in.comm, in.ranks > 1,
+                 fmt::format("--coarse {}: one subdomain has no interface (run on more than one rank)", space));
+  return key;
+}
+
+namespace {
+
+/// The ancestors of every component (keys ascending, numbered by position): the maximal keys that
+/// contain it, found among the keys that share its first rank (a handful per rank on a mesh).
+/// Returns the node number of each component (-1: not a node) and the ancestor table.
+void find_ancestors(const std::vector<std::vector<int>>& keys, Components& out) {
+  const std::size_t C = keys.size();
+  std::map<int, std::vector<std::size_t>> holding;  // rank -> the components whose key holds it
+  for (std::size_t c = 0; c < C; ++c)
+    for (const int r : keys[c]) holding[r].push_back(c);
+  auto contains = [&](std::size_t d, std::size_t c) {  // key d contains key c
+    return std::includes(keys[d].begin(), keys[d].end(), keys[c].begin(), keys[c].end());
+  };
+  std::vector<int> node(C, -1);
+  for (std::size_t c = 0; c < C; ++c) {
+    bool maximal = true;
+    for (const std::size_t d : holding.at(keys[c].front()))
+      if (keys[d].size() > keys[c].size() && contains(d, c)) {
+        maximal = false;
+        break;
+      }
+    if (maximal) node[c] = out.nodes++;
+  }
+  out.ancestor_ptr.assign(1, 0);
+  for (std::size_t c = 0; c < C; ++c) {
+    std::vector<int> mine;
+    for (const std::size_t d : holding.at(keys[c].front()))
+      if (node[d] >= 0 && keys[d].size() >= keys[c].size() && contains(d, c)) mine.push_back(node[d]);
+    std::sort(mine.begin(), mine.end());
+    out.ancestors.insert(out.ancestors.end(), mine.begin(), mine.end());
+    out.ancestor_ptr.push_back(static_cast<int>(out.ancestors.size()));
+  }
+}
+
+}  // namespace
+
+Components number(const std::vector<std::vector<int>>& key, const CoarseBasisInput& in, bool with_ancestors) {
+  std::set<std::vector<int>> mine;
+  for (const auto& k : key)
+    if (!k.empty()) mine.insert(k);
+  std::vector<int> flat;  // [length, ranks...] per key
+  for (const auto& k : mine) {
+    flat.push_back(static_cast<int>(k.size()));
+    flat.insert(flat.end(), k.begin(), k.end());
+  }
+  int count = static_cast<int>(flat.size());
+  const auto P = static_cast<std::size_t>(in.ranks);
+  const bool root = in.rank == 0;
+  std::vector<int> counts(root ? P : 0), displs(root ? P : 0, 0);
+  MPI_Gather(&count, 1, MPI_INT, counts.data(), 1, MPI_INT, 0, in.comm);
+  std::vector<int> all;
+  if (root) {
+    for (std::size_t q = 1; q < P; ++q) displs[q] = displs[q - 1] + counts[q - 1];
+    all.resize(static_cast<std::size_t>(displs.back() + counts.back()));
+  }
+  MPI_Gatherv(flat.data(), count, MPI_INT, all.data(), counts.data(), displs.data(), MPI_INT, 0, in.comm);
+  Components out;
+  std::vector<int> numbers, number_counts(root ? P : 0), number_displs(root ? P : 0, 0);
+  if (root) {
+    std::map<std::vector<int>, int> component;
+    std::vector<std::vector<int>> keys;  // every rank's, in the gathered order
+    for (std::size_t q = 0; q < P; ++q) {
+      const auto end = static_cast<std::size_t>(displs[q] + counts[q]);
+      for (auto p = static_cast<std::size_t>(displs[q]); p < end;) {
+        const auto len = static_cast<std::size_t>(all[p]);
+        keys.emplace_back(all.begin() + static_cast<std::ptrdiff_t>(p + 1), all.begin() + static_cast<std::ptrdiff_t>(p + 1 + len));
+        component.emplace(keys.back(), 0);
+        ++number_counts[q];
+        p += len + 1;
+      }
+      if (q > 0) number_displs[q] = number_displs[q - 1] + number_counts[q - 1];
+    }
+    std::vector<std::vector<int>> ascending;
+    for (auto& [k, index] : component) {
+      index = out.count++;
+      ascending.push_back(k);
+    }
+    for (const auto& k : keys) numbers.push_back(component.at(k));
+    if (with_ancestors) find_ancestors(ascending, out);
+  }
+  MPI_Bcast(&out.count, 1, MPI_INT, 0, in.comm);
+  if (with_ancestors) {
+    int sizes[2] = {out.nodes, static_cast<int>(out.ancestors.size())};
+    MPI_Bcast(sizes, 2, MPI_INT, 0, in.comm);
+    out.nodes = sizes[0];
+    out.ancestor_ptr.resize(static_cast<std::size_t>(out.count) + 1);
+    out.ancestors.resize(static_cast<std::size_t>(sizes[1]));
+    MPI_Bcast(out.ancestor_ptr.data(), out.count + 1, MPI_INT, 0, in.comm);
+    MPI_Bcast(out.ancestors.data(), sizes[1], MPI_INT, 0, in.comm);
+  }
+  std::vector<int> my_numbers(mine.size());
+  MPI_Scatterv(numbers.data(), number_counts.data(), number_displs.data(), MPI_INT, my_numbers.data(),
+               static_cast<int>(my_numbers.size()), MPI_INT, 0, in.comm);
+  std::map<std::vector<int>, int> component;  // this rank's keys and their numbers
+  {
+    std::size_t t = 0;
+    for (const auto& k : mine) component.emplace(k, my_numbers[t++]);
+  }
+  out.of_row.assign(key.size(), -1);
+  for (std::size_t i = 0; i < key.size(); ++i)
+    if (!key[i].empty()) out.of_row[i] = component.at(key[i]);
+  return out;
+}
+
+std::vector<std::vector<double>> harmonic_extensions(const CoarseBasisInput& in, const std::vector<int>& component,
+                                                     std::size_t functions,
+                                                     const std::function<double(std::size_t f, std::size_t row)>& value,
+                                                     const std::vector<std::int64_t>& interior_index,
+                                                     std::string_view space) {
+  const DistributedCsr& A = in.A;
+  const std::int64_t first = A.first_block_row();
+  const std::size_t rows = component.size();
+  linalg::LocalCsr aii;  // A_II
+  aii.row_ptr.push_back(0);
+  for (std::size_t i = 0; i < rows; ++i)
+    if (component[i] < 0) ++aii.rows;
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (component[i] >= 0) continue;
+    for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
+      const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
+      if (interior_index[lj] >= 0) {
+        aii.col.push_back(static_cast<std::int32_t>(interior_index[lj]));
+        aii.val.push_back(A.val[static_cast<std::size_t>(k)]);
+      }
+    }
+    aii.row_ptr.push_back(static_cast<std::int64_t>(aii.col.size()));
+  }
+  std::vector<std::vector<double>> extension(functions);  // per function, on the interior rows
+  if (aii.rows == 0) {
+    agree_or_throw(in.comm, true, "");  // the factorisation's agreement below, for a rank without interior rows
+    return extension;
+  }
+  std::unique_ptr<linalg::LocalSolver> solver;
+  std::string failure;
+  try {
+    solver = linalg::make_local_solver(aii, linalg::LocalSolverKind::automatic, linalg::LocalSolverUse::few_solves);
+  } catch (const std::exception& e) {
+    failure = fmt::format("--coarse {}: rank {}: the interior block of its subdomain ({} rows) cannot be factored: {}",
+                          space, in.rank, aii.rows, e.what());
+  }
+  agree_or_throw(in.comm, failure.empty(), failure);
+  std::vector<double> rhs(static_cast<std::size_t>(aii.rows));
+  for (std::size_t f = 0; f < functions; ++f) {
+    std::fill(rhs.begin(), rhs.end(), 0.0);  // rhs = -A_IG phi_G for function f
+    for (std::size_t i = 0; i < rows; ++i) {
+      if (component[i] >= 0) continue;
+      for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
+        const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
+        if (component[lj] < 0) continue;
+        const double v = value(f, lj);
+        if (v != 0.0) rhs[static_cast<std::size_t>(interior_index[i])] -= A.val[static_cast<std::size_t>(k)] * v;
+      }
+    }
+    extension[f].resize(rhs.size());
+    solver->solve(rhs.data(), extension[f].data());
+  }
+  return extension;
+}
+
+}  // namespace desync::solvers::interface
