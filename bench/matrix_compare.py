@@ -29,8 +29,12 @@ matrix's A.petsc, b.petsc, x.petsc; TOL: --tol, 1e-8 relative residual everywher
      desync gmres-ras-gdsw                  as gmres-ras, with --coarse gdsw
      desync schwarz-sync-gdsw, -async-gdsw  as schwarz-sync, schwarz-async, with --coarse gdsw
      and desync gmres-ras, schwarz-sync, schwarz-async, petsc gmres-ras, cg-gamg, cg-hypre
+ (g) cheaper subdomains and coarse spaces, beside cg1-asm, cg1-asm-gdsw, petsc cg-gamg, cg-hypre
+     desync cg1-asm-ilu0, cg1-asm-gdsw-ilu0  as cg1-asm, cg1-asm-gdsw with --local-solver ilu0
+     desync cg1-asm-rgdsw, -rgdsw-ilu0       as cg1-asm-gdsw with --coarse rgdsw, exact and ILU(0)
 
-every desync run with --quiet --json TMP (and --time-limit T: a run that reaches it is recorded as not
+--skip side:name,... leaves configurations out (an exact factorisation known to outlast --timeout on a
+large matrix). Every desync run with --quiet --json TMP (and --time-limit T: a run that reaches it is recorded as not
 converged), every PETSc run with -json TMP, all under MPIRUN -np P with one BLAS/OpenMP thread per rank.
 Stopping tests: PETSc and desync krylov stop when ||r|| <= TOL ||b|| (unpreconditioned residual); desync
 jacobi and schwarz when every rank has ||r_p|| < TOL ||b_p|| on its own rows (Yamazaki et al., 2019,
@@ -63,7 +67,7 @@ import bench_util
 from bench_util import (add_desync_option, add_mpirun_option, count, first_error_line, is_executable, median,
                         one_thread_env, run_for_json, run_repetitions, split_choices, write_json)
 
-GROUPS = ("a", "b", "c", "d", "e", "f")
+GROUPS = ("a", "b", "c", "d", "e", "f", "g")
 GROUP_TITLES = {
     "a": "(a) Richardson + RAS: PETSc KSPRICHARDSON/PCASM restrict vs desync schwarz --mode sync",
     "b": "(b) GMRES + RAS: PETSc KSPGMRES/PCASM restrict vs desync krylov --method gmres --pc ras",
@@ -72,6 +76,9 @@ GROUP_TITLES = {
     "e": "(e) CG + GAMG: PETSc KSPCG/PCGAMG (SPD), and CG + hypre BoomerAMG where PETSc has hypre",
     "f": "(f) two-level Schwarz: desync cg --pc asm, krylov gmres --pc ras, schwarz sync and async with "
          "--coarse gdsw, their one-level counterparts, PETSc GMRES + RAS, CG + GAMG and CG + BoomerAMG",
+    "g": "(g) cheaper subdomains and coarse spaces: desync cg --pc asm with ILU(0) subdomain solves "
+         "(--local-solver ilu0) and the RGDSW coarse space, beside its exact one- and two-level forms and PETSc "
+         "CG + GAMG and CG + BoomerAMG",
 }
 # PETSc configurations: name -> (groups, -solver, -pc, -restricted, -stop, symmetric only, SPD only)
 PETSC_CONFIGS = {
@@ -79,8 +86,8 @@ PETSC_CONFIGS = {
     "rich-ras-localstop": ("a", "richardson", "asm", 1, "local", False, False),
     "gmres-ras": ("bf", "gmres", "asm", 1, "global", False, False),
     "cg-asm": ("c", "cg", "asm", 0, "global", True, False),
-    "cg-gamg": ("ef", "cg", "gamg", None, "global", True, True),
-    "cg-hypre": ("ef", "cg", "hypre", None, "global", True, True),
+    "cg-gamg": ("efg", "cg", "gamg", None, "global", True, True),
+    "cg-hypre": ("efg", "cg", "hypre", None, "global", True, True),
 }
 # desync configurations: name -> (groups, command, mode or method, slow rank, symmetric only)
 DESYNC_CONFIGS = {
@@ -95,15 +102,23 @@ DESYNC_CONFIGS = {
     "gmres-ras": ("bf", "krylov", "gmres", False, False),
     "cg-asm": ("c", "krylov", "cg", False, True),
     # (f): desync cg (the CG solver of `desync cg`) one- and two-level, and the others with the GDSW coarse space
-    "cg1-asm": ("f", "cg", "cg", False, True),
-    "cg1-asm-gdsw": ("f", "cg", "cg", False, True),
+    "cg1-asm": ("fg", "cg", "cg", False, True),
+    "cg1-asm-gdsw": ("fg", "cg", "cg", False, True),
     "cg1-asm-gdsw-wide": ("f", "cg", "cg", False, True),
     "gmres-ras-gdsw": ("f", "krylov", "gmres", False, False),
     "schwarz-sync-gdsw": ("f", "schwarz", "sync", False, False),
     "schwarz-async-gdsw": ("f", "schwarz", "async", False, False),
+    # (g): the same CG with ILU(0) subdomain solves and with RGDSW
+    "cg1-asm-ilu0": ("g", "cg", "cg", False, True),
+    "cg1-asm-gdsw-ilu0": ("g", "cg", "cg", False, True),
+    "cg1-asm-rgdsw": ("g", "cg", "cg", False, True),
+    "cg1-asm-rgdsw-ilu0": ("g", "cg", "cg", False, True),
 }
 # The coarse space of a desync configuration (--coarse; the others give none)
-COARSE = {"cg1-asm-gdsw": "gdsw", "cg1-asm-gdsw-wide": "gdsw", "gmres-ras-gdsw": "gdsw", "schwarz-sync-gdsw": "gdsw", "schwarz-async-gdsw": "gdsw"}
+COARSE = {"cg1-asm-gdsw": "gdsw", "cg1-asm-gdsw-wide": "gdsw", "gmres-ras-gdsw": "gdsw", "schwarz-sync-gdsw": "gdsw",
+          "schwarz-async-gdsw": "gdsw", "cg1-asm-gdsw-ilu0": "gdsw", "cg1-asm-rgdsw": "rgdsw", "cg1-asm-rgdsw-ilu0": "rgdsw"}
+# The subdomain solver of a desync configuration (--local-solver; the others take the default, auto)
+LOCAL_SOLVER = {"cg1-asm-ilu0": "ilu0", "cg1-asm-gdsw-ilu0": "ilu0", "cg1-asm-rgdsw-ilu0": "ilu0"}
 # The pairs of the table: (group, desync config, PETSc config)
 PAIRS = (("a", "schwarz-sync", "rich-ras-localstop"), ("a", "schwarz-sync", "rich-ras"),
          ("b", "gmres-ras", "gmres-ras"), ("c", "cg-asm", "cg-asm"))
@@ -129,8 +144,11 @@ def parse_args(argv):
     p.add_argument("--only", default="", help="comma-separated matrix names (default: all in the manifest)")
     p.add_argument("--ranks", default="2,4", help="comma-separated rank counts (default 2,4)")
     p.add_argument("--reps", type=int, default=3, help="repetitions of each configuration (default 3)")
-    p.add_argument("--groups", default=",".join(GROUPS), help="comma-separated comparisons a-e (default all)")
+    p.add_argument("--groups", default=",".join(GROUPS), help="comma-separated comparisons a-g (default all)")
     p.add_argument("--sides", default="petsc,desync", help="petsc, desync or both (default both)")
+    p.add_argument("--skip", default="",
+                   help="comma-separated configurations left out, side:name (desync:cg1-asm: a run known to outlast "
+                        "--timeout on a large matrix)")
     p.add_argument("--tol", type=float, default=1e-8, help="relative residual tolerance for all (default 1e-8)")
     p.add_argument("--overlap", type=int, default=1, help="Schwarz overlap delta, both sides (default 1)")
     p.add_argument("--wide-overlap", type=int, default=8,
@@ -209,7 +227,12 @@ def file_of(args, matrix, key, fmt="petsc"):
 
 
 def make_configs(args, matrices):
-    """(side, name, matrix name, ranks) for every run configuration."""
+    """(side, name, matrix name, ranks) for every run configuration but --skip's."""
+    skip = {x for x in args.skip.split(",") if x}
+    known = {f"petsc:{n}" for n in PETSC_CONFIGS} | {f"desync:{n}" for n in DESYNC_CONFIGS}
+    if skip - known:
+        sys.exit(f"matrix_compare.py: --skip {','.join(sorted(skip - known))}: no such configuration "
+                 f"(side:name, e.g. desync:cg1-asm)")
     configs = []
     for m in matrices:
         for p in args.ranks:
@@ -221,7 +244,8 @@ def make_configs(args, matrices):
                         continue
                     if (sym_only and not m.get("symmetric")) or (spd_only and not m.get("spd")):
                         continue
-                    configs.append(("petsc", name, m["name"], p))
+                    if f"petsc:{name}" not in skip:
+                        configs.append(("petsc", name, m["name"], p))
             if "desync" in args.sides:
                 for name, (groups, _, _, slow, sym_only) in DESYNC_CONFIGS.items():
                     if not set(groups) & set(args.groups):
@@ -230,7 +254,8 @@ def make_configs(args, matrices):
                         continue
                     if slow and (p <= args.slow_rank):
                         continue  # no such rank to slow
-                    configs.append(("desync", name, m["name"], p))
+                    if f"desync:{name}" not in skip:
+                        configs.append(("desync", name, m["name"], p))
     return configs
 
 
@@ -263,6 +288,8 @@ def command(args, cfg, matrix, json_path):
         cmd = launch + [args.desync, "jacobi"] + system + ["--mode", mode]
     if name in COARSE:
         cmd += ["--coarse", COARSE[name]]
+    if name in LOCAL_SOLVER:
+        cmd += ["--local-solver", LOCAL_SOLVER[name]]
     if slow:
         cmd += ["--slow-rank", str(args.slow_rank), "--slow-factor", f"{args.slow_factor:g}"]
     if args.time_limit > 0:
@@ -516,7 +543,7 @@ def main(argv):
         doc = {
             "benchmark": "desync matrix_compare",
             "config": {"desync": args.desync, "petsc": args.petsc, "mpirun": args.mpirun, "matrices": args.matrices,
-                       "only": args.only, "ranks": args.ranks, "reps": args.reps, "groups": args.groups,
+                       "only": args.only, "ranks": args.ranks, "reps": args.reps, "groups": args.groups, "skip": args.skip,
                        "sides": args.sides, "tol": args.tol, "overlap": args.overlap,
                        "wide_overlap": args.wide_overlap, "restart": args.restart,
                        "slow_rank": args.slow_rank, "slow_factor": args.slow_factor, "time_limit": args.time_limit,

@@ -147,6 +147,10 @@ Components number(const std::vector<std::vector<int>>& key, const CoarseBasisInp
   return out;
 }
 
+namespace {
+
+/// phi_I = -A_II^-1 A_IG phi_G for each of `functions` functions (interface values value(f, row)), on
+/// the interior rows numbered by interior_index.
 std::vector<std::vector<double>> harmonic_extensions(const CoarseBasisInput& in, const std::vector<int>& component,
                                                      std::size_t functions,
                                                      const std::function<double(std::size_t f, std::size_t row)>& value,
@@ -200,6 +204,73 @@ std::vector<std::vector<double>> harmonic_extensions(const CoarseBasisInput& in,
     solver->solve(rhs.data(), extension[f].data());
   }
   return extension;
+}
+
+}  // namespace
+
+GroupFunctions group_functions(const CoarseBasisInput& in, const std::vector<int>& component, std::size_t groups,
+                               const Support& support) {
+  const auto& z = in.near_kernel;
+  const std::size_t M = z.size();
+  std::vector<double> grams(groups * M * M, 0.0);
+  for (std::size_t i = 0; i < component.size(); ++i) {
+    if (component[i] < 0) continue;
+    for (const auto& [group, w] : support(i)) {
+      double* g = grams.data() + static_cast<std::size_t>(group) * M * M;
+      for (std::size_t a = 0; a < M; ++a)
+        for (std::size_t b = 0; b < M; ++b) g[a * M + b] += w * w * z[a][i] * z[b][i];
+    }
+  }
+  MPI_Allreduce(MPI_IN_PLACE, grams.data(), static_cast<int>(grams.size()), MPI_DOUBLE, MPI_SUM, in.comm);
+  GroupFunctions out{std::vector<std::vector<int>>(groups), std::vector<int>(groups + 1, 0)};
+  for (std::size_t g = 0; g < groups; ++g) {
+    out.kept[g] = independent_columns(std::vector<double>(grams.begin() + static_cast<std::ptrdiff_t>(g * M * M),
+                                                          grams.begin() + static_cast<std::ptrdiff_t>((g + 1) * M * M)),
+                                      static_cast<int>(M));
+    out.start[g + 1] = out.start[g] + static_cast<int>(out.kept[g].size());
+  }
+  return out;
+}
+
+std::vector<LocalFunction> local_functions(const GroupFunctions& fns, const std::vector<int>& component,
+                                           const Support& support) {
+  std::vector<int> groups;
+  for (std::size_t i = 0; i < component.size(); ++i)
+    if (component[i] >= 0)
+      for (const auto& [group, w] : support(i)) groups.push_back(group);
+  std::sort(groups.begin(), groups.end());
+  groups.erase(std::unique(groups.begin(), groups.end()), groups.end());
+  std::vector<LocalFunction> out;
+  for (const int g : groups)
+    for (std::size_t t = 0; t < fns.kept[static_cast<std::size_t>(g)].size(); ++t)
+      out.push_back({fns.start[static_cast<std::size_t>(g)] + static_cast<int>(t), g, fns.kept[static_cast<std::size_t>(g)][t]});
+  return out;
+}
+
+CoarseBasis assemble(const CoarseBasisInput& in, const std::vector<int>& component, int size,
+                     const std::vector<LocalFunction>& functions,
+                     const std::function<double(std::size_t f, std::size_t row)>& value, std::string_view space) {
+  const std::size_t rows = component.size();
+  std::vector<std::int64_t> interior_index(rows, -1);
+  std::int64_t interior = 0;
+  for (std::size_t i = 0; i < rows; ++i)
+    if (component[i] < 0) interior_index[i] = interior++;
+  const std::vector<std::vector<double>> extension =
+      harmonic_extensions(in, component, functions.size(), value, interior_index, space);
+  CoarseBasis phi;
+  phi.size = size;
+  phi.ptr.assign(1, 0);
+  for (std::size_t i = 0; i < rows; ++i) {
+    for (std::size_t f = 0; f < functions.size(); ++f) {
+      const double v = component[i] >= 0 ? value(f, i) : extension[f][static_cast<std::size_t>(interior_index[i])];
+      if (v != 0.0) {
+        phi.col.push_back(functions[f].index);
+        phi.val.push_back(v);
+      }
+    }
+    phi.ptr.push_back(static_cast<std::int64_t>(phi.col.size()));
+  }
+  return phi;
 }
 
 }  // namespace desync::solvers::interface

@@ -4,12 +4,13 @@
 // grouped into components by the set of ranks among their own and their neighbours' owners (the
 // component's key: edges between two subdomains, vertices where more meet; Heinlein, Klawonn,
 // Rajamanickam and Rheinbach's FROSch does the same), the components' ancestors (the maximal
-// components whose key contains theirs: Dohrmann and Widlund, 2017), and the discrete harmonic
-// extension of interface values into each subdomain's interior rows.
+// components whose key contains theirs: Dohrmann and Widlund, 2017), and Phi from interface values
+// extended harmonically into each subdomain's interior rows.
 #include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
@@ -39,15 +40,42 @@ struct Components {
 /// the ancestor table is broadcast. Collective.
 Components number(const std::vector<std::vector<int>>& key, const CoarseBasisInput& in, bool with_ancestors);
 
-/// The discrete harmonic extension phi_I = -A_II^-1 A_IG phi_G of `functions` functions into this
-/// rank's interior rows (the rows with component < 0, numbered by interior_index), one local solve
-/// each with A_II factored once (LocalSolverUse::few_solves); value(f, row) is function f's value on
-/// the interface row `row`. Returns each function's values on the interior rows. Collective (the
-/// factorisation's failure is agreed on), refusing in the name of `--coarse <space>`.
-std::vector<std::vector<double>> harmonic_extensions(const CoarseBasisInput& in, const std::vector<int>& component,
-                                                     std::size_t functions,
-                                                     const std::function<double(std::size_t f, std::size_t row)>& value,
-                                                     const std::vector<std::int64_t>& interior_index,
-                                                     std::string_view space);
+/// The functions of `groups` groups of interface rows (GDSW's components, RGDSW's nodes): for each
+/// group g the near-kernel vectors independent on its support, chosen from the support's Gram matrix
+/// sum_i w_g(i)^2 z_a(i) z_b(i) summed over the ranks (one MPI_Allreduce of every group's m x m
+/// matrix), so that every rank chooses alike; numbered by group, then vector: group g's are
+/// start[g] .. start[g + 1) and carry the vectors kept[g].
+struct GroupFunctions {
+  std::vector<std::vector<int>> kept;
+  std::vector<int> start;
+};
+
+/// support(row): the (group, weight w_g(row)) of the groups whose support holds interface row `row`.
+using Support = std::function<std::vector<std::pair<int, double>>(std::size_t row)>;
+
+/// The groups' functions (above). Collective.
+GroupFunctions group_functions(const CoarseBasisInput& in, const std::vector<int>& component, std::size_t groups,
+                               const Support& support);
+
+/// A coarse function that touches this rank: its column in Phi, the component or node it belongs to
+/// (the space's own numbering) and its near-kernel vector.
+struct LocalFunction {
+  int index;
+  int owner;
+  int vector;
+};
+
+/// The functions of the groups that hold one of this rank's interface rows, ascending.
+std::vector<LocalFunction> local_functions(const GroupFunctions& fns, const std::vector<int>& component,
+                                           const Support& support);
+
+/// Phi on this rank's rows from the interface values of `functions` (ascending columns):
+/// value(f, row) is function f's value on the interface row `row` (component >= 0); on the interior
+/// rows each function is the discrete harmonic extension phi_I = -A_II^-1 A_IG phi_G, one local solve
+/// per function with A_II factored once (LocalSolverUse::few_solves). `size` functions in all.
+/// Collective (a failed factorisation is refused on every rank, naming `--coarse <space>`).
+CoarseBasis assemble(const CoarseBasisInput& in, const std::vector<int>& component, int size,
+                     const std::vector<LocalFunction>& functions,
+                     const std::function<double(std::size_t f, std::size_t row)>& value, std::string_view space);
 
 }  // namespace desync::solvers::interface

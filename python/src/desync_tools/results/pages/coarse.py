@@ -646,6 +646,95 @@ def tts_load(data):
                      f"({d['duration_s'] / 60:.0f} min)" for d in _tts_docs(data))
 
 
+# ---------------------------------------------------------------- cheaper subdomains and coarse spaces (results/petsc.md)
+
+CHEAP = ("benchmarks/cheap-tts-p512.json", "benchmarks/cheap-tts-3d128.json")
+CHEAP_TARGET = 1.5  # desync's best against PETSc CG + GAMG, set-up + solve and set-up alone (issue targets)
+CHEAP_METHODS = [  # (side, config, what)
+    ("desync", "cg1-asm", "`cg --pc asm`, one level, exact"),
+    ("desync", "cg1-asm-ilu0", "`cg --pc asm --local-solver ilu0`, one level"),
+    ("desync", "cg1-asm-gdsw", "`cg --pc asm --coarse gdsw`, exact"),
+    ("desync", "cg1-asm-gdsw-ilu0", "`cg --pc asm --coarse gdsw --local-solver ilu0`"),
+    ("desync", "cg1-asm-rgdsw", "`cg --pc asm --coarse rgdsw`, exact"),
+    ("desync", "cg1-asm-rgdsw-ilu0", "`cg --pc asm --coarse rgdsw --local-solver ilu0`"),
+    ("petsc", "cg-gamg", "PETSc CG + GAMG"),
+    ("petsc", "cg-hypre", "PETSc CG + BoomerAMG (hypre)"),
+]
+
+
+def _setup(r):
+    """Set-up alone: desync's (subdomain factorisations and coarse level, slowest rank); PETSc's KSPSetUp and
+    KSPSetUpOnBlocks."""
+    return (r.get("setup_seconds") or 0.0) + ((r.get("factor_seconds") or 0.0) if r["side"] == "petsc" else 0.0)
+
+
+def _cheap_cell(doc, side, config, matrix):
+    """Medians over the runs that met the tolerance (iterations, set-up, set-up + solve), and how many did."""
+    runs = _tts_runs(doc, side, config, matrix)
+    rs = [r for r in runs if r.get("ok") and r["converged"]]
+    if not rs:
+        return {"runs": len(runs), "converged": 0}
+    return {"its": median([r["iterations"] for r in rs]), "setup": median([_setup(r) for r in rs]),
+            "total": median([_total(r) for r in rs]), "runs": len(runs), "converged": len(rs)}
+
+
+def _cheap_docs(data):
+    return [(data.json(rel), rel) for rel in CHEAP if data.exists(rel)]
+
+
+@table("coarse.cheap_tts")
+def cheap_tts(data):
+    docs = _cheap_docs(data)
+    cols = [(doc, m) for doc, _ in docs for m in _matrices(doc)]
+    rows = []
+    for side, config, what in CHEAP_METHODS:
+        cells = []
+        for doc, m in cols:
+            c, ref = _cheap_cell(doc, side, config, m), _cheap_cell(doc, "petsc", "cg-gamg", m)
+            if c["runs"] == 0:
+                cells.append("not run")
+            elif c["converged"] == 0:
+                cells.append(f"0 of {c['runs']} converged")
+            else:
+                ratio = f" ({fixed(c['total'] / ref['total'])}×)" if ref.get("total") else ""
+                part = "" if c["converged"] == c["runs"] else f", {c['converged']} of {c['runs']} converged"
+                cells.append(f"{c['its']:g}; {_s(c['setup'])}; {_s(c['total'])}{ratio}{part}")
+        rows.append([what] + cells)
+    return md_table(["method"] + [f"`{m}`: iterations; set-up; set-up + solve (× GAMG's)" for _, m in cols], rows)
+
+
+@value("coarse.cheap_setup")
+def cheap_setup(data):
+    docs = _cheap_docs(data)
+    if not docs:
+        return "not measured"
+    c = docs[0][0]["config"]
+    ver = docs[0][0].get("petsc_version")
+    ver = ver[0] if isinstance(ver, list) and ver else ver
+    return (f"{c['ranks'][0]} ranks (one core each), tolerance {c['tol']:g}, overlap {c['overlap']}, median of "
+            f"{c['reps']} interleaved repetitions of the runs that converged, {ver or 'PETSc'}")
+
+
+@value("coarse.cheap_verdict")
+def cheap_verdict(data):
+    """Per matrix: desync's fastest method (set-up + solve) against CG + GAMG, and its set-up against GAMG's."""
+    out = []
+    for doc, _ in _cheap_docs(data):
+        for m in _matrices(doc):
+            ref = _cheap_cell(doc, "petsc", "cg-gamg", m)
+            best = min(((cfg, w, _cheap_cell(doc, "desync", cfg, m)) for side, cfg, w in CHEAP_METHODS
+                        if side == "desync"), key=lambda t: t[2].get("total", math.inf))
+            _, what, c = best
+            if "total" not in c or "total" not in ref:
+                out.append(f"`{m}`: not measured")
+                continue
+            r, rs = c["total"] / ref["total"], c["setup"] / ref["setup"]
+            met = r <= CHEAP_TARGET and rs <= CHEAP_TARGET
+            out.append(f"on `{m}` desync's fastest, {what}, takes {fixed(r)}× CG + GAMG's set-up + solve and "
+                       f"{fixed(rs)}× its set-up: {'met' if met else 'not met'} (target {CHEAP_TARGET:g}× both)")
+    return "; ".join(out) or "not measured"
+
+
 # ---------------------------------------------------------------- the papers' claims (results/two-level.md)
 
 def _pairs(data, coarse):
