@@ -568,8 +568,8 @@ def coarse_ranks_choice(rng, ranks, features, allow_many=True):
 
 def local_solver_args(rng, spd, ilu0=False):
     """--local-solver: mostly the default; umfpack; on SPD blocks the CHOLMOD modes and, with ilu0
-    (the subdomain solve is a preconditioner's and the matrix one of the SPD kinds, M-matrices, where
-    ILU(0) exists), the approximate ilu0."""
+    (the matrix one of the SPD kinds, M-matrices, where ILU(0) exists; no Robin shift), the
+    approximate ilu0."""
     r = rng.random()
     if r < 0.75:
         return []
@@ -658,7 +658,7 @@ def draw_matrix(rng, transports, max_ranks, features):
             d["may_diverge"] = robin != "0"
         # (CHOLMOD forced only where the local matrices are SPD: not with the Robin diagonal shift,
         # which can make them indefinite on a matrix that is not diagonally dominant)
-        args += local_solver_args(rng, spd and not d.get("may_diverge"))
+        args += local_solver_args(rng, spd and not d.get("may_diverge"), ilu0=spd and not d.get("may_diverge"))
         untested = rng.random() < 0.1
         if untested:
             args += ["--termination", "none"]

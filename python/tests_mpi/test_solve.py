@@ -95,6 +95,8 @@ ANSWERS = [
     ("gmres", convdiff, dict(solver="krylov", method="gmres", tol=1e-10)),
     ("cg-asm-ilu0", poisson2d, dict(solver="cg", pc="asm", local_solver="ilu0", tol=1e-10, partition="metis")),
     ("gmres-ras-ilu0", convdiff, dict(solver="krylov", method="gmres", pc="ras", local_solver="ilu0", tol=1e-10)),
+    ("schwarz-ilu0-sync", poisson2d,
+     dict(solver="schwarz", mode="sync", overlap=2, local_solver="ilu0", tol=1e-10, partition="metis")),
 ]
 
 

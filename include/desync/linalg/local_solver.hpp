@@ -12,8 +12,9 @@
 //                        10.4): not a direct solve but an approximate one, M = L U ~ A, set up in one
 //                        pass over the pattern and applied by two triangular sweeps of the block's
 //                        nonzeros; on a symmetric block M is symmetric (IC(0) up to the diagonal
-//                        scaling). Only where the subdomain solve is a preconditioner's (--pc asm,
-//                        ras): the stationary Schwarz iteration needs the exact local solve.
+//                        scaling). In a preconditioner (--pc asm, ras) it replaces the solve; in
+//                        the Schwarz iteration it takes one correction step per iteration from the
+//                        previous local values (schwarz/subdomain.hpp), keeping the exact fixed point.
 //   auto                 chosen per subdomain, with the reason kept (LocalSolver::reason):
 //                        a matrix that is not symmetric, or has a diagonal entry <= 0, goes to UMFPACK;
 //                        otherwise CHOLMOD: simplicial on blocks of fewer than auto_trial_rows rows
@@ -57,7 +58,7 @@ inline constexpr core::Named<LocalSolverKind> local_solver_names[] = {
     {LocalSolverKind::cholmod_supernodal, "cholmod-supernodal", "CHOLMOD supernodal LL^T (SPD blocks)"},
     {LocalSolverKind::cholmod, "cholmod", "CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks)"},
     {LocalSolverKind::umfpack, "umfpack", "UMFPACK LU (any non-singular block)"},
-    {LocalSolverKind::ilu0, "ilu0", "incomplete LU on the block's own pattern, an approximate solve (--pc asm, ras only)"},
+    {LocalSolverKind::ilu0, "ilu0", "incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step)"},
 };
 /// Whether the kind solves exactly (a factorisation) rather than approximately (ilu0).
 inline bool exact(LocalSolverKind kind) { return kind != LocalSolverKind::ilu0; }

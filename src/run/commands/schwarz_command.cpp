@@ -186,10 +186,6 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (t == Termination::none && !(s.iteration.time_limit > 0) && max_iters_option->count() == 0)
     throw InputError("--termination none: give --time-limit or --max-iters (nothing else stops the run)");
   subdomain_cli.apply(s.subdomains);
-  if (!linalg::exact(s.subdomains.local_solver))
-    throw InputError(fmt::format("--local-solver {}: an approximate subdomain solve goes with krylov --pc asm or ras; "
-                                 "the stationary Schwarz iteration takes each subdomain's exact solution",
-                                 linalg::to_string(s.subdomains.local_solver)));
   const std::string coarse_kind = s.subdomains.coarse.kind;
   const int coarse_ranks = s.subdomains.coarse.coarse_ranks;
   if (coarse_reuse < 0) throw InputError(fmt::format("--coarse-reuse {}: must be >= 0", coarse_reuse));

@@ -51,6 +51,8 @@ class SchwarzRun final : public LocalIteration {
     x_.assign(n_ + 1, 0.0);
     next_.assign(n_ + 1, 0.0);
     rhs_.assign(n_, 0.0);
+    exact_ = linalg::exact(sub.solver().kind());
+    if (!exact_) work_.assign(n_, 0.0);
     ghost_.assign(ghosts_ + plan_.neighbours.size(), 0.0);
     if (!x0.empty()) {  // the initial guess on the owned points, and its ghosts (one synchronous exchange)
       for (std::size_t k = 0; k < x0.size(); ++k) x_[sub_.owned_index(k)] = x0[k];
@@ -123,7 +125,21 @@ class SchwarzRun final : public LocalIteration {
     sub_.local_rhs(x_.data(), ghost_.data(), rhs_.data());  // rhs_i = b_i - a_ie (u_e - beta u_i)
     update_s_ += t_update.seconds();
     core::Stopwatch t_solve;
-    sub_.solver().solve(rhs_.data(), next_.data());  // y_p = A_p^-1 rhs
+    if (exact_) {
+      sub_.solver().solve(rhs_.data(), next_.data());  // y_p = A_p^-1 rhs
+    } else {
+      // An approximate solve M ~ A_p (ILU(0)): one correction step from the previous local values,
+      // y_p = u_p + M^-1 (rhs - A_p u_p) (subdomain.hpp), which the exact solve's y_p leaves fixed.
+      const linalg::LocalCsr& a = sub_.local_matrix();
+      for (std::size_t i = 0; i < n_; ++i) {  // work_ = rhs - A_p u_p
+        double r = rhs_[i];
+        for (auto k = a.row_ptr[i]; k < a.row_ptr[i + 1]; ++k)
+          r -= a.val[static_cast<std::size_t>(k)] * x_[static_cast<std::size_t>(a.col[static_cast<std::size_t>(k)])];
+        work_[i] = r;
+      }
+      sub_.solver().solve(work_.data(), next_.data());  // M d = work_
+      for (std::size_t i = 0; i < n_; ++i) next_[i] += x_[i];
+    }
     core::charge("schwarz.solve", static_cast<double>(n_));
     solve_s_ += t_solve.seconds();
     if (async_coarse_) tree_->after_solve();
@@ -134,9 +150,11 @@ class SchwarzRun final : public LocalIteration {
   void advance() override { std::swap(x_, next_); }
   void perturb(double value) override { x_[sub_.owned_index(0)] = value; }
   // The candidate is A_p^-1 rhs, rhs from b and the ghosts alone, except where the Robin data reads
-  // an owned u_i. Not with a coarse level: a coarse correction changes the iterate without a halo
-  // message.
-  bool update_repeats_without_new_data() const override { return !coarse_ && !sub_.solve_reads_own_values(); }
+  // an owned u_i or the solve is approximate (its correction step reads u_p). Not with a coarse
+  // level: a coarse correction changes the iterate without a halo message.
+  bool update_repeats_without_new_data() const override {
+    return !coarse_ && !sub_.solve_reads_own_values() && exact_;  // an approximate solve reads u_p
+  }
   bool may_update() override { return !async_coarse_ || tree_->may_update(); }
 
   comm::PlanExchangeConfig exchange_config(comm::HaloMode mode) const {
@@ -230,7 +248,8 @@ class SchwarzRun final : public LocalIteration {
   std::size_t n_, source_, ghosts_;  // values on the subdomain, where the plan sends from, ghosts
   bool carry_ = false;
   bool carry_async_ = false;  // the asynchronous phase carries x_[n_] too (into ghost_[ghosts_ + j])
-  std::vector<double> x_, next_, ghost_, rhs_;
+  std::vector<double> x_, next_, ghost_, rhs_, work_;
+  bool exact_ = true;  // the local solver solves exactly (else the correction step of update())
   std::optional<comm::PlanExchange> exchange_;
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
   CoarseLevel* coarse_;                          // two-level: what both forms share

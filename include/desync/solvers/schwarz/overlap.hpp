@@ -93,6 +93,7 @@ class OverlappingSubdomain final : public Subdomain {
   std::size_t send_offset() const override { return static_cast<std::size_t>(own_begin_); }
   std::size_t ghost_count() const override { return ghosts_.size(); }
   linalg::LocalSolver& solver() const override { return *solver_; }
+  const linalg::LocalCsr& local_matrix() const override { return matrix_; }
   std::span<const RobinCoupling> robin_couplings() const override { return couplings_; }
   const double* rhs() const override { return b_ext_.data(); }
   double local_residual_sq(const double* x, const double* ghost) const override;

@@ -136,6 +136,7 @@ class GridSchwarzSubdomain final : public Subdomain {
   std::size_t send_offset() const override { return 0; }  // the plan sends from ext indices
   std::size_t ghost_count() const override { return sub_.ghosts.size(); }
   linalg::LocalSolver& solver() const override { return *solver_; }
+  const linalg::LocalCsr& local_matrix() const override { return sub_.matrix; }
   std::span<const RobinCoupling> robin_couplings() const override { return sub_.couplings; }
   const double* rhs() const override { return sub_.rhs_fixed.data(); }
   double local_residual_sq(const double* x, const double* ghost) const override {

@@ -6,6 +6,9 @@
 // iterates over this interface alone:
 //     rhs   = b_p - sum over dropped couplings e of a_ie (u_e - beta u_i)   (local_rhs: the Robin data)
 //     y_p   = A_p^-1 rhs                                                    (solver())
+//             or, where solver() is approximate (M ~ A_p, ILU(0)), one correction step from the
+//             previous local values u_p: y_p = u_p + M^-1 (rhs - A_p u_p), whose fixed point is the
+//             exact solve's (local_matrix())
 //     u_i  <- y_p,i on the owned points                                     (owned_index)
 //     r_p   = b_p - (A u)_p on the owned points                             (local_residual_sq)
 // with u_e, u_i the owners' values in the ghost buffer, exchanged over ghost_plan().
@@ -62,8 +65,10 @@ class Subdomain {
   virtual const comm::HaloPlan& ghost_plan() const = 0;
   virtual std::size_t send_offset() const = 0;
   virtual std::size_t ghost_count() const = 0;
-  /// A_p, factored.
+  /// A_p, factored (or, --local-solver ilu0, approximated: see the run's correction step).
   virtual linalg::LocalSolver& solver() const = 0;
+  /// A_p itself (its Robin diagonal shifted), size() rows, the extended subdomain's columns.
+  virtual const linalg::LocalCsr& local_matrix() const = 0;
   virtual std::span<const RobinCoupling> robin_couplings() const = 0;
   /// b_p on the extended subdomain (the physical boundary values folded in).
   virtual const double* rhs() const = 0;
