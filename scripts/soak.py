@@ -580,6 +580,12 @@ def local_solver_args(rng, spd, ilu0=False):
     return ["--local-solver", rng.choice(("cholmod-simplicial", "cholmod-supernodal", "cholmod"))]
 
 
+def pieces_args(rng):
+    """--subdomains-per-rank: mostly one subdomain per rank, else 2-4 pieces (every kind has 25 or
+    more rows per rank at 4 ranks)."""
+    return ["--subdomains-per-rank", str(rng.randint(2, 4))] if rng.random() < 0.2 else []
+
+
 def coarse_ok(props, ranks):
     """The coarse spaces that can be drawn: gdsw and rgdsw need 2 subdomains or more, each with an
     interface (not so on two disconnected blocks, where a rank can hold one whole block)."""
@@ -659,6 +665,10 @@ def draw_matrix(rng, transports, max_ranks, features):
         # (CHOLMOD forced only where the local matrices are SPD: not with the Robin diagonal shift,
         # which can make them indefinite on a matrix that is not diagonally dominant)
         args += local_solver_args(rng, spd and not d.get("may_diverge"), ilu0=spd and not d.get("may_diverge"))
+        if spd and not d.get("may_diverge"):
+            # several pieces per rank make the rank's solve approximate (one step of restricted
+            # Schwarz on its pieces), convergent on the M-matrices as ilu0's step is
+            args += pieces_args(rng)
         untested = rng.random() < 0.1
         if untested:
             args += ["--termination", "none"]
@@ -693,6 +703,8 @@ def draw_matrix(rng, transports, max_ranks, features):
             if robin:
                 args += ["--robin", rng.choice(("0.2", "0.5"))]
             args += local_solver_args(rng, (spd or method != "gmres") and not robin, ilu0=spd and not robin)
+            if kind != "indefinite":  # (an indefinite matrix's small pieces can be singular)
+                args += pieces_args(rng)
             if rng.random() < 0.4:
                 args += ["--coarse", rng.choice(coarse_ok(props, ranks))]
                 args += coarse_ranks_choice(rng, ranks, features)

@@ -409,28 +409,62 @@ TEST(AlgebraicSchwarz, ApproximateLocalSolvesKeepTheFixedPoint) {
     }
     EXPECT_LT(max_abs_diff(x, ref), 1e-13 * max_abs(ref));
     EXPECT_GT(max_abs_diff(x, solve_direct(whole, b)), 1e-6) << "five ILU(0) steps are not the direct solve";
+    // Four pieces on the one rank: five steps of RAS on the pieces (make_block_solver, restricted).
+    o.subdomains.local_solver = linalg::LocalSolverKind::automatic;
+    o.subdomains.subdomains_per_rank = 4;
+    std::fill(x.begin(), x.end(), 0.25);
+    solvers::solve_algebraic_schwarz(A, b, x, o);
+    linalg::LocalBlocks pieces;
+    pieces.blocks = 4;
+    pieces.overlap = o.subdomains.overlap;
+    pieces.restricted = true;
+    m = linalg::make_block_solver(whole, pieces, linalg::LocalSolverKind::automatic);
+    EXPECT_FALSE(m->exact());
+    std::fill(ref.begin(), ref.end(), 0.25);
+    for (int k = 0; k < 5; ++k) {
+      for (std::size_t i = 0; i < ref.size(); ++i) {
+        double v = b[i];
+        for (auto q = whole.row_ptr[i]; q < whole.row_ptr[i + 1]; ++q)
+          v -= whole.val[static_cast<std::size_t>(q)] * ref[static_cast<std::size_t>(whole.col[static_cast<std::size_t>(q)])];
+        res[i] = v;
+      }
+      m->solve(res.data(), d.data());
+      for (std::size_t i = 0; i < ref.size(); ++i) ref[i] += d[i];
+    }
+    EXPECT_LT(max_abs_diff(x, ref), 1e-13 * max_abs(ref));
+    EXPECT_GT(max_abs_diff(x, solve_direct(whole, b)), 1e-6) << "five steps on four pieces are not the direct solve";
   }
   const auto offsets = balanced(g.n(), p);
   const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
   const auto direct = solve_direct(whole, b);
   int exact_iterations = 0;
-  for (const auto kind : {linalg::LocalSolverKind::automatic, linalg::LocalSolverKind::ilu0}) {
+  struct Approximation {
+    linalg::LocalSolverKind kind;
+    int pieces;
+  };
+  for (const auto [kind, pieces] : {Approximation{linalg::LocalSolverKind::automatic, 1},
+                                    Approximation{linalg::LocalSolverKind::ilu0, 1},
+                                    Approximation{linalg::LocalSolverKind::automatic, 3}}) {
     for (const auto mode : {comm::HaloMode::sync, comm::HaloMode::async}) {
-      SCOPED_TRACE(std::string(linalg::to_string(kind)) + (mode == comm::HaloMode::sync ? ", sync" : ", async"));
+      SCOPED_TRACE(std::string(linalg::to_string(kind)) + ", " + std::to_string(pieces) + " per rank" +
+                   (mode == comm::HaloMode::sync ? ", sync" : ", async"));
       SchwarzOptions o;
       o.mode = mode;
       o.subdomains.overlap = 2;
       o.subdomains.local_solver = kind;
+      o.subdomains.subdomains_per_rank = pieces;
       o.iteration.tol = 1e-10;
       o.iteration.max_iters = 20000;
       std::vector<double> x(part(b, offsets, me).size(), 0.0);
       const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
       EXPECT_TRUE(r.run.converged) << r.run.message;
       EXPECT_LT(world_max(max_abs_diff(x, part(direct, offsets, me))), 1e-6 * max_abs(direct));
-      if (mode == comm::HaloMode::sync && kind == linalg::LocalSolverKind::automatic)
+      if (mode != comm::HaloMode::sync) continue;
+      if (kind == linalg::LocalSolverKind::automatic && pieces == 1) {
         exact_iterations = static_cast<int>(r.run.stats.iterations);
-      if (mode == comm::HaloMode::sync && kind == linalg::LocalSolverKind::ilu0)
+      } else {
         EXPECT_GT(r.run.stats.iterations, exact_iterations);
+      }
     }
   }
 }
@@ -574,6 +608,81 @@ TEST(SchwarzPreconditioner, AppliesTheLocalSolves) {
       EXPECT_NE(pc.description().find(restricted ? "ras" : "asm"), std::string::npos);
     }
   }
+}
+
+// (f) K subdomains per rank (--subdomains-per-rank) are Schwarz on the K p pieces: each rank's owned
+// rows split as linalg::block_pieces splits them, every piece extended by the overlap in the global
+// graph of A + A^T (into the other ranks' rows too) and solved here; asm sums the pieces' solutions,
+// ras keeps each on its piece's rows.
+TEST(SchwarzPreconditioner, SubdomainsPerRankAreSchwarzOnThePieces) {
+  const int p = world_size(), me = world_rank();
+  Global g = convection_diffusion(12);
+  for (std::int64_t i = 0; i + 1 < g.n(); ++i) g.rows[static_cast<std::size_t>(i)].erase(i + 1);
+  std::vector<std::vector<std::int64_t>> graph(static_cast<std::size_t>(g.n()));  // A + A^T
+  for (std::int64_t i = 0; i < g.n(); ++i)
+    for (const auto& [c, v] : g.rows[static_cast<std::size_t>(i)]) {
+      graph[static_cast<std::size_t>(i)].push_back(c);
+      graph[static_cast<std::size_t>(c)].push_back(i);
+    }
+  const auto offsets = balanced(g.n(), p);
+  const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
+  std::vector<double> r(static_cast<std::size_t>(g.n()));
+  for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::cos(0.7 * static_cast<double>(i)) + 0.2;
+  const int K = 3;
+  for (int overlap : {0, 1, 2}) {
+    SCOPED_TRACE("overlap " + std::to_string(overlap));
+    SubdomainOptions o;
+    o.overlap = overlap;
+    o.subdomains_per_rank = K;
+    // The pieces' global labels: rank q's piece k is q K + k.
+    std::vector<int> piece(static_cast<std::size_t>(g.n()), -1);
+    {
+      const OverlappingSubdomain sub(A, o);
+      const auto label = linalg::block_pieces(sub.matrix(), sub.own_begin(), A.local_block_rows(), K);
+      for (std::int64_t k = 0; k < A.local_block_rows(); ++k) {
+        const int l = label[static_cast<std::size_t>(sub.own_begin() + k)];
+        ASSERT_GE(l, 0);
+        piece[static_cast<std::size_t>(offsets[static_cast<std::size_t>(me)] + k)] = me * K + l;
+      }
+    }
+    MPI_Allreduce(MPI_IN_PLACE, piece.data(), static_cast<int>(piece.size()), MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+    std::vector<double> ras(r.size(), 0.0), asm_(r.size(), 0.0);
+    for (int t = 0; t < K * p; ++t) {
+      std::vector<std::int64_t> set;
+      for (std::int64_t i = 0; i < g.n(); ++i)
+        if (piece[static_cast<std::size_t>(i)] == t) set.push_back(i);
+      ASSERT_FALSE(set.empty()) << "piece " << t;
+      const std::vector<std::int64_t> own = set;
+      for (int layer = 0; layer < overlap; ++layer) {
+        std::vector<std::int64_t> grown = set;
+        for (auto i : set)
+          for (auto c : graph[static_cast<std::size_t>(i)]) grown.push_back(c);
+        std::sort(grown.begin(), grown.end());
+        grown.erase(std::unique(grown.begin(), grown.end()), grown.end());
+        set = grown;
+      }
+      std::vector<double> rt;
+      for (auto i : set) rt.push_back(r[static_cast<std::size_t>(i)]);
+      const auto y = solve_direct(g.restrict_to(set), rt);
+      for (std::size_t j = 0; j < set.size(); ++j) {
+        const auto i = static_cast<std::size_t>(set[j]);
+        asm_[i] += y[j];
+        if (std::binary_search(own.begin(), own.end(), set[j])) ras[i] = y[j];
+      }
+    }
+    for (bool restricted : {true, false}) {
+      solvers::SchwarzPreconditioner pc(A, o, restricted);
+      const auto mine = part(r, offsets, me);
+      std::vector<double> z(mine.size());
+      pc.apply(mine, z);
+      const auto& want = restricted ? ras : asm_;
+      EXPECT_LT(world_max(max_abs_diff(z, part(want, offsets, me))), 1e-12 * max_abs(want)) << pc.description();
+      EXPECT_NE(pc.description().find("3 subdomains per rank"), std::string::npos) << pc.description();
+    }
+  }
+  SubdomainOptions too_many;
+  too_many.subdomains_per_rank = static_cast<int>(A.local_block_rows()) + 1;
+  EXPECT_THROW(solvers::SchwarzPreconditioner(A, too_many, false), InputError);
 }
 
 // (f) CG with additive Schwarz needs fewer iterations than with block Jacobi IC(0), and asm/ras

@@ -2,7 +2,9 @@
 // error, auto chooses as documented, and bad matrices give the documented errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -248,4 +250,74 @@ TEST(LocalSolver, Ilu0IsItsDefinition) {
   d.col = {1, 0};
   d.val = {1.0, 1.0};
   EXPECT_THROW(make_local_solver(d, LocalSolverKind::ilu0), FactorisationError);
+}
+
+// Several pieces in one block (make_block_solver): the pieces are balanced and connected on a grid;
+// overlap 0 makes the restricted and additive sums one block-diagonal solve (bitwise alike); an
+// overlap that reaches the whole block makes every piece the whole matrix, so the restricted sum is
+// A^-1 b and the additive one K A^-1 b; bad counts and a singular piece are refused.
+TEST(LocalSolver, BlockSolverIsSchwarzOnItsPieces) {
+  const int n = 24, K = 4;
+  const LocalCsr a = grid2d(n, /*wind=*/0.5);
+  const auto label = block_pieces(a, 0, a.rows, K);
+  std::vector<int> size(K, 0);
+  for (int l : label) {
+    ASSERT_GE(l, 0);
+    ASSERT_LT(l, K);
+    ++size[static_cast<std::size_t>(l)];
+  }
+  for (int s : size) EXPECT_EQ(s, n * n / K);
+  for (int k = 0; k < K; ++k) {  // connected: a breadth-first search inside piece k reaches all of it
+    std::vector<int> seen(label.size(), 0), queue;
+    for (std::size_t i = 0; i < label.size() && queue.empty(); ++i)
+      if (label[i] == k) queue.push_back(static_cast<int>(i)), seen[i] = 1;
+    for (std::size_t h = 0; h < queue.size(); ++h) {
+      const auto i = static_cast<std::size_t>(queue[h]);
+      for (auto p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        const auto j = static_cast<std::size_t>(a.col[static_cast<std::size_t>(p)]);
+        if (label[j] == k && !seen[j]) seen[j] = 1, queue.push_back(static_cast<int>(j));
+      }
+    }
+    EXPECT_EQ(static_cast<int>(queue.size()), size[static_cast<std::size_t>(k)]) << "piece " << k;
+  }
+  const auto b = rhs(a.rows);
+  std::vector<double> x(b.size()), y(b.size()), direct(b.size());
+  make_local_solver(a, LocalSolverKind::umfpack)->solve(b.data(), direct.data());
+  LocalBlocks pieces;
+  pieces.blocks = K;
+  pieces.overlap = 0;
+  {
+    auto m = make_block_solver(a, pieces, LocalSolverKind::umfpack);
+    EXPECT_FALSE(m->exact());
+    EXPECT_NE(m->reason().find("4 pieces of 144-144 rows (overlap 0"), std::string::npos) << m->reason();
+  }
+  pieces.restricted = true;
+  make_block_solver(a, pieces, LocalSolverKind::umfpack)->solve(b.data(), x.data());
+  pieces.restricted = false;
+  make_block_solver(a, pieces, LocalSolverKind::umfpack)->solve(b.data(), y.data());
+  EXPECT_EQ(x, y) << "overlap 0: the pieces do not overlap";
+  EXPECT_GT(residual(a, x, b), 1e-3) << "block Jacobi on four pieces is not the direct solve";
+  pieces.overlap = 2 * n;
+  for (bool restricted : {true, false}) {
+    pieces.restricted = restricted;
+    make_block_solver(a, pieces, LocalSolverKind::umfpack)->solve(b.data(), x.data());
+    const double scale = restricted ? 1.0 : K;
+    double worst = 0;
+    for (std::size_t i = 0; i < x.size(); ++i) worst = std::max(worst, std::abs(x[i] - scale * direct[i]));
+    EXPECT_LT(worst, 1e-12 * scale) << (restricted ? "restricted" : "additive");
+  }
+  pieces.blocks = static_cast<int>(a.rows) + 1;
+  EXPECT_THROW(make_block_solver(a, pieces, LocalSolverKind::umfpack), std::invalid_argument);
+  pieces.blocks = 0;
+  EXPECT_THROW(make_block_solver(a, pieces, LocalSolverKind::umfpack), std::invalid_argument);
+  LocalCsr z = grid2d(8);
+  for (auto p = z.row_ptr[0]; p < z.row_ptr[1]; ++p) z.val[static_cast<std::size_t>(p)] = 0.0;  // row 0 empty
+  LocalBlocks four;
+  four.blocks = 4;
+  try {
+    make_block_solver(z, four, LocalSolverKind::umfpack);
+    FAIL() << "no error";
+  } catch (const FactorisationError& e) {
+    EXPECT_NE(std::string(e.what()).find("of 4 (16 rows): singular matrix"), std::string::npos) << e.what();
+  }
 }

@@ -3,6 +3,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
@@ -79,6 +80,10 @@ void start_watchdog(double limit_seconds, int rank) {
     while (!wd.stop_requested.wait_for(lock, period, [&] { return wd.stopping; })) {
       const double since = scope_since.load(std::memory_order_acquire);
       if (since == 0.0 || now() - since <= limit_seconds) continue;
+      // From here the rank's exit code is 5 and nothing else: a launcher that sees the message (or
+      // another rank's end) may hang up on the job before _Exit runs, and a SIGHUP then would
+      // report rank 0 as killed instead (MPICH's mpiexec, seen once in CI).
+      std::signal(SIGHUP, SIG_IGN);
       const char* what = scope_what.load(std::memory_order_relaxed);
       const int peer = scope_peer.load(std::memory_order_relaxed);
       char peer_text[32] = "";

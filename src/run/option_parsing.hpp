@@ -95,6 +95,12 @@ class SubdomainCli {
                                        local_scope + ": the subdomain factorisation, " +
                                            core::named_help(linalg::local_solver_names))
                             ->capture_default_str();
+    pieces_opt_ = app.add_option("--subdomains-per-rank", o.subdomains_per_rank,
+                                 local_scope + ": K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its "
+                                               "rows split into K compact pieces by graph bisection, each extended by "
+                                               "the overlap and factored alone by the local solver; K > 1 makes the "
+                                               "rank's solve approximate (the Schwarz iteration: one correction step)")
+                      ->capture_default_str();
     coarse_opt_ = app.add_option("--coarse", coarse_,
                                  coarse_scope + ": the coarse level of two-level Schwarz" + coarse_note + ", " +
                                      solvers::coarse_help())
@@ -116,6 +122,8 @@ class SubdomainCli {
   void apply(solvers::SubdomainOptions& o) {
     if (!(o.robin >= 0 && o.robin < 1)) throw InputError(fmt::format("--robin {}: must be in [0, 1)", o.robin));
     o.local_solver = linalg::parse_local_solver(local_solver_);
+    if (o.subdomains_per_rank < 1)
+      throw InputError(fmt::format("--subdomains-per-rank {}: must be >= 1", o.subdomains_per_rank));
     solvers::parse_coarse(coarse_);  // none or a registered space; InputError otherwise
     if (ranks_opt_->count() > 0 && !two_level())
       throw InputError("--coarse-ranks goes with --coarse " + solvers::coarse_space_names());
@@ -129,11 +137,11 @@ class SubdomainCli {
   void check_ranks(int nranks) const {
     if (two_level()) solvers::CoarseSolver::check_ranks(ranks_, nranks);
   }
-  /// Whether --overlap, --robin, --local-solver or --coarse was given (a command refuses them where
+  /// Whether --overlap, --robin, --local-solver, --subdomains-per-rank or --coarse was given (a command refuses them where
   /// they do not apply).
   bool given() const {
     return overlap_opt_->count() > 0 || robin_opt_->count() > 0 || local_solver_opt_->count() > 0 ||
-           coarse_opt_->count() > 0;
+           pieces_opt_->count() > 0 || coarse_opt_->count() > 0;
   }
   const std::string& coarse_name() const { return coarse_; }
   bool two_level() const { return coarse_ != solvers::no_coarse; }
@@ -144,12 +152,14 @@ class SubdomainCli {
   }
   CLI::Option* robin_option() const { return robin_opt_; }
   CLI::Option* local_solver_option() const { return local_solver_opt_; }
+  CLI::Option* pieces_option() const { return pieces_opt_; }
   CLI::Option* near_kernel_option() const { return near_kernel_opt_; }
   /// The options' values, for the record.
   void effective(std::vector<std::pair<std::string, std::string>>& out, const solvers::SubdomainOptions& o) const {
     out.push_back({"overlap", std::to_string(o.overlap)});
     out.push_back({"robin", fmt::format("{}", o.robin)});
     out.push_back({"local-solver", local_solver_});
+    out.push_back({"subdomains-per-rank", std::to_string(o.subdomains_per_rank)});
     out.push_back({"coarse", coarse_});
     out.push_back({"coarse-ranks", std::to_string(ranks_)});
     out.push_back({"near-kernel", near_kernel_});
@@ -160,7 +170,8 @@ class SubdomainCli {
   std::string coarse_ = std::string(solvers::no_coarse);
   int ranks_ = 0;
   std::string near_kernel_;
-  CLI::Option *overlap_opt_ = nullptr, *robin_opt_ = nullptr, *local_solver_opt_ = nullptr, *coarse_opt_ = nullptr,
+  CLI::Option *overlap_opt_ = nullptr, *robin_opt_ = nullptr, *local_solver_opt_ = nullptr, *pieces_opt_ = nullptr,
+              *coarse_opt_ = nullptr,
               *ranks_opt_ = nullptr, *near_kernel_opt_ = nullptr;
 };
 

@@ -36,6 +36,7 @@
 #include <memory>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include "desync/core/names.hpp"
 #include "desync/linalg/csr.hpp"
@@ -93,8 +94,12 @@ class LocalSolver {
   double factor_seconds() const { return factor_seconds_; }
   /// Why this factorisation: "requested", or auto's reason ("symmetric, positive diagonal, 812 rows").
   const std::string& reason() const { return reason_; }
+  /// Whether solve() applies A^{-1} (a factorisation of the whole matrix) rather than an
+  /// approximation M^{-1} (ilu0, or several subdomains in one block: make_block_solver).
+  bool exact() const { return !approximate_ && linalg::exact(kind_); }
 
  protected:
+  bool approximate_ = false;
   LocalSolverKind kind_ = LocalSolverKind::umfpack;
   std::int64_t rows_ = 0, factor_nonzeros_ = 0;
   double factor_seconds_ = 0;
@@ -109,6 +114,36 @@ class LocalSolver {
 /// missing diagonal entry).
 std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind,
                                                LocalSolverUse use = LocalSolverUse::many_solves);
+
+/// Several subdomains in one rank's block (--subdomains-per-rank K, as PETSc's -pc_asm_local_blocks):
+/// the rows [first, first + rows) of the block are split into `blocks` pieces by recursive graph
+/// bisection (the graph of a + a^T, each half grown breadth-first from a pseudo-peripheral row, so
+/// a grid's pieces come out compact); piece k's rows Omega_k are its own rows and every row within
+/// `overlap` steps of them, and A_k = a(Omega_k, Omega_k) is factored by the local solver `kind`.
+/// The solve applies
+///     additive:    M^-1 = sum_k R_k^T A_k^-1 R_k           (symmetric: ASM's, for CG)
+///     restricted:  M^-1 = sum_k Rt_k^T A_k^-1 R_k          (RAS's: piece k keeps its own rows)
+/// where in the restricted form the block's rows outside [first, first + rows) belong to the first
+/// piece that reaches them, so that every row of the block is kept by one piece and M^-1 b = x
+/// at a fixed point of x <- x + M^-1 (b - a x). Within a Schwarz method whose rank blocks are the
+/// extended subdomains, this makes the method the one-level Schwarz method on K pieces per rank
+/// (each piece's extension reaches into the neighbouring ranks' rows through the block's overlap).
+struct LocalBlocks {
+  int blocks = 1;               ///< K >= 1
+  int overlap = 0;              ///< layers of graph distance each piece extends by (>= 0)
+  std::int64_t first = 0;       ///< the rows split into the pieces: [first, first + rows)
+  std::int64_t rows = -1;       ///< -1: every row of the block
+  bool restricted = false;
+};
+
+/// The block solver above (blocks == 1 and every row split: make_local_solver(a, kind)). Throws
+/// FactorisationError as make_local_solver does, naming the piece ("piece 3 of 4 (812 rows): ..."),
+/// and std::invalid_argument if `blocks` exceeds the rows split or is < 1.
+std::unique_ptr<LocalSolver> make_block_solver(const LocalCsr& a, const LocalBlocks& blocks, LocalSolverKind kind);
+
+/// The pieces make_block_solver builds its pieces from: label[i] in [0, blocks) for the rows i in
+/// [first, first + rows), -1 for the block's other rows (before the extension by the overlap).
+std::vector<int> block_pieces(const LocalCsr& a, std::int64_t first, std::int64_t rows, int blocks);
 
 /// Whether a equals its transpose exactly (pattern and values) and every diagonal entry is > 0:
 /// what auto needs to try CHOLMOD.

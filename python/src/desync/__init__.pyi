@@ -135,6 +135,7 @@ def solve(
     overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
+    subdomains_per_rank: int = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
     near_kernel: str = ...,
@@ -175,6 +176,7 @@ def solve(
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack | ilu0 auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) ilu0: incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step) [default auto]
+        subdomains_per_rank: --pc asm, ras: K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its rows split into K compact pieces by graph bisection, each extended by the overlap and factored alone by the local solver; K > 1 makes the rank's solve approximate (the Schwarz iteration: one correction step) [default 1]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw | rgdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) rgdsw: GDSW reduced: one function per coarse node (subdomain vertex) and near-kernel vector, weighted 1/(its nodes) on the interface around it and extended harmonically (Dohrmann and Widlund, 2017) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
@@ -219,6 +221,7 @@ def solve(
     overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
+    subdomains_per_rank: int = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
     near_kernel: str = ...,
@@ -259,6 +262,7 @@ def solve(
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack | ilu0 auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) ilu0: incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step) [default auto]
+        subdomains_per_rank: --pc asm, ras: K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its rows split into K compact pieces by graph bisection, each extended by the overlap and factored alone by the local solver; K > 1 makes the rank's solve approximate (the Schwarz iteration: one correction step) [default 1]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw | rgdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) rgdsw: GDSW reduced: one function per coarse node (subdomain vertex) and near-kernel vector, weighted 1/(its nodes) on the interface around it and extended harmonically (Dohrmann and Widlund, 2017) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
@@ -308,6 +312,7 @@ def solve(
     overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
+    subdomains_per_rank: int = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
     near_kernel: str = ...,
@@ -352,6 +357,7 @@ def solve(
         overlap: gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of graph distance in A + A^T (>= 0; 0 is block Jacobi) [default 1]
         robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack | ilu0 auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) ilu0: incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step) [default auto]
+        subdomains_per_rank: With --matrix: K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its rows split into K compact pieces by graph bisection, each extended by the overlap and factored alone by the local solver; K > 1 makes the rank's solve approximate (the Schwarz iteration: one correction step) [default 1]
         coarse: With --matrix or poisson2d: the coarse level of two-level Schwarz (sync: the hybrid iteration, a coarse correction before each round of local solves; async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse problem, A0 factored there alone, --coarse-ranks 0 or 1, and sends the corrections down, Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023; poisson2d runs on its assembled 5-point matrix: graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given), none | nicolaides | gdsw | rgdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) rgdsw: GDSW reduced: one function per coarse node (subdomain vertex) and near-kernel vector, weighted 1/(its nodes) on the interface around it and extended harmonically (Dohrmann and Widlund, 2017) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
@@ -494,6 +500,7 @@ def run(
     overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
+    subdomains_per_rank: int = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
     near_kernel: str = ...,
@@ -538,6 +545,7 @@ def run(
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack | ilu0 auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) ilu0: incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step) [default auto]
+        subdomains_per_rank: --pc asm, ras: K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its rows split into K compact pieces by graph bisection, each extended by the overlap and factored alone by the local solver; K > 1 makes the rank's solve approximate (the Schwarz iteration: one correction step) [default 1]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw | rgdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) rgdsw: GDSW reduced: one function per coarse node (subdomain vertex) and near-kernel vector, weighted 1/(its nodes) on the interface around it and extended harmonically (Dohrmann and Widlund, 2017) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
@@ -583,6 +591,7 @@ def run(
     overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
+    subdomains_per_rank: int = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
     near_kernel: str = ...,
@@ -627,6 +636,7 @@ def run(
         overlap: --pc asm, ras: layers of graph distance each subdomain extends by (>= 0) [default 1]
         robin: --pc asm, ras: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: --pc asm, ras: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack | ilu0 auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) ilu0: incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step) [default auto]
+        subdomains_per_rank: --pc asm, ras: K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its rows split into K compact pieces by graph bisection, each extended by the overlap and factored alone by the local solver; K > 1 makes the rank's solve approximate (the Schwarz iteration: one correction step) [default 1]
         coarse: --pc asm, ras: the coarse level of two-level Schwarz (additive), none | nicolaides | gdsw | rgdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) rgdsw: GDSW reduced: one function per coarse node (subdomain vertex) and near-kernel vector, weighted 1/(its nodes) on the interface around it and extended harmonically (Dohrmann and Widlund, 2017) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
@@ -680,6 +690,7 @@ def run(
     overlap: int = ...,
     robin: float = ...,
     local_solver: str = ...,
+    subdomains_per_rank: int = ...,
     coarse: str = ...,
     coarse_ranks: int = ...,
     near_kernel: str = ...,
@@ -728,6 +739,7 @@ def run(
         overlap: gamma: points each subdomain extends into its neighbours (>= 1); with --matrix, delta: layers of graph distance in A + A^T (>= 0; 0 is block Jacobi) [default 1]
         robin: With --matrix: each coupling a_ie that a subdomain's matrix drops at its outer boundary is moved onto the diagonal as robin * a_ie, 0 <= robin < 1 (0: classical Schwarz; on the 5-point matrix, 1/(1 + alpha h) is the optimized condition of schwarz --alpha) [default 0]
         local_solver: With --matrix: the subdomain factorisation, auto | cholmod-simplicial | cholmod-supernodal | cholmod | umfpack | ilu0 auto: chosen per subdomain: CHOLMOD for symmetric positive definite blocks (simplicial, or supernodal where a measured trial finds it faster), UMFPACK otherwise cholmod-simplicial: CHOLMOD simplicial LDL^T (SPD blocks) cholmod-supernodal: CHOLMOD supernodal LL^T (SPD blocks) cholmod: CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks) umfpack: UMFPACK LU (any non-singular block) ilu0: incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step) [default auto]
+        subdomains_per_rank: With --matrix: K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its rows split into K compact pieces by graph bisection, each extended by the overlap and factored alone by the local solver; K > 1 makes the rank's solve approximate (the Schwarz iteration: one correction step) [default 1]
         coarse: With --matrix or poisson2d: the coarse level of two-level Schwarz (sync: the hybrid iteration, a coarse correction before each round of local solves; async: the ranks' residuals are summed up a tree to rank 0, which solves the coarse problem, A0 factored there alone, --coarse-ranks 0 or 1, and sends the corrections down, Glusa et al., 2020; Gbikpi-Benissan and Magoulès, 2023; poisson2d runs on its assembled 5-point matrix: graph-distance overlap, robin 1/(1 + alpha h), --alpha inf unless given), none | nicolaides | gdsw | rgdsw none: one level: no coarse correction nicolaides: one coarse function per subdomain and near-kernel vector, the vector on the subdomain's rows (Nicolaides, 1987) gdsw: one function per interface component and near-kernel vector, extended harmonically into the subdomains (Dohrmann, Klawonn and Widlund, 2008) rgdsw: GDSW reduced: one function per coarse node (subdomain vertex) and near-kernel vector, weighted 1/(its nodes) on the interface around it and extended harmonically (Dohrmann and Widlund, 2017) [default none]
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)

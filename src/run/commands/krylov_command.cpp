@@ -258,7 +258,7 @@ void CgCommand::finalise(MPI_Comm comm) {
   subdomain_cli.apply(s.pc_subdomains);
   subdomain_cli.check_ranks(nranks);
   if (!solvers::find_pc(s.pc).subdomains && subdomain_cli.given())
-    throw InputError("--overlap, --robin, --local-solver and --coarse go with --pc " + solvers::subdomain_pcs());
+    throw InputError("--overlap, --robin, --local-solver, --subdomains-per-rank and --coarse go with --pc " + solvers::subdomain_pcs());
   if (!subdomain_cli.near_kernel().empty() && !system_cli.given())
     throw InputError("--near-kernel goes with --matrix (elasticity3d takes its rigid-body modes, poisson3d the constant)");
   if (solvers::find_pc(s.pc).subdomains && !from_matrix && problem == "poisson3d" && operator_opt_ && operator_opt_->count() == 0)

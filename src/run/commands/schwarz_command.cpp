@@ -133,6 +133,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "1/(1 + alpha h), --alpha inf unless given)");
   matrix_options_.push_back(subdomain_cli.robin_option());
   matrix_options_.push_back(subdomain_cli.local_solver_option());
+  matrix_options_.push_back(subdomain_cli.pieces_option());
   matrix_options_.push_back(subdomain_cli.near_kernel_option());
   reuse_opt_ = app.add_option("--coarse-reuse", coarse_reuse,
                  "async with --coarse: the most local solves a rank makes on one coarse solution before it waits "
@@ -570,9 +571,15 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     if (two_level)
       detail::record_coarse_iterations(r, details, {solver.asynchronous(), coarse_reuse, coarse_fan_in,
                                                     result.coarse.tree_height});
-    r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each",
+    const int pieces = solver.subdomains.subdomains_per_rank;
+    r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each{}",
                                                        solver.subdomains.overlap, solver.subdomains.robin, ext_min,
-                                                       ext_max)});
+                                                       ext_max,
+                                                       pieces > 1 ? fmt::format("; {} subdomains per rank, each "
+                                                                                "extended by the overlap and solved "
+                                                                                "alone (one correction step per "
+                                                                                "iteration)", pieces)
+                                                                  : std::string())});
     r.setup_lines.push_back({"local solves", fmt::format("{}; {} nonzeros in the factors (all ranks), {:.4f} s (slowest rank)",
                                                          local_solver_counts(names),
                                                          details["factor_nonzeros"].get<std::int64_t>(),
@@ -580,6 +587,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     details["overlap"] = solver.subdomains.overlap;
     details["robin"] = solver.subdomains.robin;
     details["local_solver_option"] = linalg::to_string(solver.subdomains.local_solver);
+    details["subdomains_per_rank"] = pieces;
     details["local_solvers"] = names;
     details["local_solver_reasons"] = reasons;
     details["setup_seconds"] = setup_s;

@@ -107,6 +107,11 @@ void check_input(MPI_Comm comm, int rank, const DistributedCsr& A, const Subdoma
                  "overlapping subdomains: row_offsets must have one entry per rank plus one");
   agree_or_throw(comm, A.local_block_rows() > 0,
                  fmt::format("rank {} owns no row: more ranks than rows ({})", rank, A.global_rows()));
+  agree_or_throw(comm, o.subdomains_per_rank >= 1,
+                 fmt::format("--subdomains-per-rank {}: must be >= 1", o.subdomains_per_rank));
+  agree_or_throw(comm, o.subdomains_per_rank <= A.local_block_rows(),
+                 fmt::format("--subdomains-per-rank {}: rank {} owns only {} rows (at most one subdomain per row)",
+                             o.subdomains_per_rank, rank, A.local_block_rows()));
   const Index first = A.row_offsets[static_cast<std::size_t>(rank)];
   const Index owned = A.local_block_rows();
   std::string bad;
@@ -243,7 +248,7 @@ std::vector<Dropped> assemble_subdomain(const std::vector<Index>& rows, Index ow
 
 }  // namespace
 
-OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const SubdomainOptions& o)
+OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const SubdomainOptions& o, bool additive_pieces)
     : comm_(A.comm), opt_(o) {
   MPI_Comm_rank(comm_, &rank_);
   check_input(comm_, rank_, A, o);
@@ -319,7 +324,17 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Subdom
   // Factor A_p once; a failure on any rank is reported by every rank, with the rank and the size.
   std::string failure;
   try {
-    solver_ = make_local_solver(matrix_, o.local_solver);
+    if (o.subdomains_per_rank > 1) {  // K pieces of the owned rows, each extended by delta (local_solver.hpp)
+      LocalBlocks pieces;
+      pieces.blocks = o.subdomains_per_rank;
+      pieces.overlap = o.overlap;
+      pieces.first = own_begin_;
+      pieces.rows = owned_;
+      pieces.restricted = !additive_pieces;
+      solver_ = make_block_solver(matrix_, pieces, o.local_solver);
+    } else {
+      solver_ = make_local_solver(matrix_, o.local_solver);
+    }
   } catch (const FactorisationError& e) {
     const std::string why = e.what();
     failure = fmt::format("rank {}: the local matrix of its subdomain ({} rows, overlap {}) {}: {}", rank_, n,
@@ -367,7 +382,7 @@ double OverlappingSubdomain::local_residual_sq(const double* x, const double* gh
 
 SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const SubdomainOptions& o, bool restricted,
                                              const comm::TransportConfig& transport)
-    : sub_(A, o), restricted_(restricted) {
+    : sub_(A, o, /*additive_pieces=*/!restricted), restricted_(restricted) {
   comm::PlanExchangeConfig c;
   c.mode = comm::HaloMode::sync;
   c.transport = transport;
@@ -383,7 +398,9 @@ SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const Subd
   MPI_Allreduce(MPI_IN_PLACE, count.data(), static_cast<int>(kinds), MPI_INT, MPI_SUM, sub_.comm());
   int nranks = 1;
   MPI_Comm_size(sub_.comm(), &nranks);
-  description_ = fmt::format("{}, overlap {}, local solver", restricted_ ? "ras" : "asm", o.overlap);
+  description_ = fmt::format("{}, overlap {}, ", restricted_ ? "ras" : "asm", o.overlap);
+  if (o.subdomains_per_rank > 1) description_ += fmt::format("{} subdomains per rank, ", o.subdomains_per_rank);
+  description_ += "local solver";
   bool firstkind = true;
   for (std::size_t k = 0; k < kinds; ++k)
     if (count[k] > 0) {

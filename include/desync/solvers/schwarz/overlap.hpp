@@ -18,7 +18,8 @@
 // (the Robin data: for robin = 0 the Dirichlet data u_e), and the new iterate keeps y on the owned
 // rows (restricted Schwarz). In exact arithmetic with robin = 0, y = u + A_p^-1 (b - A u)|Omega_p.
 //
-// A_p is factored once (linalg::make_local_solver). The exchange plans are built at construction
+// A_p is factored once (linalg::make_local_solver), or with K subdomains per rank its K pieces are
+// (linalg::make_block_solver). The exchange plans are built at construction
 // (collective, MPI_Alltoallv at set-up only); the iterations move values through them with
 // comm::PlanExchange.
 #include <mpi.h>
@@ -50,7 +51,9 @@ class OverlappingSubdomain final : public Subdomain {
   /// (every rank alike) for bad options or a matrix of block size other than 1, and InputError
   /// naming the rank and the subdomain size if a local matrix cannot be factored ("rank 2: the
   /// local matrix of its subdomain (1234 rows, overlap 1) is singular: ...").
-  OverlappingSubdomain(const linalg::DistributedCsr& A, const SubdomainOptions& options);
+  /// With options.subdomains_per_rank K > 1 the rank's solve is K pieces' (linalg::LocalBlocks),
+  /// restricted (the stationary iteration, ras) or, with additive_pieces, additive (asm).
+  OverlappingSubdomain(const linalg::DistributedCsr& A, const SubdomainOptions& options, bool additive_pieces = false);
 
   int rank() const { return rank_; }
   const SubdomainOptions& options() const { return opt_; }

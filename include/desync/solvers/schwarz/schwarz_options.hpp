@@ -87,6 +87,12 @@ struct SubdomainOptions {
   /// A matrix's local solver. The grid's subdomains are factored by CHOLMOD with its own choice
   /// of mode (LocalSolverKind::cholmod) whatever this says.
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
+  /// A matrix's subdomains per rank, K >= 1 (PETSc's -pc_asm_local_blocks): each rank's owned rows
+  /// split into K pieces, each extended by `overlap` layers and factored alone (linalg::LocalBlocks);
+  /// the method is then Schwarz on K pieces per rank, the pieces combined as the method combines
+  /// its subdomains (additive or restricted). K > 1 makes the rank's solve approximate, so the
+  /// stationary iteration takes correction steps (as with ilu0).
+  int subdomains_per_rank = 1;
   /// A matrix's coarse level (two-level Schwarz; kind none: one level). The stationary iteration,
   /// sync: the hybrid iteration, the coarse correction multiplicative before each round of local
   /// solves; async: the coarse problem solved on rank 0 from the ranks' residuals summed up a tree
