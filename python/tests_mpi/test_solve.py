@@ -97,6 +97,8 @@ ANSWERS = [
     ("gmres-ras-ilu0", convdiff, dict(solver="krylov", method="gmres", pc="ras", local_solver="ilu0", tol=1e-10)),
     ("schwarz-ilu0-sync", poisson2d,
      dict(solver="schwarz", mode="sync", overlap=2, local_solver="ilu0", tol=1e-10, partition="metis")),
+    ("schwarz-fixed-point", poisson2d,
+     dict(solver="schwarz", mode="sync", coarse="nicolaides", robin=0.6, coarse_form="fixed-point", tol=1e-10)),
     ("cg-asm-pieces", poisson2d, dict(solver="cg", pc="asm", subdomains_per_rank=4, overlap=2, tol=1e-10)),
     ("schwarz-pieces-async", convdiff,
      dict(solver="schwarz", mode="async", subdomains_per_rank=3, tol=1e-10, partition="metis")),

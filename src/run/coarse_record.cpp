@@ -61,7 +61,9 @@ void record_coarse_iterations(RunRecord& r, nlohmann::json& details, const Coars
                                    "{:.4f} s (slowest rank)",
                                    solves, corrections, delay_mean, delay_max, held, s.reuse, s.fan_in, s.tree_height,
                                    seconds)
-                     : fmt::format("{} coarse corrections, {:.4f} s (slowest rank)", solves, seconds)});
+                     : fmt::format("{} coarse corrections ({} form), {:.4f} s (slowest rank)", solves, s.form,
+                                   seconds)});
+  if (!s.asynchronous) details["coarse_form"] = s.form;
   details["coarse_seconds"] = seconds;
   details["coarse_solves"] = solves;
   details["coarse_corrections"] = corrections;

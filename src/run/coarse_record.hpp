@@ -37,6 +37,7 @@ void record_coarse_level(RunRecord& r, nlohmann::json& details, const solvers::C
 struct CoarseIterationSettings {
   bool asynchronous = false;
   int reuse = 0, fan_in = 0, tree_height = 0;
+  std::string form = "galerkin";  ///< sync: --coarse-form
 };
 
 /// Rank 0, after record_coarse_level, the fields of coarse_iteration_fields in r.per_rank: the

@@ -318,6 +318,7 @@ def solve(
     near_kernel: str = ...,
     coarse_reuse: int = ...,
     coarse_fan_in: int = ...,
+    coarse_form: str = ...,
     tol: float = ...,
     max_iters: int = ...,
     time_limit: float = ...,
@@ -363,6 +364,7 @@ def solve(
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next; its residual sum follows the last, so each correction lands on the iterate it was computed from (0: never waits, the corrections add to the local solves' progress: may diverge) [default 1]
         coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank [default 8]
+        coarse_form: sync with --coarse: the coarse problem, galerkin | fixed-point galerkin: A0 = Phi^T A Phi, from the residual before the local solves fixed-point: B0 = Phi^T M^-1 A Phi, the coarse problem of the iteration's fixed-point equation, from the local solves' correction (sync; M^-1 A Phi set up with one subdomain solve per coarse function) [default galerkin]
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]
         max_iters: Stop after this many iterations [default 100000]
         time_limit: Stop after this many seconds and report the residual reached (0: no limit) [default 0]
@@ -696,6 +698,7 @@ def run(
     near_kernel: str = ...,
     coarse_reuse: int = ...,
     coarse_fan_in: int = ...,
+    coarse_form: str = ...,
     export_system: str = ...,
     tol: float = ...,
     max_iters: int = ...,
@@ -745,6 +748,7 @@ def run(
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next; its residual sum follows the last, so each correction lands on the iterate it was computed from (0: never waits, the corrections add to the local solves' progress: may diverge) [default 1]
         coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank [default 8]
+        coarse_form: sync with --coarse: the coarse problem, galerkin | fixed-point galerkin: A0 = Phi^T A Phi, from the residual before the local solves fixed-point: B0 = Phi^T M^-1 A Phi, the coarse problem of the iteration's fixed-point equation, from the local solves' correction (sync; M^-1 A Phi set up with one subdomain solve per coarse function) [default galerkin]
         export_system: Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the grid's own blocks) and exit
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]
         max_iters: Stop after this many iterations [default 100000]

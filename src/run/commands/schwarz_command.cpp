@@ -102,6 +102,8 @@ class SchwarzCommand final : public SolverCommand {
   std::string export_dir;           // --export-system
   int coarse_reuse = 1;             // --coarse-reuse (async)
   int coarse_fan_in = 8;            // --coarse-fan-in (async)
+  std::string coarse_form = "galerkin";  // --coarse-form (sync)
+  CLI::Option* form_opt_ = nullptr;
   detail::SubdomainCli subdomain_cli;  // --overlap, --robin, --local-solver, --coarse, --coarse-ranks, --near-kernel
   CLI::Option* fan_in_opt_ = nullptr;
   CLI::Option* reuse_opt_ = nullptr;
@@ -145,6 +147,9 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K "
                  "ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank")
       ->capture_default_str();
+  form_opt_ = app.add_option("--coarse-form", coarse_form,
+                              "sync with --coarse: the coarse problem, " + core::named_help(solvers::coarse_form_names))
+                   ->capture_default_str();
   grid_options_.push_back(app.add_option(
       "--export-system", export_dir,
       "Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the "
@@ -194,6 +199,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     throw InputError("--coarse-reuse goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
   if (coarse_kind == solvers::no_coarse || !async) coarse_reuse = 0;  // the record: nothing held
   if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1", coarse_fan_in));
+  s.coarse_form = core::parse_named(solvers::coarse_form_names, coarse_form, "--coarse-form", "coarse form");
+  if (form_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || async))
+    throw InputError("--coarse-form goes with --mode sync and --coarse " + solvers::coarse_space_names("|"));
   if (fan_in_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-fan-in goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
   if (async && coarse_ranks > 1)
@@ -300,6 +308,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"idle", idle},
       {"coarse-reuse", std::to_string(coarse_reuse)},
       {"coarse-fan-in", std::to_string(coarse_fan_in)},
+      {"coarse-form", coarse_form},
   };
   subdomain_cli.effective(out, s.subdomains);
   for (auto& [k, v] : out)
@@ -500,6 +509,7 @@ solvers::SchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, const deta
   if (solver.asynchronous()) o.subdomains.coarse.coarse_ranks = 1;
   o.coarse_reuse = coarse_reuse;
   o.coarse_fan_in = coarse_fan_in;
+  o.coarse_form = solver.coarse_form;
   return o;
 }
 
@@ -570,10 +580,10 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     detail::record_coarse_level(r, details, result.coarse_level, subdomain_cli.near_kernel_label("constant"));
     if (two_level)
       detail::record_coarse_iterations(r, details, {solver.asynchronous(), coarse_reuse, coarse_fan_in,
-                                                    result.coarse.tree_height});
+                                                    result.coarse.tree_height, coarse_form});
     const int pieces = solver.subdomains.subdomains_per_rank;
     r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each{}",
-                                                       solver.subdomains.overlap, solver.subdomains.robin, ext_min,
+                                                       solver.subdomains.overlap, o.subdomains.robin, ext_min,
                                                        ext_max,
                                                        pieces > 1 ? fmt::format("; {} subdomains per rank, each "
                                                                                 "extended by the overlap and solved "
@@ -585,7 +595,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
                                                          details["factor_nonzeros"].get<std::int64_t>(),
                                                          details["factor_seconds"].get<double>())});
     details["overlap"] = solver.subdomains.overlap;
-    details["robin"] = solver.subdomains.robin;
+    details["robin"] = o.subdomains.robin;  // the run's (the built-in problem's from --alpha)
     details["local_solver_option"] = linalg::to_string(solver.subdomains.local_solver);
     details["subdomains_per_rank"] = pieces;
     details["local_solvers"] = names;

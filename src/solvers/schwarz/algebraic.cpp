@@ -28,6 +28,8 @@ SchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span
                  fmt::format("--mode {}: schwarz runs sync or async", comm::to_string(o.mode)));
   agree_or_throw(A.comm, o.transport.max_in_flight >= 1,
                  fmt::format("--inflight {}: R must be >= 1", o.transport.max_in_flight));
+  agree_or_throw(A.comm, o.coarse_form == CoarseForm::galerkin || (o.subdomains.coarse.two_level() && !o.asynchronous()),
+                 "--coarse-form fixed-point: the synchronous two-level iteration only (--mode sync with --coarse)");
   core::Stopwatch setup;
   OverlappingSubdomain sub(A, o.subdomains);
   const double setup_seconds = setup.seconds();

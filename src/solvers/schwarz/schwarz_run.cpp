@@ -59,7 +59,10 @@ class SchwarzRun final : public LocalIteration {
       ghost_ = current_ghosts();
     }
     if (coarse_) {
-      sync_coarse_.emplace(*coarse_);
+      if (o.coarse_form == CoarseForm::fixed_point)
+        fixed_point_.emplace(*coarse_, o.transport);  // (sync only: solve_algebraic_schwarz)
+      else
+        sync_coarse_.emplace(*coarse_);
       if (o.asynchronous()) tree_ = std::make_unique<AsyncCoarseTree>(*coarse_, o.coarse_reuse, o.coarse_fan_in);
       // async: the halo values carry their sender's coarse version (x_[n_]) and are lifted to
       // this rank's (coarse_level.hpp); raw_ keeps them as received.
@@ -140,6 +143,8 @@ class SchwarzRun final : public LocalIteration {
       sub_.solver().solve(work_.data(), next_.data());  // M d = work_
       for (std::size_t i = 0; i < n_; ++i) next_[i] += x_[i];
     }
+    // --coarse-form fixed-point: y <- y + (Phi - W) c, c = B0^-1 Phi^T (y - u) (coarse_level.hpp)
+    if (fixed_point_) fixed_point_->correct(x_.data(), next_.data());
     core::charge("schwarz.solve", static_cast<double>(n_));
     solve_s_ += t_solve.seconds();
     if (async_coarse_) tree_->after_solve();
@@ -254,6 +259,7 @@ class SchwarzRun final : public LocalIteration {
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
   CoarseLevel* coarse_;                          // two-level: what both forms share
   std::optional<SyncCoarseCorrection> sync_coarse_;  // the synchronous phases' hybrid step
+  std::optional<FixedPointCoarseCorrection> fixed_point_;  // its fixed-point form, after the local solves
   std::unique_ptr<AsyncCoarseTree> tree_;       // async: the tree of sums and corrections
   bool async_coarse_ = false;  // the asynchronous phase is open with a coarse level
   std::int64_t last_it_ = 0;   // the iteration of the last pull (the final corrections' delays)

@@ -100,6 +100,26 @@ struct SubdomainOptions {
   solvers::CoarseOptions coarse;
 };
 
+/// The synchronous two-level iteration's coarse problem (--coarse-form).
+///   galerkin     before each round of local solves, u <- u + Phi A0^-1 Phi^T (b - A u), A0 = Phi^T A Phi
+///                (the hybrid form; Toselli and Widlund, 2005, section 2.5.2).
+///   fixed-point  the coarse problem of the iteration's own fixed-point equation M^-1 A u = M^-1 b,
+///                with M^-1 the round of local solves (restricted, with their Robin condition):
+///                u <- u + Phi c, c = B0^-1 Phi^T M^-1 (b - A u), B0 = Phi^T M^-1 A Phi, so that the
+///                coarse space is built consistently with the optimized local operators (the aim of
+///                Dubois, Gander, Loisel, St-Cyr and Szyld, 2012). With W = M^-1 A Phi (set up
+///                once: one subdomain solve per coarse function) the hybrid step needs no second
+///                round of local solves: with d = M^-1 (b - A u) from this round,
+///                u <- u + d + (Phi - W) c, c = B0^-1 Phi^T d (coarse_level.hpp).
+enum class CoarseForm { galerkin, fixed_point };
+inline constexpr core::Named<CoarseForm> coarse_form_names[] = {
+    {CoarseForm::galerkin, "galerkin", "A0 = Phi^T A Phi, from the residual before the local solves"},
+    {CoarseForm::fixed_point, "fixed-point",
+     "B0 = Phi^T M^-1 A Phi, the coarse problem of the iteration's fixed-point equation, from the local solves' "
+     "correction (sync; M^-1 A Phi set up with one subdomain solve per coarse function)"},
+};
+inline const char* to_string(CoarseForm f) { return core::name_of(coarse_form_names, f); }
+
 /// Every Schwarz solver's options: the loop's group and the subdomains' group, and what belongs to
 /// the grid (its problem, alpha) or to the asynchronous coarse level.
 struct SchwarzOptions : SchwarzLoopOptions {
@@ -118,6 +138,8 @@ struct SchwarzOptions : SchwarzLoopOptions {
   /// async with a coarse level: the fan-in of the tree the residual sums go up and the corrections
   /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
   int coarse_fan_in = 8;
+  /// sync with a coarse level: the coarse problem (CoarseForm above).
+  CoarseForm coarse_form = CoarseForm::galerkin;
 };
 
 /// What a Schwarz run reports on each rank beside the driver's result: its subdomain, its

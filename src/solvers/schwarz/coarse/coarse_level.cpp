@@ -2,9 +2,13 @@
 #include "coarse_level.hpp"
 
 #include <algorithm>
+#include <fmt/format.h>
 #include <numeric>
+#include <stdexcept>
+#include <string>
 #include <utility>
 
+#include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
 #include "desync/core/waiting.hpp"
@@ -106,6 +110,101 @@ void SyncCoarseCorrection::correct(const double* b_ext, double* x, double* ghost
   for (std::size_t i = 0; i < r_.size(); ++i) x[own + i] += row_dot(L.own, i, cn.data());  // u <- u + Phi c
   for (std::size_t g = 0; g + 1 < L.ghost_rows.ptr.size(); ++g) ghost[g] += row_dot(L.ghost_rows, g, cn.data());
   core::charge("schwarz.residual", static_cast<double>(r_.size()));
+  ++L.stats.solves;
+  ++L.stats.corrections;
+  L.stats.seconds += t.seconds();
+}
+
+FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const comm::TransportConfig& transport)
+    : level_(level), d_(level.owned, 0.0), cn_(level.needed.size(), 0.0) {
+  core::Stopwatch t;
+  auto& L = level_;
+  const int n0 = L.space->size();
+  agree_or_throw(L.comm, n0 <= max_functions,
+                 fmt::format("--coarse-form fixed-point: B0 is dense on every rank, at most {} coarse functions "
+                             "(this space has {})", max_functions, n0));
+  const auto& sub = L.sub;
+  const auto own = static_cast<std::size_t>(sub.own_begin());
+  const std::size_t n_ext = sub.size(), ghosts = sub.ghost_count();
+  const auto& ptr = sub.residual_ptr();
+  const auto& index = sub.residual_index();
+  const auto& value = sub.residual_value();
+  std::vector<double> phi_ext(n_ext, 0.0), phi_ghost(ghosts, 0.0), a_phi(L.owned), r_ext(n_ext), y_ext(n_ext);
+  std::vector<std::vector<std::pair<int, double>>> w_rows(L.owned);
+  comm::PlanExchangeConfig config;
+  config.mode = comm::HaloMode::sync;
+  config.transport = transport;
+  comm::PlanExchange restrict_to_subdomains(L.comm, sub.restriction_plan(), config);
+  for (int j = 0; j < n0; ++j) {  // column j of W = M^-1 A phi_j
+    const auto at = std::lower_bound(L.needed.begin(), L.needed.end(), j);
+    const bool touches = at != L.needed.end() && *at == j;
+    if (touches) cn_[static_cast<std::size_t>(at - L.needed.begin())] = 1.0;
+    for (std::size_t i = 0; i < L.owned; ++i) phi_ext[own + i] = touches ? row_dot(L.own, i, cn_.data()) : 0.0;
+    for (std::size_t g = 0; g < ghosts; ++g) phi_ghost[g] = touches ? row_dot(L.ghost_rows, g, cn_.data()) : 0.0;
+    if (touches) cn_[static_cast<std::size_t>(at - L.needed.begin())] = 0.0;
+    for (std::size_t k = 0; k < L.owned; ++k) {  // (A phi_j)_k on the owned rows
+      double v = 0;
+      for (auto p = ptr[k]; p < ptr[k + 1]; ++p) {
+        const std::int32_t c = index[static_cast<std::size_t>(p)];
+        v += value[static_cast<std::size_t>(p)] * (c >= 0 ? phi_ext[static_cast<std::size_t>(c)] : phi_ghost[static_cast<std::size_t>(-c - 1)]);
+      }
+      a_phi[k] = v;
+    }
+    std::fill(r_ext.begin(), r_ext.end(), 0.0);  // R_p (A phi_j): the owned rows here, the others from their owners
+    std::copy(a_phi.begin(), a_phi.end(), r_ext.begin() + static_cast<std::ptrdiff_t>(own));
+    restrict_to_subdomains.start(a_phi.data(), j);
+    restrict_to_subdomains.finish(r_ext.data(), j);
+    sub.solver().solve(r_ext.data(), y_ext.data());  // A_p^-1 R_p A phi_j (or the approximate solve's M_p^-1)
+    for (std::size_t i = 0; i < L.owned; ++i)         // restricted: the owned rows
+      if (y_ext[own + i] != 0.0) w_rows[i].emplace_back(j, y_ext[own + i]);
+  }
+  restrict_to_subdomains.close();
+  w_.ptr.assign(1, 0);
+  for (const auto& row : w_rows) {
+    for (const auto& [j, v] : row) {
+      w_.cols.push_back(j);
+      w_.vals.push_back(v);
+    }
+    w_.ptr.push_back(static_cast<std::int64_t>(w_.cols.size()));
+  }
+  // B0 = Phi^T W, summed over the ranks' rows.
+  const auto n = static_cast<std::size_t>(n0);
+  std::vector<double> b0(n * n, 0.0);
+  for (std::size_t i = 0; i < L.owned; ++i)
+    for (auto m = L.own.ptr[i]; m < L.own.ptr[i + 1]; ++m) {
+      const auto f = static_cast<std::size_t>(L.needed[static_cast<std::size_t>(L.own.cols[static_cast<std::size_t>(m)])]);
+      const double phi = L.own.vals[static_cast<std::size_t>(m)];
+      for (auto q = w_.ptr[i]; q < w_.ptr[i + 1]; ++q)
+        b0[f * n + static_cast<std::size_t>(w_.cols[static_cast<std::size_t>(q)])] += phi * w_.vals[static_cast<std::size_t>(q)];
+    }
+  MPI_Allreduce(MPI_IN_PLACE, b0.data(), static_cast<int>(b0.size()), MPI_DOUBLE, MPI_SUM, L.comm);
+  std::string singular;
+  try {
+    b0_ = solvers::DenseLu(std::move(b0), n0);
+  } catch (const std::runtime_error& e) {
+    singular = fmt::format("--coarse-form fixed-point: the coarse matrix B0 = Phi^T M^-1 A Phi is singular ({})", e.what());
+  }
+  agree_or_throw(L.comm, singular.empty(), singular);
+  setup_seconds_ = t.seconds();
+  L.stats.seconds += setup_seconds_;
+}
+
+void FixedPointCoarseCorrection::correct(const double* x, double* y) {
+  core::Stopwatch t;
+  auto& L = level_;
+  const auto own = static_cast<std::size_t>(L.sub.own_begin());
+  for (std::size_t i = 0; i < L.owned; ++i) d_[i] = y[own + i] - x[own + i];  // d = M^-1 (b - A u)
+  std::vector<double> c = L.space->restrict_to_coarse(d_);                  // Phi^T d (one MPI_Allreduce)
+  b0_.solve(c);                                                               // c = B0^-1 Phi^T d
+  charge_coarse_solve(*L.space);
+  for (std::size_t k = 0; k < L.needed.size(); ++k) cn_[k] = c[static_cast<std::size_t>(L.needed[k])];
+  for (std::size_t i = 0; i < L.owned; ++i) {
+    double wc = 0;
+    for (auto q = w_.ptr[i]; q < w_.ptr[i + 1]; ++q)
+      wc += w_.vals[static_cast<std::size_t>(q)] * c[static_cast<std::size_t>(w_.cols[static_cast<std::size_t>(q)])];
+    y[own + i] += row_dot(L.own, i, cn_.data()) - wc;  // y <- y + (Phi - W) c
+  }
+  core::charge("schwarz.residual", static_cast<double>(L.owned));
   ++L.stats.solves;
   ++L.stats.corrections;
   L.stats.seconds += t.seconds();

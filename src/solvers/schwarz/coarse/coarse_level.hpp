@@ -42,6 +42,7 @@
 #include "desync/communication/plan_exchange.hpp"
 #include "desync/communication/rank_tree.hpp"
 #include "desync/communication/transport_config.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_solver.hpp"
 #include "desync/solvers/schwarz/coarse/coarse_space.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/solvers/schwarz/overlap.hpp"
@@ -96,6 +97,36 @@ class SyncCoarseCorrection {
   void residual(const double* b_ext, const double* x, const double* ghost);
   CoarseLevel& level_;
   std::vector<double> r_;
+};
+
+/// The synchronous hybrid step in fixed-point form (--coarse-form fixed-point, schwarz_options.hpp):
+/// the coarse problem of the iteration's fixed-point equation M^-1 A u = M^-1 b, M^-1 the round of
+/// restricted local solves (with their Robin condition, exact or approximate), instead of A's
+/// Galerkin problem. Set up once (collective): W = M^-1 A Phi at the owned rows, one restriction
+/// exchange and one subdomain solve per coarse function, and B0 = Phi^T W, dense on every rank
+/// (one MPI_Allreduce), factored by LU with partial pivoting. Each iteration, after the local
+/// solves gave y = u + d, d = M^-1 (b - A u) on the owned rows:
+///     c = B0^-1 Phi^T d          (one MPI_Allreduce of the coarse dimension)
+///     y <- y + (Phi - W) c       = u + Phi c + M^-1 (b - A (u + Phi c)),
+/// the hybrid iteration (coarse step, then local solves) with one round of local solves.
+class FixedPointCoarseCorrection {
+ public:
+  /// Collective. InputError (every rank alike) if B0 is singular or the space has more than
+  /// max_functions functions (B0 is dense on every rank).
+  FixedPointCoarseCorrection(CoarseLevel& level, const comm::TransportConfig& transport);
+  static constexpr int max_functions = 4000;
+  /// x: the iterate on Omega_p before the local solves; y: their result (its owned rows corrected).
+  /// Collective.
+  void correct(const double* x, double* y);
+  /// Set-up seconds on this rank (W, B0 and its factorisation).
+  double setup_seconds() const { return setup_seconds_; }
+
+ private:
+  CoarseLevel& level_;
+  solvers::CoarseSpace::Rows w_;  // W at the owned rows, columns the global function numbers
+  solvers::DenseLu b0_;
+  std::vector<double> d_, cn_;
+  double setup_seconds_ = 0;
 };
 
 /// The asynchronous tree of sums and corrections (see the top).
