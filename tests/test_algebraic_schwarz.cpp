@@ -235,6 +235,55 @@ TEST(AlgebraicSchwarz, OverlapZeroIsBlockJacobi) {
   EXPECT_LT(world_max(max_abs_diff(x, part(ref, offsets, me))), 1e-12 * max_abs(ref));
 }
 
+/// The graph of A + A^T: each row's neighbours (with repeats).
+std::vector<std::vector<std::int64_t>> graph_of(const Global& g) {
+  std::vector<std::vector<std::int64_t>> graph(static_cast<std::size_t>(g.n()));
+  for (std::int64_t i = 0; i < g.n(); ++i)
+    for (const auto& [c, v] : g.rows[static_cast<std::size_t>(i)]) {
+      graph[static_cast<std::size_t>(i)].push_back(c);
+      graph[static_cast<std::size_t>(c)].push_back(i);
+    }
+  return graph;
+}
+
+/// `set` (ascending) and `layers` layers around it, breadth-first in `graph`.
+std::vector<std::int64_t> grown(std::vector<std::int64_t> set, const std::vector<std::vector<std::int64_t>>& graph,
+                                int layers) {
+  for (int layer = 0; layer < layers; ++layer) {
+    std::vector<std::int64_t> next = set;
+    for (auto i : set)
+      for (auto c : graph[static_cast<std::size_t>(i)]) next.push_back(c);
+    std::sort(next.begin(), next.end());
+    next.erase(std::unique(next.begin(), next.end()), next.end());
+    set = next;
+  }
+  return set;
+}
+
+/// One-level Schwarz on the subdomains whose own rows are `owns` (ascending, disjoint), each
+/// extended by `overlap` layers, applied to r serially: y_q = A(Omega_q, Omega_q)^-1 r(Omega_q);
+/// ras keeps y_q on q's own rows, asm sums every y_q at the rows it covers.
+struct SchwarzApplied {
+  std::vector<double> ras, asm_;
+};
+SchwarzApplied schwarz_reference(const Global& g, const std::vector<std::vector<std::int64_t>>& owns, int overlap,
+                                 const std::vector<double>& r) {
+  const auto graph = graph_of(g);
+  SchwarzApplied out{std::vector<double>(r.size(), 0.0), std::vector<double>(r.size(), 0.0)};
+  for (const auto& own : owns) {
+    const std::vector<std::int64_t> set = grown(own, graph, overlap);
+    std::vector<double> rq;
+    for (auto i : set) rq.push_back(r[static_cast<std::size_t>(i)]);
+    const auto y = solve_direct(g.restrict_to(set), rq);
+    for (std::size_t j = 0; j < set.size(); ++j) {
+      const auto i = static_cast<std::size_t>(set[j]);
+      out.asm_[i] += y[j];
+      if (std::binary_search(own.begin(), own.end(), set[j])) out.ras[i] = y[j];
+    }
+  }
+  return out;
+}
+
 /// The plain synchronous reference: one restricted (optimized) Schwarz iteration on the whole
 /// vector, serially, every subdomain q in turn from the same x:
 ///   Omega_q = q's rows and `overlap` layers of the graph of A + A^T around them,
@@ -243,24 +292,12 @@ TEST(AlgebraicSchwarz, OverlapZeroIsBlockJacobi) {
 ///   x_new   = A_q^-1 rhs on q's own rows.
 std::vector<double> ras_step_ref(const Global& g, const std::vector<std::int64_t>& offsets, int overlap, double robin,
                                  const std::vector<double>& b, const std::vector<double>& x) {
-  std::vector<std::vector<std::int64_t>> graph(static_cast<std::size_t>(g.n()));
-  for (std::int64_t i = 0; i < g.n(); ++i)
-    for (const auto& [c, v] : g.rows[static_cast<std::size_t>(i)]) {
-      graph[static_cast<std::size_t>(i)].push_back(c);
-      graph[static_cast<std::size_t>(c)].push_back(i);
-    }
+  const auto graph = graph_of(g);
   std::vector<double> next(x.size());
   for (std::size_t q = 0; q + 1 < offsets.size(); ++q) {
-    std::vector<std::int64_t> set;
-    for (auto i = offsets[q]; i < offsets[q + 1]; ++i) set.push_back(i);
-    for (int layer = 0; layer < overlap; ++layer) {
-      std::vector<std::int64_t> grown = set;
-      for (auto i : set)
-        for (auto c : graph[static_cast<std::size_t>(i)]) grown.push_back(c);
-      std::sort(grown.begin(), grown.end());
-      grown.erase(std::unique(grown.begin(), grown.end()), grown.end());
-      set = grown;
-    }
+    std::vector<std::int64_t> own;
+    for (auto i = offsets[q]; i < offsets[q + 1]; ++i) own.push_back(i);
+    const std::vector<std::int64_t> set = grown(own, graph, overlap);
     Global local(static_cast<std::int64_t>(set.size()));
     std::vector<double> rhs;
     for (std::size_t k = 0; k < set.size(); ++k) {
@@ -562,39 +599,17 @@ TEST(SchwarzPreconditioner, AppliesTheLocalSolves) {
   // the graph of A + A^T.
   Global g = convection_diffusion(9);
   for (std::int64_t i = 0; i + 1 < g.n(); ++i) g.rows[static_cast<std::size_t>(i)].erase(i + 1);
-  std::vector<std::vector<std::int64_t>> graph(static_cast<std::size_t>(g.n()));  // A + A^T
-  for (std::int64_t i = 0; i < g.n(); ++i)
-    for (const auto& [c, v] : g.rows[static_cast<std::size_t>(i)]) {
-      graph[static_cast<std::size_t>(i)].push_back(c);
-      graph[static_cast<std::size_t>(c)].push_back(i);
-    }
   const auto offsets = balanced(g.n(), p);
   const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
   std::vector<double> r(static_cast<std::size_t>(g.n()));
   for (std::size_t i = 0; i < r.size(); ++i) r[i] = std::sin(0.3 * static_cast<double>(i)) + 0.1;
+  std::vector<std::vector<std::int64_t>> owns(static_cast<std::size_t>(p));
+  for (int q = 0; q < p; ++q)
+    for (auto i = offsets[static_cast<std::size_t>(q)]; i < offsets[static_cast<std::size_t>(q) + 1]; ++i)
+      owns[static_cast<std::size_t>(q)].push_back(i);
   for (int overlap : {0, 2}) {  // 2: the first layer's adjacency fetched from its owners, then a second layer
     SCOPED_TRACE("overlap " + std::to_string(overlap));
-    std::vector<double> ras(r.size(), 0.0), asm_(r.size(), 0.0);
-    for (int q = 0; q < p; ++q) {
-      std::vector<std::int64_t> set;
-      for (auto i = offsets[static_cast<std::size_t>(q)]; i < offsets[static_cast<std::size_t>(q) + 1]; ++i) set.push_back(i);
-      for (int layer = 0; layer < overlap; ++layer) {  // breadth-first in the graph of A + A^T
-        std::vector<std::int64_t> grown = set;
-        for (auto i : set)
-          for (auto c : graph[static_cast<std::size_t>(i)]) grown.push_back(c);
-        std::sort(grown.begin(), grown.end());
-        grown.erase(std::unique(grown.begin(), grown.end()), grown.end());
-        set = grown;
-      }
-      std::vector<double> rq;
-      for (auto i : set) rq.push_back(r[static_cast<std::size_t>(i)]);
-      const auto y = solve_direct(g.restrict_to(set), rq);
-      for (std::size_t j = 0; j < set.size(); ++j) {
-        const auto i = static_cast<std::size_t>(set[j]);
-        asm_[i] += y[j];
-        if (set[j] >= offsets[static_cast<std::size_t>(q)] && set[j] < offsets[static_cast<std::size_t>(q) + 1]) ras[i] = y[j];
-      }
-    }
+    const auto [ras, asm_] = schwarz_reference(g, owns, overlap, r);
     for (bool restricted : {true, false}) {
       solvers::SubdomainOptions o;
       o.overlap = overlap;
@@ -619,12 +634,6 @@ TEST(SchwarzPreconditioner, SubdomainsPerRankAreSchwarzOnThePieces) {
   const int p = world_size(), me = world_rank();
   Global g = convection_diffusion(12);
   for (std::int64_t i = 0; i + 1 < g.n(); ++i) g.rows[static_cast<std::size_t>(i)].erase(i + 1);
-  std::vector<std::vector<std::int64_t>> graph(static_cast<std::size_t>(g.n()));  // A + A^T
-  for (std::int64_t i = 0; i < g.n(); ++i)
-    for (const auto& [c, v] : g.rows[static_cast<std::size_t>(i)]) {
-      graph[static_cast<std::size_t>(i)].push_back(c);
-      graph[static_cast<std::size_t>(c)].push_back(i);
-    }
   const auto offsets = balanced(g.n(), p);
   const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
   std::vector<double> r(static_cast<std::size_t>(g.n()));
@@ -647,30 +656,10 @@ TEST(SchwarzPreconditioner, SubdomainsPerRankAreSchwarzOnThePieces) {
       }
     }
     MPI_Allreduce(MPI_IN_PLACE, piece.data(), static_cast<int>(piece.size()), MPI_INT, MPI_MAX, MPI_COMM_WORLD);
-    std::vector<double> ras(r.size(), 0.0), asm_(r.size(), 0.0);
-    for (int t = 0; t < K * p; ++t) {
-      std::vector<std::int64_t> set;
-      for (std::int64_t i = 0; i < g.n(); ++i)
-        if (piece[static_cast<std::size_t>(i)] == t) set.push_back(i);
-      ASSERT_FALSE(set.empty()) << "piece " << t;
-      const std::vector<std::int64_t> own = set;
-      for (int layer = 0; layer < overlap; ++layer) {
-        std::vector<std::int64_t> grown = set;
-        for (auto i : set)
-          for (auto c : graph[static_cast<std::size_t>(i)]) grown.push_back(c);
-        std::sort(grown.begin(), grown.end());
-        grown.erase(std::unique(grown.begin(), grown.end()), grown.end());
-        set = grown;
-      }
-      std::vector<double> rt;
-      for (auto i : set) rt.push_back(r[static_cast<std::size_t>(i)]);
-      const auto y = solve_direct(g.restrict_to(set), rt);
-      for (std::size_t j = 0; j < set.size(); ++j) {
-        const auto i = static_cast<std::size_t>(set[j]);
-        asm_[i] += y[j];
-        if (std::binary_search(own.begin(), own.end(), set[j])) ras[i] = y[j];
-      }
-    }
+    std::vector<std::vector<std::int64_t>> owns(static_cast<std::size_t>(K * p));
+    for (std::int64_t i = 0; i < g.n(); ++i) owns[static_cast<std::size_t>(piece[static_cast<std::size_t>(i)])].push_back(i);
+    for (const auto& own : owns) ASSERT_FALSE(own.empty());
+    const auto [ras, asm_] = schwarz_reference(g, owns, overlap, r);
     for (bool restricted : {true, false}) {
       solvers::SchwarzPreconditioner pc(A, o, restricted);
       const auto mine = part(r, offsets, me);
