@@ -433,18 +433,23 @@ TEST(AlgebraicSchwarz, ApproximateLocalSolvesKeepTheFixedPoint) {
     std::vector<double> x(b.size(), 0.25);
     const auto r = solvers::solve_algebraic_schwarz(A, b, x, o);
     EXPECT_EQ(r.local_solver, linalg::LocalSolverKind::ilu0);
-    auto m = linalg::make_local_solver(whole, linalg::LocalSolverKind::ilu0);
-    std::vector<double> ref(b.size(), 0.25), res(b.size()), d(b.size());
-    for (int k = 0; k < 5; ++k) {  // x <- x + M^-1 (b - A x)
-      for (std::size_t i = 0; i < ref.size(); ++i) {
-        double v = b[i];
-        for (auto q = whole.row_ptr[i]; q < whole.row_ptr[i + 1]; ++q)
-          v -= whole.val[static_cast<std::size_t>(q)] * ref[static_cast<std::size_t>(whole.col[static_cast<std::size_t>(q)])];
-        res[i] = v;
+    // Five steps of x <- x + M^-1 (b - A x) from 0.25, serially.
+    auto richardson = [&](linalg::LocalSolver& m) {
+      std::vector<double> ref(b.size(), 0.25), res(b.size()), d(b.size());
+      for (int k = 0; k < 5; ++k) {
+        for (std::size_t i = 0; i < ref.size(); ++i) {
+          double v = b[i];
+          for (auto q = whole.row_ptr[i]; q < whole.row_ptr[i + 1]; ++q)
+            v -= whole.val[static_cast<std::size_t>(q)] * ref[static_cast<std::size_t>(whole.col[static_cast<std::size_t>(q)])];
+          res[i] = v;
+        }
+        m.solve(res.data(), d.data());
+        for (std::size_t i = 0; i < ref.size(); ++i) ref[i] += d[i];
       }
-      m->solve(res.data(), d.data());
-      for (std::size_t i = 0; i < ref.size(); ++i) ref[i] += d[i];
-    }
+      return ref;
+    };
+    auto m = linalg::make_local_solver(whole, linalg::LocalSolverKind::ilu0);
+    std::vector<double> ref = richardson(*m);
     EXPECT_LT(max_abs_diff(x, ref), 1e-13 * max_abs(ref));
     EXPECT_GT(max_abs_diff(x, solve_direct(whole, b)), 1e-6) << "five ILU(0) steps are not the direct solve";
     // Four pieces on the one rank: five steps of RAS on the pieces (make_block_solver, restricted).
@@ -458,17 +463,7 @@ TEST(AlgebraicSchwarz, ApproximateLocalSolvesKeepTheFixedPoint) {
     pieces.restricted = true;
     m = linalg::make_block_solver(whole, pieces, linalg::LocalSolverKind::automatic);
     EXPECT_FALSE(m->exact());
-    std::fill(ref.begin(), ref.end(), 0.25);
-    for (int k = 0; k < 5; ++k) {
-      for (std::size_t i = 0; i < ref.size(); ++i) {
-        double v = b[i];
-        for (auto q = whole.row_ptr[i]; q < whole.row_ptr[i + 1]; ++q)
-          v -= whole.val[static_cast<std::size_t>(q)] * ref[static_cast<std::size_t>(whole.col[static_cast<std::size_t>(q)])];
-        res[i] = v;
-      }
-      m->solve(res.data(), d.data());
-      for (std::size_t i = 0; i < ref.size(); ++i) ref[i] += d[i];
-    }
+    ref = richardson(*m);
     EXPECT_LT(max_abs_diff(x, ref), 1e-13 * max_abs(ref));
     EXPECT_GT(max_abs_diff(x, solve_direct(whole, b)), 1e-6) << "five steps on four pieces are not the direct solve";
   }
@@ -825,50 +820,12 @@ std::vector<double> fixed_point_ref(const Global& g, const std::vector<std::int6
 
 }  // namespace
 
-// Two-level, synchronous, fixed-point form: iterate by iterate against its serial transcription,
-// classical and optimized, on the non-symmetric matrix; refused asynchronously and without a
-// coarse level.
-TEST(AlgebraicSchwarz, FixedPointCoarseFormMatchesTheSerialReference) {
-  const int p = world_size(), me = world_rank();
-  const Global g = convection_diffusion(12);
-  const auto offsets = balanced(g.n(), p);
-  const DistributedCsr A = distribute(g, MPI_COMM_WORLD, offsets);
-  std::vector<double> b(static_cast<std::size_t>(g.n()));
-  for (std::size_t i = 0; i < b.size(); ++i) b[i] = std::cos(0.1 * static_cast<double>(i));
-  const int iterations = 4;
-  for (const auto& [kind, robin] : {std::pair<std::string, double>{"nicolaides", 0.0}, std::pair<std::string, double>{"gdsw", 0.0},
-                                    std::pair<std::string, double>{"nicolaides", 0.6}, std::pair<std::string, double>{"gdsw", 0.6}}) {
-    if (kind != "nicolaides" && p == 1) continue;
-    SCOPED_TRACE(kind + ", robin " + std::to_string(robin));
-    const solvers::CoarseSpace space(A, kind);
-    const std::vector<double> ref = fixed_point_ref(g, offsets, b, space, iterations, robin);
-    SchwarzOptions o = fixed_iterations(iterations, 1, robin);
-    o.subdomains.coarse.kind = kind;
-    o.coarse_form = CoarseForm::fixed_point;
-    std::vector<double> x(part(b, offsets, me).size(), 0.25);
-    const auto r = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, o);
-    EXPECT_EQ(r.run.stats.iterations, iterations);
-    // one per round of local solves, the stopping test's too (the driver's update that measures the
-    // last residual also solves; its result is not taken)
-    EXPECT_EQ(r.coarse.corrections, iterations + 1);
-    EXPECT_LT(world_max(max_abs_diff(x, part(ref, offsets, me))), 1e-11 * max_abs(ref));
-  }
-  SchwarzOptions async = fixed_iterations(iterations, 1);
-  async.subdomains.coarse.kind = "nicolaides";
-  async.coarse_form = CoarseForm::fixed_point;
-  async.mode = comm::HaloMode::async;
-  std::vector<double> x(part(b, offsets, me).size(), 0.0);
-  EXPECT_THROW(solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, async), InputError);
-  SchwarzOptions one_level = fixed_iterations(iterations, 1);
-  one_level.coarse_form = CoarseForm::fixed_point;
-  EXPECT_THROW(solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, one_level), InputError);
-}
-
 // Two-level, synchronous: the hybrid iteration x <- x + Phi A0^-1 Phi^T (b - A x), then the RAS step,
 // iterate by iterate against the serial transcription (Phi and A0 from the distributed coarse space,
 // everything else serial), Nicolaides and GDSW, classical (robin 0) and optimized (robin 0.4), on the
 // non-symmetric convection-diffusion matrix; with the stopping tests and without (the last iteration
-// carried).
+// carried). The fixed-point form (--coarse-form fixed-point) likewise against its own transcription,
+// and refused asynchronously and without a coarse level.
 TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
   const int p = world_size(), me = world_rank();
   const Global g = convection_diffusion(12);
@@ -907,7 +864,26 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
     EXPECT_EQ(rc.coarse.corrections, iterations);
     EXPECT_EQ(rc.coarse.solves, iterations);
     EXPECT_LT(world_max(max_abs_diff(xc, part(ref_carried, offsets, me))), 1e-11 * max_abs(ref_carried));
+    SchwarzOptions fixed = o;
+    fixed.coarse_form = CoarseForm::fixed_point;
+    const std::vector<double> ref_fixed = fixed_point_ref(g, offsets, b, space, iterations, robin);
+    std::vector<double> xf(x.size(), 0.25);
+    const auto rf = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), xf, fixed);
+    EXPECT_EQ(rf.run.stats.iterations, iterations);
+    // one per round of local solves, the stopping test's too (the driver's update that measures the
+    // last residual also solves; its result is not taken)
+    EXPECT_EQ(rf.coarse.corrections, iterations + 1);
+    EXPECT_LT(world_max(max_abs_diff(xf, part(ref_fixed, offsets, me))), 1e-11 * max_abs(ref_fixed));
   }
+  SchwarzOptions async = fixed_iterations(iterations, 1);
+  async.subdomains.coarse.kind = "nicolaides";
+  async.coarse_form = CoarseForm::fixed_point;
+  async.mode = comm::HaloMode::async;
+  std::vector<double> x(part(b, offsets, me).size(), 0.0);
+  EXPECT_THROW(solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, async), InputError);
+  SchwarzOptions one_level = fixed_iterations(iterations, 1);
+  one_level.coarse_form = CoarseForm::fixed_point;
+  EXPECT_THROW(solvers::solve_algebraic_schwarz(A, part(b, offsets, me), x, one_level), InputError);
 }
 
 // Two-level, asynchronous: converges over every transport built, with rank 0 (the coarse root)
