@@ -735,6 +735,162 @@ def cheap_verdict(data):
     return "; ".join(out) or "not measured"
 
 
+# ---------------------------------------------------------------- a Python user's view (results/petsc.md)
+
+FEM = "benchmarks/fem-python.json"
+FEM_BIG = 100_000     # the time target's problem size: at least this many unknowns
+FEM_COUNT = 2.0       # stationary two-level (rigid-body modes) against CG + GDSW's iterations: at most this factor
+FEM_METHODS = [  # (desync method, what)
+    ("cg asm o1", "`cg --pc asm`, overlap 1"),
+    ("cg asm o4", "`cg --pc asm`, overlap 4"),
+    ("cg asm ilu0 o1", "`cg --pc asm --local-solver ilu0`, overlap 1"),
+    ("cg asm ilu0 o4", "`cg --pc asm --local-solver ilu0`, overlap 4"),
+    ("cg asm gdsw o1", "`cg --pc asm --coarse gdsw`"),
+    ("cg asm rgdsw o1", "`cg --pc asm --coarse rgdsw`"),
+    ("cg asm gdsw o1 rbm", "`cg --pc asm --coarse gdsw`, rigid-body modes"),
+    ("cg asm rgdsw o1 rbm", "`cg --pc asm --coarse rgdsw`, rigid-body modes"),
+    ("cg asm gdsw o4 rbm", "`cg --pc asm --coarse gdsw`, overlap 4, rigid-body modes"),
+    ("schwarz sync gdsw o1", "`schwarz --mode sync --coarse gdsw`"),
+    ("schwarz sync gdsw o4", "`schwarz --mode sync --coarse gdsw`, overlap 4"),
+    ("schwarz sync gdsw o1 rbm", "`schwarz --mode sync --coarse gdsw`, rigid-body modes"),
+    ("schwarz sync gdsw o4 rbm", "`schwarz --mode sync --coarse gdsw`, overlap 4, rigid-body modes"),
+    ("schwarz sync nicolaides o1 rbm", "`schwarz --mode sync --coarse nicolaides`, rigid-body modes"),
+    ("schwarz sync nicolaides o4 rbm", "`schwarz --mode sync --coarse nicolaides`, overlap 4, rigid-body modes"),
+]
+# the stationary two-level iterations with the rigid-body near-kernel and CG + GDSW with the same near-kernel
+# and overlap, whose iteration counts the target compares: (stationary, CG + GDSW, coarse space, overlap)
+FEM_PAIRS = [("schwarz sync gdsw o1 rbm", "cg asm gdsw o1 rbm", "GDSW", 1),
+             ("schwarz sync gdsw o4 rbm", "cg asm gdsw o4 rbm", "GDSW", 4),
+             ("schwarz sync nicolaides o1 rbm", "cg asm gdsw o1 rbm", "Nicolaides", 1),
+             ("schwarz sync nicolaides o4 rbm", "cg asm gdsw o4 rbm", "Nicolaides", 4)]
+
+
+def _fem_total(r):
+    return r["setup_seconds"] + r["solve_seconds"]
+
+
+def _fem_desync(doc, problem, method):
+    """The runs of one method, and the fastest (set-up + solve) of those that met the tolerance, or None."""
+    runs = [r for r in doc["desync"] if r["problem"] == problem and r["method"] == method]
+    conv = [r for r in runs if r.get("ok") and r["converged"]]
+    return runs, (min(conv, key=_fem_total) if conv else None)
+
+
+def _fem_pyamg(doc, problem):
+    """pyamg's fastest converged set-up (constant or rigid-body near-kernel) on `problem`, or None."""
+    rs = [r for r in doc["pyamg"] if r["problem"] == problem and r["converged"]]
+    return min(rs, key=lambda r: r["total_seconds"]) if rs else None
+
+
+def _fem_best(doc, problem):
+    """desync's fastest method on `problem`: (method, its fastest converged run), or None."""
+    best = None
+    for m, _ in FEM_METHODS:
+        _, r = _fem_desync(doc, problem, m)
+        if r and (best is None or _fem_total(r) < _fem_total(best[1])):
+            best = (m, r)
+    return best
+
+
+@table("coarse.fem_python")
+def fem_python(data):
+    doc = data.json(FEM)
+    rows = []
+    for p in doc["problems"]:
+        name = p["name"]
+        ref = _fem_pyamg(doc, name)
+        ratio = (lambda t: fixed(t / ref["total_seconds"]) + "×") if ref else (lambda t: "–")
+        label = f"{name}, " + f"{p['unknowns']:,}".replace(",", " ") + " unknowns"
+        kinds = dict.fromkeys(x["near_kernel"] for x in doc["pyamg"] if x["problem"] == name)
+        for kind in kinds:
+            rs = [x for x in doc["pyamg"] if x["problem"] == name and x["near_kernel"] == kind]
+            r = min(rs, key=lambda x: (not x["converged"], x["total_seconds"]))
+            what = f"pyamg SA + CG, 1 process, near-kernel {r['near_kernel']}"
+            rows.append([label, what, f"{r['iterations']}" + ("" if r["converged"] else " (not converged)"),
+                         _s(r["setup_seconds"]), _s(r["solve_seconds"]), _s(r["total_seconds"]),
+                         ratio(r["total_seconds"]), _s(r["total_seconds"]), f"{r['true_residual']:.1e}"])
+        for m, what in FEM_METHODS:
+            runs, r = _fem_desync(doc, name, m)
+            if not runs:
+                continue
+            if r is None:
+                last = runs[-1]
+                why = last.get("error") or f"{last['iterations']} iterations, {last['stop_reason']}"
+                rows.append([label, what, f"0 of {len(runs)} converged ({why})", "", "", "", "", "",
+                             f"{last['true_residual_scipy']:.1e}" if "true_residual_scipy" in last else ""])
+                continue
+            conv = sum(1 for x in runs if x.get("ok") and x["converged"])
+            part = "" if conv == len(runs) else f" ({conv} of {len(runs)} converged)"
+            rows.append([label, what, f"{r['iterations']}{part}", _s(r["setup_seconds"]), _s(r["solve_seconds"]),
+                         _s(_fem_total(r)), ratio(_fem_total(r)), _s(r["call_seconds"]),
+                         f"{r['true_residual_scipy']:.1e}"])
+    return md_table(["problem", "method", "iterations", "set-up", "solve", "set-up + solve", "× pyamg's fastest",
+                     "whole call", "‖b − Ax‖/‖b‖"], rows, "llrrrrrrr")
+
+
+@value("coarse.fem_python_setup")
+def fem_python_setup(data):
+    doc = data.json(FEM)
+    c, v = doc["config"], doc["versions"]
+    probs = "; ".join(f"{p['name']}: {p['unknowns']} unknowns, {p['nonzeros']} nonzeros" for p in doc["problems"])
+    loads = [r["loadavg_after"] for r in doc["desync"] + doc["pyamg"] if "loadavg_after" in r]
+    return (f"{probs}; desync at {c['ranks']} ranks (METIS), pyamg on one process, relative tolerance {c['tol']:g}, "
+            f"the fastest of {c['reps']} repetitions that converged, scikit-fem {v['scikit-fem']}, pyamg {v['pyamg']}, "
+            f"load average {doc['loadavg_before'][0]:.2f} before and {doc['loadavg_after'][0]:.2f} after"
+            + (f" (between {min(loads):.1f} and {max(loads):.1f} after each run: other processes shared the 2 cores)"
+               if loads and max(loads) > 2.5 else ""))
+
+
+@value("coarse.fem_python_verdict")
+def fem_python_verdict(data):
+    """Per problem of at least FEM_BIG unknowns: desync's fastest method at its ranks against pyamg's fastest
+    set-up + solve (target: at most 1×); per problem with rigid-body modes: the stationary two-level iteration
+    (GDSW or Nicolaides) against CG + GDSW with the same near-kernel and overlap (target: at most FEM_COUNT×
+    its iterations, by some coarse space at some overlap)."""
+    doc = data.json(FEM)
+    ranks = doc["config"]["ranks"]
+    out = []
+    for p in doc["problems"]:
+        if p["unknowns"] < FEM_BIG:
+            continue
+        ref, best = _fem_pyamg(doc, p["name"]), _fem_best(doc, p["name"])
+        if not ref or not best:
+            out.append(f"on {p['name']} ({p['unknowns']} unknowns): not measured")
+            continue
+        m, r = best
+        what = next(w for k, w in FEM_METHODS if k == m)
+        t = _fem_total(r) / ref["total_seconds"]
+        out.append(f"on {p['name']} ({p['unknowns']} unknowns) desync's fastest at {ranks} ranks, {what}, takes "
+                   f"{fixed(t)}× pyamg's set-up + solve on one process ({_s(_fem_total(r))} against "
+                   f"{_s(ref['total_seconds'])}; the whole `desync.solve` call, partitioning and distribution "
+                   f"included, {fixed(r['call_seconds'] / ref['total_seconds'])}×): "
+                   f"**{'met' if t <= 1.0 else 'not met'}** (target 1×)")
+    for p in doc["problems"]:
+        cells = []
+        for stat, krylov, space, overlap in FEM_PAIRS:
+            st_runs, st = _fem_desync(doc, p["name"], stat)
+            _, cg = _fem_desync(doc, p["name"], krylov)
+            if not st_runs:
+                continue
+            what = f"{space}, overlap {overlap}"
+            if cg is None:
+                cells.append((False, f"{what}: CG + GDSW did not converge"))
+            elif st is None:
+                last = st_runs[-1]
+                cells.append((False, f"{what}: not converged in {last['iterations']} iterations (true residual "
+                                     f"{last['true_residual_scipy']:.1e}; CG + GDSW: {cg['iterations']})"))
+            else:
+                q = st["iterations"] / cg["iterations"]
+                cells.append((q <= FEM_COUNT, f"{what}: {st['iterations']} iterations against CG + GDSW's "
+                                              f"{cg['iterations']} ({fixed(q)}×)"))
+        if cells:
+            met = any(ok for ok, _ in cells)
+            out.append(f"on {p['name']} the stationary two-level iteration with rigid-body modes, "
+                       + "; ".join(t for _, t in cells)
+                       + f": **{'met' if met else 'not met'}** (target {FEM_COUNT:g}× CG + GDSW's count)")
+    return "; ".join(out) or "not measured"
+
+
 # ---------------------------------------------------------------- the papers' claims (results/two-level.md)
 
 def _pairs(data, coarse):

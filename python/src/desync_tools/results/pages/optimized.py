@@ -5,7 +5,7 @@ from ..md import md_table
 from ..registry import table, value
 
 OPTIMIZED = "two-level/optimized.json"
-LEVEL_OFF = 1.1  # the target: counts from 36 to 64 subdomains within this factor
+LEVEL_OFF = 1.1  # the target: counts from 36 to 64 subdomains within this factor
 
 
 def _counts(data):
