@@ -127,21 +127,17 @@ class BlockSolver final : public LocalSolver {
       throw std::invalid_argument(fmt::format("{} pieces of {} rows: at most one piece per row", b.blocks, count));
     const Graph g = symmetric_graph(a);
     const std::vector<int> label = pieces_of(g, b.first, count, b.blocks);  // the pieces' own rows
-    Rows split;
-    for (std::int64_t i = b.first; i < b.first + count; ++i) split.push_back(static_cast<std::int32_t>(i));
+    pieces_.resize(static_cast<std::size_t>(b.blocks));
+    for (std::int64_t i = b.first; i < b.first + count; ++i)
+      pieces_[static_cast<std::size_t>(label[static_cast<std::size_t>(i)])].rows.push_back(static_cast<std::int32_t>(i));
 
     // Omega_k: the own rows and `overlap` layers around them in the block's graph.
     std::vector<int> mark(n, -1);
     std::vector<std::int32_t> local(n, -1);
     keeper_.assign(n, -1);
-    pieces_.resize(static_cast<std::size_t>(b.blocks));
     for (int k = 0; k < b.blocks; ++k) {
       Rows& rows = pieces_[static_cast<std::size_t>(k)].rows;
-      for (const std::int32_t r : split)
-        if (label[static_cast<std::size_t>(r)] == k) {
-          rows.push_back(r);
-          mark[static_cast<std::size_t>(r)] = k;
-        }
+      for (const std::int32_t r : rows) mark[static_cast<std::size_t>(r)] = k;
       std::size_t layer_begin = 0;
       for (int layer = 0; layer < b.overlap; ++layer) {
         const std::size_t layer_end = rows.size();

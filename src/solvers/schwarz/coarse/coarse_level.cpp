@@ -45,6 +45,20 @@ void charge_coarse_solve(const solvers::CoarseSpace& space) {
   core::charge("schwarz.residual", space.solve_multiply_adds() / 10.0);
 }
 
+// (A u)_k = sum_j a_kj u_j at owned row k, u from the local iterate x (on Omega_p) and the ghosts.
+double owned_row_product(const solvers::OverlappingSubdomain& sub, std::size_t k, const double* x,
+                         const double* ghost) {
+  const auto& ptr = sub.residual_ptr();
+  const auto& index = sub.residual_index();
+  const auto& value = sub.residual_value();
+  double v = 0;
+  for (auto p = ptr[k]; p < ptr[k + 1]; ++p) {
+    const std::int32_t j = index[static_cast<std::size_t>(p)];
+    v += value[static_cast<std::size_t>(p)] * (j >= 0 ? x[j] : ghost[-j - 1]);
+  }
+  return v;
+}
+
 std::vector<std::int32_t> iota(std::size_t first, std::size_t n) {
   std::vector<std::int32_t> v(n);
   std::iota(v.begin(), v.end(), static_cast<std::int32_t>(first));
@@ -84,18 +98,9 @@ CoarseLevel::CoarseLevel(const linalg::DistributedCsr& A, const solvers::Overlap
 CoarseLevel::~CoarseLevel() = default;
 
 void SyncCoarseCorrection::residual(const double* b_ext, const double* x, const double* ghost) {
-  const auto& ptr = level_.sub.residual_ptr();
-  const auto& index = level_.sub.residual_index();
-  const auto& value = level_.sub.residual_value();
   const auto own = static_cast<std::size_t>(level_.sub.own_begin());
-  for (std::size_t k = 0; k < r_.size(); ++k) {
-    double v = b_ext[own + k];  // r_i = b_i - sum_j a_ij u_j
-    for (auto p = ptr[k]; p < ptr[k + 1]; ++p) {
-      const std::int32_t j = index[static_cast<std::size_t>(p)];
-      v -= value[static_cast<std::size_t>(p)] * (j >= 0 ? x[j] : ghost[-j - 1]);
-    }
-    r_[k] = v;
-  }
+  for (std::size_t k = 0; k < r_.size(); ++k)
+    r_[k] = b_ext[own + k] - owned_row_product(level_.sub, k, x, ghost);  // r_i = b_i - sum_j a_ij u_j
 }
 
 void SyncCoarseCorrection::correct(const double* b_ext, double* x, double* ghost) {
@@ -126,9 +131,6 @@ FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const
   const auto& sub = L.sub;
   const auto own = static_cast<std::size_t>(sub.own_begin());
   const std::size_t n_ext = sub.size(), ghosts = sub.ghost_count();
-  const auto& ptr = sub.residual_ptr();
-  const auto& index = sub.residual_index();
-  const auto& value = sub.residual_value();
   std::vector<double> phi_ext(n_ext, 0.0), phi_ghost(ghosts, 0.0), a_phi(L.owned), r_ext(n_ext), y_ext(n_ext);
   std::vector<std::vector<std::pair<int, double>>> w_rows(L.owned);
   comm::PlanExchangeConfig config;
@@ -142,14 +144,8 @@ FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const
     for (std::size_t i = 0; i < L.owned; ++i) phi_ext[own + i] = touches ? row_dot(L.own, i, cn_.data()) : 0.0;
     for (std::size_t g = 0; g < ghosts; ++g) phi_ghost[g] = touches ? row_dot(L.ghost_rows, g, cn_.data()) : 0.0;
     if (touches) cn_[static_cast<std::size_t>(at - L.needed.begin())] = 0.0;
-    for (std::size_t k = 0; k < L.owned; ++k) {  // (A phi_j)_k on the owned rows
-      double v = 0;
-      for (auto p = ptr[k]; p < ptr[k + 1]; ++p) {
-        const std::int32_t c = index[static_cast<std::size_t>(p)];
-        v += value[static_cast<std::size_t>(p)] * (c >= 0 ? phi_ext[static_cast<std::size_t>(c)] : phi_ghost[static_cast<std::size_t>(-c - 1)]);
-      }
-      a_phi[k] = v;
-    }
+    for (std::size_t k = 0; k < L.owned; ++k)  // (A phi_j)_k on the owned rows
+      a_phi[k] = owned_row_product(sub, k, phi_ext.data(), phi_ghost.data());
     std::fill(r_ext.begin(), r_ext.end(), 0.0);  // R_p (A phi_j): the owned rows here, the others from their owners
     std::copy(a_phi.begin(), a_phi.end(), r_ext.begin() + static_cast<std::ptrdiff_t>(own));
     restrict_to_subdomains.start(a_phi.data(), j);
