@@ -8,8 +8,8 @@ Problems (the Dirichlet rows condensed out):
               coefficient 1000 on the quadrant x > 0.5, y > 0.5 and 1 elsewhere, f = 1, u = 0 on the boundary
   elasticity  2D P1 linear elasticity (plane strain, E = 1, nu = 0.3) on the same kind of mesh, clamped at
               x = 0, a downward body force; its three rigid-body modes (two translations, one rotation) on
-              the free dofs are written as a Matrix Market n x 3 array file for desync's near_kernel option
-              and passed to pyamg as B
+              the free dofs, an n x 3 NumPy array, are passed to desync.solve as near_kernel and to pyamg
+              as B
 
 The driver (this script without --worker) assembles the systems, then runs itself as
 `mpirun -np RANKS python bench/fem_compare.py --worker DIR`, which for each of --reps repetitions runs
@@ -41,8 +41,12 @@ ROOT = os.path.dirname(HERE)
 
 # ---------------------------------------------------------------- methods
 
-def methods(problem: str, nk_path: str | None, max_iters_krylov: int, max_iters_stationary: int):
-    """(name, options) of every desync run on `problem`."""
+NEAR_KERNEL = "rigid-body modes"  # in a method's options: the worker passes the n x 3 array B there
+
+
+def methods(problem: str, rbm: bool, max_iters_krylov: int, max_iters_stationary: int):
+    """(name, options) of every desync run on `problem` (rbm: with the rigid-body modes too)."""
+    nk_path = NEAR_KERNEL
     cg = dict(solver="cg", pc="asm", max_iters=max_iters_krylov)
     out = [
         ("cg asm o1", dict(cg, overlap=1)),
@@ -53,8 +57,9 @@ def methods(problem: str, nk_path: str | None, max_iters_krylov: int, max_iters_
         ("cg asm rgdsw o1", dict(cg, overlap=1, coarse="rgdsw")),
     ]
     st = dict(solver="schwarz", mode="sync", overlap=1, coarse="gdsw", max_iters=max_iters_stationary)
-    out += [("schwarz sync gdsw o1", st), ("schwarz sync gdsw o4", dict(st, overlap=4))]
-    if problem == "elasticity" and nk_path:
+    out += [("schwarz sync o4", dict(st, overlap=4, coarse="none")),
+            ("schwarz sync gdsw o1", st), ("schwarz sync gdsw o4", dict(st, overlap=4))]
+    if problem == "elasticity" and rbm:
         out += [
             ("cg asm gdsw o1 rbm", dict(cg, overlap=1, coarse="gdsw", near_kernel=nk_path)),
             ("cg asm gdsw o4 rbm", dict(cg, overlap=4, coarse="gdsw", near_kernel=nk_path)),
@@ -144,17 +149,6 @@ def assemble_elasticity(n: int, seed: int, young: float, nu: float):
                                                "clamped_dofs": int(len(fixed))}
 
 
-def write_array_mtx(path: str, B: np.ndarray):
-    """A Matrix Market dense array file (column-major, as the format says)."""
-    with open(path, "w") as f:
-        f.write("%%MatrixMarket matrix array real general\n")
-        f.write("% rigid-body modes of the free dofs: x translation, y translation, rotation\n")
-        f.write(f"{B.shape[0]} {B.shape[1]}\n")
-        for j in range(B.shape[1]):
-            f.write("\n".join(repr(float(v)) for v in B[:, j]))
-            f.write("\n")
-
-
 # ---------------------------------------------------------------- pyamg (worker, rank 0)
 
 def run_pyamg(A, b, B, tol: float, maxiter: int):
@@ -196,7 +190,7 @@ def worker(folder: str):
         runs = []
         B = None
         if rank == 0 and prob.get("near_kernel"):
-            B = np.loadtxt(os.path.join(folder, prob["name"] + "-rbm.txt"))
+            B = np.load(os.path.join(folder, prob["name"] + "-rbm.npy"))
         for rep in range(plan["reps"]):
             # pyamg on one process (rank 0), the other ranks waiting without spinning, interleaved with
             # desync's runs so that both meet the same load on the host
@@ -214,8 +208,10 @@ def worker(folder: str):
                 comm.Barrier()
                 t0 = MPI.Wtime()
                 error = None
+                # the near-kernel as an array (rank 0's, with the whole matrix there)
+                kw = {k: (B if v == NEAR_KERNEL else v) for k, v in opts.items()}
                 try:
-                    res = desync.solve(A, b, partition="metis", comm=comm, tol=plan["tol"], **opts)
+                    res = desync.solve(A, b, partition="metis", comm=comm, tol=plan["tol"], **kw)
                 except Exception as e:  # noqa: BLE001 (recorded, the other methods go on)
                     res, error = None, f"{type(e).__name__}: {e}"
                 comm.Barrier()
@@ -347,7 +343,7 @@ def main():
     ap.add_argument("--mpirun", default="mpirun")
     ap.add_argument("--python", default=sys.executable, help="the Python that runs the desync worker")
     ap.add_argument("--timeout", type=float, default=1800, help="seconds the mpirun may take")
-    ap.add_argument("--keep", metavar="DIR", help="write the systems and near-kernel file here and keep them")
+    ap.add_argument("--keep", metavar="DIR", help="write the systems and near-kernel array here and keep them")
     ap.add_argument("--json", metavar="PATH")
     args = ap.parse_args()
     if args.worker:
@@ -382,18 +378,14 @@ def main():
                     assembly_seconds=time.perf_counter() - t0)
         sp.save_npz(os.path.join(folder, name + "-A.npz"), A)
         np.save(os.path.join(folder, name + "-b.npy"), b)
-        nk = None
         if B is not None:
-            nk = os.path.join(folder, name + "-rbm.mtx")
-            write_array_mtx(nk, B)
-            np.savetxt(os.path.join(folder, name + "-rbm.txt"), B)
-            info["near_kernel_file"] = os.path.basename(nk)
+            np.save(os.path.join(folder, name + "-rbm.npy"), B)
             info["near_kernel_residual"] = float(np.linalg.norm(A @ B) / np.linalg.norm(A.data))
         problems.append(info)
         print(f"{name}: {info['unknowns']} unknowns, {info['nonzeros']} nonzeros ({info['assembly_seconds']:.1f} s to assemble)",
               flush=True)
-        plan["problems"].append({"name": name, "near_kernel": nk is not None,
-                                 "methods": methods(name, nk, args.max_iters, args.max_iters_stationary)})
+        plan["problems"].append({"name": name, "near_kernel": B is not None,
+                                 "methods": methods(name, B is not None, args.max_iters, args.max_iters_stationary)})
     with open(os.path.join(folder, "plan.json"), "w") as f:
         json.dump(plan, f)
 
@@ -411,11 +403,6 @@ def main():
         with open(os.path.join(folder, "desync.json")) as f:
             got = json.load(f)
         desync_rows, pyamg_rows = got["desync"], got["pyamg"]
-    for r in desync_rows:  # the near-kernel file's folder is temporary: keep its name only
-        if "near_kernel" in r["options"]:
-            r["options"]["near_kernel"] = os.path.basename(r["options"]["near_kernel"])
-        if (r.get("near_kernel") or "").startswith("file:"):
-            r["near_kernel"] = "file:" + os.path.basename(r["near_kernel"][5:])
     doc = {
         "schema": "desync.fem_compare/1",
         "command": " ".join(sys.argv),

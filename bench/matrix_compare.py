@@ -32,6 +32,7 @@ matrix's A.petsc, b.petsc, x.petsc; TOL: --tol, 1e-8 relative residual everywher
  (g) cheaper subdomains and coarse spaces, beside cg1-asm, cg1-asm-gdsw, petsc cg-gamg, cg-hypre
      desync cg1-asm-ilu0, cg1-asm-gdsw-ilu0  as cg1-asm, cg1-asm-gdsw with --local-solver ilu0
      desync cg1-asm-rgdsw, -rgdsw-ilu0       as cg1-asm-gdsw with --coarse rgdsw, exact and ILU(0)
+     desync cg1-asm-ilu1, -ilu2, -ilu3       as cg1-asm with --local-solver ilu1, ilu2, ilu3 (ILU(k))
 
 --skip side:name,... leaves configurations out (an exact factorisation known to outlast --timeout on a
 large matrix). Every desync run with --quiet --json TMP (and --time-limit T: a run that reaches it is recorded as not
@@ -113,12 +114,16 @@ DESYNC_CONFIGS = {
     "cg1-asm-gdsw-ilu0": ("g", "cg", "cg", False, True),
     "cg1-asm-rgdsw": ("g", "cg", "cg", False, True),
     "cg1-asm-rgdsw-ilu0": ("g", "cg", "cg", False, True),
+    "cg1-asm-ilu1": ("g", "cg", "cg", False, True),
+    "cg1-asm-ilu2": ("g", "cg", "cg", False, True),
+    "cg1-asm-ilu3": ("g", "cg", "cg", False, True),
 }
 # The coarse space of a desync configuration (--coarse; the others give none)
 COARSE = {"cg1-asm-gdsw": "gdsw", "cg1-asm-gdsw-wide": "gdsw", "gmres-ras-gdsw": "gdsw", "schwarz-sync-gdsw": "gdsw",
           "schwarz-async-gdsw": "gdsw", "cg1-asm-gdsw-ilu0": "gdsw", "cg1-asm-rgdsw": "rgdsw", "cg1-asm-rgdsw-ilu0": "rgdsw"}
 # The subdomain solver of a desync configuration (--local-solver; the others take the default, auto)
-LOCAL_SOLVER = {"cg1-asm-ilu0": "ilu0", "cg1-asm-gdsw-ilu0": "ilu0", "cg1-asm-rgdsw-ilu0": "ilu0"}
+LOCAL_SOLVER = {"cg1-asm-ilu0": "ilu0", "cg1-asm-gdsw-ilu0": "ilu0", "cg1-asm-rgdsw-ilu0": "ilu0",
+                "cg1-asm-ilu1": "ilu1", "cg1-asm-ilu2": "ilu2", "cg1-asm-ilu3": "ilu3"}
 # The pairs of the table: (group, desync config, PETSc config)
 PAIRS = (("a", "schwarz-sync", "rich-ras-localstop"), ("a", "schwarz-sync", "rich-ras"),
          ("b", "gmres-ras", "gmres-ras"), ("c", "cg-asm", "cg-asm"))

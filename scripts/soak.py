@@ -451,8 +451,22 @@ def write_petsc_vector(path, v):
 
 
 def write_mtx_vector(path, v):
+    write_mtx_columns(path, [v])
+
+
+def write_mtx_columns(path, columns):
+    """Vectors of one length as a Matrix Market array (column after column)."""
     with open(path, "w") as f:
-        f.write(f"%%MatrixMarket matrix array real general\n{len(v)} 1\n" + "".join(f"{x!r}\n" for x in v))
+        f.write(f"%%MatrixMarket matrix array real general\n{len(columns[0])} {len(columns)}\n"
+                + "".join(f"{x!r}\n" for v in columns for x in v))
+
+
+def near_kernel_columns(n, k):
+    """--near-kernel's vectors for a draw: k = 1, a smooth positive vector; k = 2, the constant and a
+    ramp over the rows (independent on every set of two or more rows; the coarse spaces keep the
+    independent ones where a component has one row)."""
+    ramp = [i / max(n - 1, 1) for i in range(n)]
+    return [[1.0 + 0.5 * r for r in ramp]] if k == 1 else [[1.0] * n, ramp]
 
 
 def read_npy(path):
@@ -566,15 +580,15 @@ def coarse_ranks_choice(rng, ranks, features, allow_many=True):
     return ["--coarse-ranks", str(rng.randint(2, ranks))]
 
 
-def local_solver_args(rng, spd, ilu0=False):
-    """--local-solver: mostly the default; umfpack; on SPD blocks the CHOLMOD modes and, with ilu0
-    (the matrix one of the SPD kinds, M-matrices, where ILU(0) exists; no Robin shift), the
-    approximate ilu0."""
+def local_solver_args(rng, spd, ilu=False):
+    """--local-solver: mostly the default; umfpack; on SPD blocks the CHOLMOD modes and, with ilu
+    (the matrix one of the SPD kinds, M-matrices, where ILU(k) exists; no Robin shift), the
+    approximate ilu0..ilu3."""
     r = rng.random()
     if r < 0.75:
         return []
-    if ilu0 and r < 0.82:
-        return ["--local-solver", "ilu0"]
+    if ilu and r < 0.84:
+        return ["--local-solver", rng.choice(("ilu0", "ilu1", "ilu2", "ilu3"))]
     if r < 0.9 or not spd:
         return ["--local-solver", "umfpack"]
     return ["--local-solver", rng.choice(("cholmod-simplicial", "cholmod-supernodal", "cholmod"))]
@@ -673,7 +687,7 @@ def draw_matrix(rng, transports, max_ranks, features):
             d["may_diverge"] = robin != "0"
         # (CHOLMOD forced only where the local matrices are SPD: not with the Robin diagonal shift,
         # which can make them indefinite on a matrix that is not diagonally dominant)
-        args += local_solver_args(rng, spd and not d.get("may_diverge"), ilu0=spd and not d.get("may_diverge"))
+        args += local_solver_args(rng, spd and not d.get("may_diverge"), ilu=spd and not d.get("may_diverge"))
         if spd and not d.get("may_diverge"):
             # several pieces per rank make the rank's solve approximate (one step of restricted
             # Schwarz on its pieces), convergent on the M-matrices as ilu0's step is
@@ -711,7 +725,7 @@ def draw_matrix(rng, transports, max_ranks, features):
             robin = method == "gmres" and rng.random() < 0.3
             if robin:
                 args += ["--robin", rng.choice(("0.2", "0.5"))]
-            args += local_solver_args(rng, (spd or method != "gmres") and not robin, ilu0=spd and not robin)
+            args += local_solver_args(rng, (spd or method != "gmres") and not robin, ilu=spd and not robin)
             if kind != "indefinite":  # (an indefinite matrix's small pieces can be singular)
                 args += pieces_args(rng)
             if rng.random() < 0.4:
@@ -731,6 +745,8 @@ def draw_matrix(rng, transports, max_ranks, features):
             args += ["--max-iters", str(rng.choice((1, 5, 30)))]
         elif kind == "indefinite":
             args += ["--max-iters", "3000"]  # restarted GMRES can stagnate on it: a run of seconds, not minutes
+    if "--coarse" in args and rng.random() < 0.3:
+        d["near_kernel"] = rng.randint(1, 2)  # --near-kernel FILE (materialise; an array through Python)
     args += partition_args(rng, features)
     # ~10 % through desync.solve, over p2p or rma (OpenSHMEM wants oshrun and every rank of the world)
     d["api"] = "python" if rng.random() < 0.1 else "cli"
@@ -747,7 +763,8 @@ def draw_matrix(rng, transports, max_ranks, features):
 
 # The Python draws' driver, written into each such run's folder: `mpirun -np P PYTHON solve.py
 # MATRIX RHS|- SOLVER --option value ...` runs desync.solve with the command line's options
-# (--partition as solve's partition, --json and --save as json= and save=) and exits with the
+# (--partition as solve's partition, --json and --save as json= and save=, --near-kernel's file read
+# into an array on rank 0) and exits with the
 # command line's code (2 and one 'desync: error:' line on rank 0 for bad input, 3 numerical (the
 # library prints that message itself), 4 other).
 PY_DRIVER = r'''"""One soak draw through desync.solve (written by desync's scripts/soak.py)."""
@@ -773,9 +790,12 @@ def main():
     partition = opts.pop("partition", None)
     comm = MPI.COMM_WORLD
     A = b = None
+    near_kernel = opts.pop("near_kernel", None)  # a file here, an array (rank 0's) for desync.solve
     if comm.rank == 0:
         A = scipy.sparse.csr_matrix(scipy.io.mmread(matrix))
         b = None if rhs == "-" else np.load(rhs)
+        if near_kernel is not None:
+            opts["near_kernel"] = np.asarray(scipy.io.mmread(near_kernel))
     try:
         result = desync.solve(A, b, solver=solver, partition=partition, **opts)
     except desync.NumericalError as e:
@@ -812,14 +832,19 @@ def materialise(d, folder, desync, python, mpirun_argv):
         rpath = os.path.join(folder, "b." + d["rhs"])
         {"npy": write_npy, "petsc": write_petsc_vector, "mtx": write_mtx_vector}[d["rhs"]](rpath, b)
     xpath = os.path.join(folder, "x.npy")
+    extra = []
+    if d.get("near_kernel"):
+        zpath = os.path.join(folder, "Z.mtx")
+        write_mtx_columns(zpath, near_kernel_columns(A.n, d["near_kernel"]))
+        extra = ["--near-kernel", zpath]
     if d["api"] == "python":
         driver = os.path.join(folder, "solve.py")
         with open(driver, "w") as f:
             f.write(PY_DRIVER)
-        cmd = mpirun_argv + [python, driver, mpath, rpath or "-", d["solver"]] + d["args"] + ["--save", xpath]
+        cmd = mpirun_argv + [python, driver, mpath, rpath or "-", d["solver"]] + d["args"] + extra + ["--save", xpath]
     else:
         cmd = mpirun_argv + [desync, d["solver"], "--matrix", mpath] + (["--rhs", rpath] if rpath else []) \
-            + d["args"] + ["--save", xpath]
+            + d["args"] + extra + ["--save", xpath]
     case = {"folder": folder, "kind": d["kind"], "description": description, "matrix": mpath, "rhs": rpath,
             "save": xpath, "tol": d["tol"], "expect": d["expect"], "may_diverge": d.get("may_diverge", False),
             "solver": d["solver"], "command": cmd}

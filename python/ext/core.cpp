@@ -58,7 +58,8 @@ NB_MODULE(_core, m) {
       [](std::int64_t comm_handle, const std::vector<std::string>& args, bool with_system, bool on_root, bool has_matrix,
          std::int64_t rows, std::int64_t cols, const Array<std::int64_t>& indptr, const Array<std::int64_t>& indices,
          const Array<double>& data, bool has_rhs, const Array<double>& b, const std::string& partition,
-         const Array<std::int32_t>& parts, const std::string& description) {
+         const Array<std::int32_t>& parts, const std::string& description, int near_kernel_vectors,
+         const Array<double>& near_kernel) {
         std::shared_ptr<run::SuppliedSystem> system;
         if (with_system) {  // copied while the GIL is held: the caller's arrays may change after
           system = std::make_shared<run::SuppliedSystem>();
@@ -74,6 +75,8 @@ NB_MODULE(_core, m) {
           system->partition = partition;
           system->parts.assign(parts.data(), parts.data() + parts.shape(0));
           system->description = description;
+          system->near_kernel_vectors = near_kernel_vectors;
+          system->near_kernel = to_vector(near_kernel);
         }
         const MPI_Comm comm = comm_from_fortran(comm_handle);
         run::InvokeResult r;
@@ -86,7 +89,8 @@ NB_MODULE(_core, m) {
       },
       nb::arg("comm"), nb::arg("args"), nb::arg("with_system"), nb::arg("on_root"), nb::arg("has_matrix"),
       nb::arg("rows"), nb::arg("cols"), nb::arg("indptr"), nb::arg("indices"), nb::arg("data"), nb::arg("has_rhs"),
-      nb::arg("b"), nb::arg("partition"), nb::arg("parts"), nb::arg("description"),
+      nb::arg("b"), nb::arg("partition"), nb::arg("parts"), nb::arg("description"), nb::arg("near_kernel_vectors"),
+      nb::arg("near_kernel"),
       "Runs `desync <args>` on the communicator with Fortran handle `comm` (mpi4py: comm.py2f()). Returns "
       "(exit_code, record_json, has_solution, x, rows).");
 

@@ -97,6 +97,9 @@ ANSWERS = [
     ("gmres-ras-ilu0", convdiff, dict(solver="krylov", method="gmres", pc="ras", local_solver="ilu0", tol=1e-10)),
     ("schwarz-ilu0-sync", poisson2d,
      dict(solver="schwarz", mode="sync", overlap=2, local_solver="ilu0", tol=1e-10, partition="metis")),
+    ("cg-asm-ilu2", poisson2d, dict(solver="cg", pc="asm", local_solver="ilu2", overlap=2, tol=1e-10)),
+    ("schwarz-ilu1-async", convdiff,
+     dict(solver="schwarz", mode="async", local_solver="ilu1", tol=1e-10, partition="metis")),
     ("schwarz-fixed-point", poisson2d,
      dict(solver="schwarz", mode="sync", coarse="nicolaides", robin=0.6, coarse_form="fixed-point", tol=1e-10)),
     ("cg-asm-pieces", poisson2d, dict(solver="cg", pc="asm", subdomains_per_rank=4, overlap=2, tol=1e-10)),
@@ -147,6 +150,51 @@ def test_two_level_schwarz_from_python():
         agree(functions["rgdsw"] < functions["gdsw"], f"coarse functions {functions}")
     else:
         agree(functions["rgdsw"] == functions["gdsw"], f"coarse functions {functions}")
+
+
+def test_near_kernel_as_an_array_is_the_files():
+    """near_kernel= a NumPy array (rows x k, as pyamg's B) builds the coarse space --near-kernel's file
+    builds: the same answer bitwise from rank 0's whole matrix and from each rank's own rows
+    ("given"), for the stationary two-level iteration and CG + ASM; the record says where the
+    vectors came from; a wrong shape, or vectors without a coarse level, is refused on every rank."""
+    A = poisson2d(16)
+    n = A.shape[0]
+    b = np.sin(np.arange(n) + 1.0)
+    # The constant and a linear function of the grid's x: two vectors (Poisson's near-kernel and one more).
+    Z = np.column_stack([np.ones(n), (np.arange(n) % 16) / 15.0])
+    path = None
+    if RANK == 0:
+        import tempfile
+        path = os.path.join(tempfile.mkdtemp(prefix="desync-nk-"), "z.mtx")
+        scipy.io.mmwrite(path, Z)
+    path = COMM.bcast(path)
+    sizes = [n // SIZE + (r < n % SIZE) for r in range(SIZE)]  # the balanced blocks of partition "rows"
+    lo = sum(sizes[:RANK])
+    hi = lo + sizes[RANK]
+    coarse = "nicolaides" if SIZE == 1 else "gdsw"
+    for kwargs in (dict(solver="schwarz", mode="sync", overlap=1), dict(solver="cg", pc="asm")):
+        kwargs.update(coarse=coarse, tol=1e-10)
+        by_file = desync.solve(on_root(A), on_root(b), near_kernel=path, **kwargs)
+        in_memory = desync.solve(on_root(A), on_root(b), near_kernel=on_root(Z), **kwargs)
+        given = desync.solve(A[lo:hi], b[lo:hi], near_kernel=Z[lo:hi], partition="given", **kwargs)
+        name = f"{kwargs['solver']} --coarse {coarse}"
+        agree(by_file.converged and np.array_equal(by_file.x, in_memory.x), f"{name}: the array's answer is not the file's")
+        agree(np.array_equal(in_memory.x, given.x), f"{name}: each rank's own rows give another answer")
+        d = in_memory.record["details"]
+        agree(d["near_kernel"] == "given" and d["near_kernel_vectors"] == 2, f"{name}: record {d['near_kernel']}")
+        agree(by_file.record["details"]["near_kernel"] == "file:" + path, f"{name}: the file's record")
+        agree(relative_error(A, b, in_memory) < 1e-7, f"{name}: error against SciPy")
+        one = desync.solve(on_root(A), on_root(b), near_kernel=on_root(Z[:, 0]), **kwargs)
+        agree(one.record["details"]["near_kernel_vectors"] == 1, f"{name}: a 1-D near_kernel is one vector")
+    with pytest.raises(ValueError, match=r"near_kernel: expected an array of shape \(256, k\)"):
+        desync.solve(on_root(A), None, solver="cg", pc="asm", coarse=coarse, near_kernel=on_root(Z[:-1]))
+    with pytest.raises(ValueError, match="--near-kernel goes with --coarse"):
+        desync.solve(on_root(A), None, solver="cg", pc="asm", near_kernel=on_root(Z))
+    with pytest.raises(ValueError, match="jacobi has none"):
+        desync.solve(on_root(A), None, solver="jacobi", near_kernel=on_root(Z))
+    with pytest.raises(ValueError, match="different numbers of near-kernel vectors" if SIZE > 1 else "NaN"):
+        bad = Z[lo:hi, :1 + RANK % 2] if SIZE > 1 else np.full((n, 1), np.nan)
+        desync.solve(A[lo:hi], None, solver="cg", pc="asm", coarse=coarse, partition="given", near_kernel=bad)
 
 
 def test_partition_array_and_given_blocks():

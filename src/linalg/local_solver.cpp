@@ -9,7 +9,9 @@
 #include <cmath>
 #include <cstring>
 #include <fmt/format.h>
+#include <functional>
 #include <limits>
+#include <queue>
 #include <vector>
 
 #include "desync/core/timer.hpp"
@@ -159,22 +161,32 @@ class UmfpackSolver final : public LocalSolver {
   void* numeric_ = nullptr;
 };
 
-// ILU(0) (Saad, 2003, Algorithm 10.4, the IKJ form): L and U overwrite a copy of A on A's own
-// pattern, L unit lower (its multipliers below the diagonal), U upper with the diagonal; fill outside
-// the pattern is dropped. Solve: L y = b forward, U x = y backward.
-class Ilu0Solver final : public LocalSolver {
+// ILU(k) (Saad, 2003, section 10.3.3): the pattern of L + U is A's own with every fill entry of level
+// at most k, where an entry of A has level 0 and the fill that l_ik u_kj makes at (i, j) has level
+// lev_ik + lev_kj + 1 (the smallest over the k that make it; Algorithm 10.5's "update the levels").
+// The symbolic pass builds that pattern row by row; the numeric pass is Algorithm 10.4's IKJ loop
+// on it, L unit lower (its multipliers below the diagonal), U upper with the diagonal, fill outside
+// the pattern dropped. k = 0: A's pattern, ILU(0). Solve: L y = b forward, U x = y backward.
+class IluSolver final : public LocalSolver {
  public:
-  explicit Ilu0Solver(const LocalCsr& a) : ptr_(a.row_ptr), col_(a.col), val_(a.val) {
+  IluSolver(const LocalCsr& a, int levels) {
     core::Stopwatch clock;
-    kind_ = LocalSolverKind::ilu0;
+    kind_ = ilu_kind(levels);
     rows_ = a.rows;
     const auto n = static_cast<std::size_t>(a.rows);
+    if (levels == 0) {
+      ptr_ = a.row_ptr;
+      col_ = a.col;
+      val_ = a.val;
+    } else {
+      symbolic(a, levels);
+    }
     diag_.assign(n, 0);
     std::vector<std::int64_t> where(n, -1);  // row i's position of column j, while row i is worked on
     for (std::size_t i = 0; i < n; ++i) {
       const auto begin = static_cast<std::size_t>(ptr_[i]), end = static_cast<std::size_t>(ptr_[i + 1]);
       for (auto p = begin; p < end; ++p) where[static_cast<std::size_t>(col_[p])] = static_cast<std::int64_t>(p);
-      if (where[i] < 0) throw FactorisationError(fmt::format("zero pivot in ILU(0) at row {} (no diagonal entry)", i));
+      if (where[i] < 0) throw FactorisationError(fmt::format("zero pivot in ILU({}) at row {} (no diagonal entry)", levels, i));
       diag_[i] = static_cast<std::size_t>(where[i]);
       for (auto p = begin; p < end && static_cast<std::size_t>(col_[p]) < i; ++p) {
         const auto k = static_cast<std::size_t>(col_[p]);
@@ -186,7 +198,7 @@ class Ilu0Solver final : public LocalSolver {
       }
       for (auto p = begin; p < end; ++p) where[static_cast<std::size_t>(col_[p])] = -1;
       if (!(std::abs(val_[diag_[i]]) > 0) || !std::isfinite(val_[diag_[i]]))
-        throw FactorisationError(fmt::format("zero pivot in ILU(0) at row {}", i));
+        throw FactorisationError(fmt::format("zero pivot in ILU({}) at row {}", levels, i));
     }
     factor_nonzeros_ = static_cast<std::int64_t>(val_.size());
     factor_seconds_ = clock.seconds();
@@ -207,6 +219,64 @@ class Ilu0Solver final : public LocalSolver {
   }
 
  private:
+  // The level-k pattern, row by row, with A's values and zeros at the fill: row i starts from A's
+  // columns (level 0); its columns below i are taken in ascending order (a min-heap: a column's
+  // level is final when it is taken, since only smaller columns change it), and each taken column
+  // k < i with level l_ik passes row k's upper columns j at level l_ik + lev_kj + 1, kept if <= levels.
+  void symbolic(const LocalCsr& a, int levels) {
+    const auto n = static_cast<std::size_t>(a.rows);
+    constexpr int none = std::numeric_limits<int>::max();
+    std::vector<int> level(n, none);  // row i's level of column j, while row i is built
+    std::vector<int> lev;             // the kept entries' levels, beside col_ (the upper parts are read)
+    std::vector<std::int32_t> cols;
+    std::priority_queue<std::int32_t, std::vector<std::int32_t>, std::greater<>> lower;
+    ptr_.assign(1, 0);
+    std::vector<std::size_t> udiag(n, 0);  // row k's position of its diagonal in col_
+    for (std::size_t i = 0; i < n; ++i) {
+      cols.clear();
+      for (auto p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        const std::int32_t j = a.col[static_cast<std::size_t>(p)];
+        level[static_cast<std::size_t>(j)] = 0;
+        cols.push_back(j);
+        if (static_cast<std::size_t>(j) < i) lower.push(j);
+      }
+      while (!lower.empty()) {
+        const auto k = static_cast<std::size_t>(lower.top());
+        lower.pop();
+        const int lik = level[k];
+        for (auto q = udiag[k] + 1; q < static_cast<std::size_t>(ptr_[k + 1]); ++q) {
+          const int l = lik + lev[q] + 1;
+          if (l > levels) continue;
+          const auto j = static_cast<std::size_t>(col_[q]);
+          if (level[j] == none) {
+            cols.push_back(static_cast<std::int32_t>(j));
+            if (j < i) lower.push(static_cast<std::int32_t>(j));
+          }
+          level[j] = std::min(level[j], l);
+        }
+      }
+      std::sort(cols.begin(), cols.end());
+      for (const std::int32_t j : cols) {
+        if (static_cast<std::size_t>(j) == i) udiag[i] = col_.size();
+        col_.push_back(j);
+        lev.push_back(level[static_cast<std::size_t>(j)]);
+        level[static_cast<std::size_t>(j)] = none;
+      }
+      ptr_.push_back(static_cast<std::int64_t>(col_.size()));
+      if (std::find(cols.begin(), cols.end(), static_cast<std::int32_t>(i)) == cols.end())
+        throw FactorisationError(fmt::format("zero pivot in ILU({}) at row {} (no diagonal entry)", levels, i));
+    }
+    // A's values on the new pattern, zero at the fill.
+    val_.assign(col_.size(), 0.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      auto q = static_cast<std::size_t>(ptr_[i]);
+      for (auto p = a.row_ptr[i]; p < a.row_ptr[i + 1]; ++p) {
+        while (col_[q] != a.col[static_cast<std::size_t>(p)]) ++q;  // both ascending; A's columns are a subset
+        val_[q] = a.val[static_cast<std::size_t>(p)];
+      }
+    }
+  }
+
   std::vector<std::int64_t> ptr_;
   std::vector<std::int32_t> col_;
   std::vector<double> val_;
@@ -259,7 +329,10 @@ std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKin
     case LocalSolverKind::cholmod_supernodal: return std::make_unique<CholmodSolver>(a, CHOLMOD_SUPERNODAL);
     case LocalSolverKind::cholmod: return std::make_unique<CholmodSolver>(a, CHOLMOD_AUTO, /*CHOLMOD's own*/ 0.0);
     case LocalSolverKind::umfpack: return std::make_unique<UmfpackSolver>(a);
-    case LocalSolverKind::ilu0: return std::make_unique<Ilu0Solver>(a);
+    case LocalSolverKind::ilu0: return std::make_unique<IluSolver>(a, 0);
+    case LocalSolverKind::ilu1: return std::make_unique<IluSolver>(a, 1);
+    case LocalSolverKind::ilu2: return std::make_unique<IluSolver>(a, 2);
+    case LocalSolverKind::ilu3: return std::make_unique<IluSolver>(a, 3);
     case LocalSolverKind::automatic: break;
   }
   std::unique_ptr<LocalSolver> s;

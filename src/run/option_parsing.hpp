@@ -146,10 +146,6 @@ class SubdomainCli {
   const std::string& coarse_name() const { return coarse_; }
   bool two_level() const { return coarse_ != solvers::no_coarse; }
   const std::string& near_kernel() const { return near_kernel_; }
-  /// Where the near-kernel came from, for the record: "file:PATH" with --near-kernel, else `built_in`.
-  std::string near_kernel_label(const std::string& built_in) const {
-    return near_kernel_.empty() ? built_in : "file:" + near_kernel_;
-  }
   CLI::Option* robin_option() const { return robin_opt_; }
   CLI::Option* local_solver_option() const { return local_solver_opt_; }
   CLI::Option* pieces_option() const { return pieces_opt_; }

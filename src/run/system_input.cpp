@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <limits>
@@ -14,6 +15,7 @@
 #include "desync/linalg/csr_operator.hpp"
 #include "desync/linalg/system_io.hpp"
 #include "desync/run/field_io.hpp"
+#include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
 #include "invocation.hpp"
 #include "report_common.hpp"
 
@@ -68,8 +70,10 @@ double max_seconds(MPI_Comm comm, double s) {
 
 /// A system in memory (run::invoke), checked on every rank, as a DistributedCsr in the layout a file
 /// would be read in (balanced consecutive row blocks) or in the caller's own blocks (on_root false);
-/// `b` the caller's right-hand side in the same layout (left empty without one). Collective.
-linalg::DistributedCsr supplied_matrix(MPI_Comm comm, const SuppliedSystem& in, std::vector<double>& b, bool& has_rhs) {
+/// `b` the caller's right-hand side and `near_kernel` its near-kernel vectors in the same layout
+/// (left empty without). Collective.
+linalg::DistributedCsr supplied_matrix(MPI_Comm comm, const SuppliedSystem& in, std::vector<double>& b, bool& has_rhs,
+                                       std::vector<std::vector<double>>& near_kernel) {
   int rank = 0, size = 1;
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
@@ -95,6 +99,12 @@ linalg::DistributedCsr supplied_matrix(MPI_Comm comm, const SuppliedSystem& in, 
     else if (in.has_rhs && static_cast<std::int64_t>(in.b.size()) != in.rows)
       problem = in.on_root ? fmt::format("b has {} entries and the matrix {} rows", in.b.size(), in.rows)
                            : fmt::format("b has {} entries on rank {} and the matrix {} rows there", in.b.size(), rank, in.rows);
+    else if (in.near_kernel_vectors < 0 ||
+             static_cast<std::int64_t>(in.near_kernel.size()) != in.near_kernel_vectors * in.rows)
+      problem = fmt::format("near_kernel: {} values on rank {} for {} vectors of the matrix's {} rows there",
+                            in.near_kernel.size(), rank, in.near_kernel_vectors, in.rows);
+    else if (std::any_of(in.near_kernel.begin(), in.near_kernel.end(), [](double v) { return !std::isfinite(v); }))
+      problem = "near_kernel: a value is NaN or infinite";
   }
   agree_or_throw(comm, problem.empty(), problem);
   // The global shape: rank 0's, or the sum of the blocks (whose column counts must agree).
@@ -118,6 +128,15 @@ linalg::DistributedCsr supplied_matrix(MPI_Comm comm, const SuppliedSystem& in, 
   }
   if (rhs != rhs_min) throw InputError("partition 'given': some ranks passed b and others did not");
   has_rhs = rhs != 0;
+  // How many near-kernel vectors: rank 0's, or every rank's alike.
+  int nk[2] = {in.near_kernel_vectors, -in.near_kernel_vectors};
+  if (in.on_root)
+    MPI_Bcast(nk, 1, MPI_INT, 0, comm);
+  else
+    MPI_Allreduce(MPI_IN_PLACE, nk, 2, MPI_INT, MPI_MAX, comm);
+  if (!in.on_root && nk[0] != -nk[1])
+    throw InputError("partition 'given': the ranks passed different numbers of near-kernel vectors");
+  const int vectors = nk[0];
 
   // The compressed rows, columns ascending and duplicates summed (as a Matrix Market file's).
   linalg::DistributedCsr A;
@@ -150,6 +169,10 @@ linalg::DistributedCsr supplied_matrix(MPI_Comm comm, const SuppliedSystem& in, 
     A.row_ptr.push_back(static_cast<std::int64_t>(A.col.size()));
   }
   if (has_rhs && holds) b = in.b;
+  near_kernel.assign(static_cast<std::size_t>(vectors), {});
+  if (holds)
+    for (int v = 0; v < vectors; ++v)
+      near_kernel[static_cast<std::size_t>(v)].assign(in.near_kernel.begin() + v * here, in.near_kernel.begin() + (v + 1) * here);
   if (!in.on_root || size == 1) return A;
   // From rank 0 to balanced consecutive blocks, the layout in which a file is read (read_matrix), so
   // that every partition method then sees what it sees on the command line.
@@ -164,6 +187,7 @@ linalg::DistributedCsr supplied_matrix(MPI_Comm comm, const SuppliedSystem& in, 
     if (rank != 0) b.clear();
     b = balanced.to_partitioned(comm, b);
   }
+  for (auto& z : near_kernel) z = balanced.to_partitioned(comm, z);
   return std::move(balanced.A);
 }
 
@@ -216,8 +240,9 @@ LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli) {
   const SuppliedSystem* supplied = supplied_system();
   std::vector<double> b;
   bool supplied_rhs = false;
-  linalg::DistributedCsr input =
-      supplied ? supplied_matrix(comm, *supplied, b, supplied_rhs) : linalg::read_matrix(comm, cli.matrix);
+  std::vector<std::vector<double>> near_kernel;
+  linalg::DistributedCsr input = supplied ? supplied_matrix(comm, *supplied, b, supplied_rhs, near_kernel)
+                                          : linalg::read_matrix(comm, cli.matrix);
   refuse_empty_rows(input);
   if (supplied_rhs) {
     s.rhs_is_a_times_one = false;
@@ -239,10 +264,17 @@ LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli) {
                                                       : linalg::parse_partition(cli.partition, cli.seed));
   if (supplied && supplied->on_root && supplied->partition == "array") s.system.stats.method = "array";
   s.b = s.system.to_partitioned(comm, b);
+  for (auto& z : near_kernel) s.near_kernel.push_back(s.system.to_partitioned(comm, z));
   return s;
 }
 
-std::vector<std::vector<double>> load_near_kernel(MPI_Comm comm, const LoadedSystem& s, const std::string& path) {
+std::vector<std::vector<double>> near_kernel_of(MPI_Comm comm, const LoadedSystem& s, const std::string& path,
+                                                bool two_level) {
+  if (path.empty() && s.near_kernel.empty()) return {};
+  if (!two_level) throw InputError("--near-kernel goes with --coarse " + solvers::coarse_space_names());
+  if (path.empty()) return s.near_kernel;
+  if (!s.near_kernel.empty())
+    throw InputError("--near-kernel: given twice, as a file and in memory with the matrix");
   // A layout of the input's row blocks (the file's order) for the reader; then each vector moves
   // like b.
   const int rank = core::rank_of(comm);
@@ -260,6 +292,11 @@ std::vector<std::vector<double>> load_near_kernel(MPI_Comm comm, const LoadedSys
   }
   for (auto& v : z) v = s.system.to_partitioned(comm, v);
   return z;
+}
+
+std::string near_kernel_label(const LoadedSystem* s, const std::string& path, const std::string& built_in) {
+  if (!path.empty()) return "file:" + path;
+  return s && !s->near_kernel.empty() ? "given" : built_in;
 }
 
 void describe_system(RunRecord& r, nlohmann::json& details, const LoadedSystem& s, const SystemCli& cli) {

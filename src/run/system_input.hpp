@@ -58,15 +58,25 @@ struct LoadedSystem {
   std::vector<double> b;             ///< distributed like system.A
   std::int64_t rows = 0, nonzeros = 0;
   double read_seconds = 0;           ///< reading matrix and right-hand side (max over ranks)
+  /// Near-kernel vectors handed over in memory (SuppliedSystem), distributed like system.A; empty
+  /// without (near_kernel_of).
+  std::vector<std::vector<double>> near_kernel;
   bool rhs_is_a_times_one = true;
 };
 
 /// Reads, forms b, partitions. Collective; InputError on every rank for bad files or options.
 LoadedSystem load_system(MPI_Comm comm, const SystemCli& cli);
 
-/// --near-kernel FILE: the vectors of linalg::read_vectors, read in the file's row order and moved
-/// with the rows to their parts like b. Collective; InputError (every rank) prefixed "--near-kernel ".
-std::vector<std::vector<double>> load_near_kernel(MPI_Comm comm, const LoadedSystem& s, const std::string& path);
+/// The coarse level's near-kernel: --near-kernel FILE's vectors (linalg::read_vectors, read in the
+/// file's row order and moved with the rows to their parts like b), or those handed over in memory
+/// (s.near_kernel), or none (empty: the command's default). `two_level`: whether the run has a
+/// coarse level; vectors without one, or from both places, are refused. Collective; InputError
+/// (every rank) prefixed "--near-kernel ".
+std::vector<std::vector<double>> near_kernel_of(MPI_Comm comm, const LoadedSystem& s, const std::string& path,
+                                                bool two_level);
+
+/// Where the near-kernel came from, for the record: "file:PATH", "given" (in memory) or `built_in`.
+std::string near_kernel_label(const LoadedSystem* s, const std::string& path, const std::string& built_in);
 
 /// The record's lines and JSON for the system (rank 0): setup lines "matrix" and "partition",
 /// details["matrix"] and details["partition"] (docs/output.md).

@@ -15,6 +15,11 @@
 //                        scaling). In a preconditioner (--pc asm, ras) it replaces the solve; in
 //                        the Schwarz iteration it takes one correction step per iteration from the
 //                        previous local values (schwarz/subdomain.hpp), keeping the exact fixed point.
+//   ilu1, ilu2, ilu3     ILU(k), k = 1, 2, 3 levels of fill (Saad, 2003, Algorithm 10.5; PETSc's
+//                        -pc_factor_levels k): the pattern of A plus the fill of level <= k, where
+//                        A's entries have level 0 and l_ik u_kj fills (i, j) at level lev_ik + lev_kj + 1;
+//                        set up by a symbolic pass, then ILU(0)'s loop on that pattern. Nearer the
+//                        exact solve as k grows, with more fill; approximate as ilu0 is.
 //   auto                 chosen per subdomain, with the reason kept (LocalSolver::reason):
 //                        a matrix that is not symmetric, or has a diagonal entry <= 0, goes to UMFPACK;
 //                        otherwise CHOLMOD: simplicial on blocks of fewer than auto_trial_rows rows
@@ -50,7 +55,7 @@ class FactorisationError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-enum class LocalSolverKind { automatic, cholmod_simplicial, cholmod_supernodal, cholmod, umfpack, ilu0 };
+enum class LocalSolverKind { automatic, cholmod_simplicial, cholmod_supernodal, cholmod, umfpack, ilu0, ilu1, ilu2, ilu3 };
 inline constexpr core::Named<LocalSolverKind> local_solver_names[] = {
     {LocalSolverKind::automatic, "auto", "chosen per subdomain: CHOLMOD for symmetric positive definite blocks "
                                          "(simplicial, or supernodal where a measured trial finds it faster), "
@@ -60,9 +65,21 @@ inline constexpr core::Named<LocalSolverKind> local_solver_names[] = {
     {LocalSolverKind::cholmod, "cholmod", "CHOLMOD, simplicial or supernodal as its own analysis chooses (SPD blocks)"},
     {LocalSolverKind::umfpack, "umfpack", "UMFPACK LU (any non-singular block)"},
     {LocalSolverKind::ilu0, "ilu0", "incomplete LU on the block's own pattern, an approximate solve (the Schwarz iteration: one correction step)"},
+    {LocalSolverKind::ilu1, "ilu1", "ILU(1): incomplete LU with one level of fill, approximate as ilu0"},
+    {LocalSolverKind::ilu2, "ilu2", "ILU(2): two levels of fill"},
+    {LocalSolverKind::ilu3, "ilu3", "ILU(3): three levels of fill"},
 };
-/// Whether the kind solves exactly (a factorisation) rather than approximately (ilu0).
-inline bool exact(LocalSolverKind kind) { return kind != LocalSolverKind::ilu0; }
+/// ILU(k)'s kind, k = 0..3.
+inline LocalSolverKind ilu_kind(int levels) {
+  constexpr LocalSolverKind kinds[] = {LocalSolverKind::ilu0, LocalSolverKind::ilu1, LocalSolverKind::ilu2,
+                                       LocalSolverKind::ilu3};
+  return kinds[levels];
+}
+/// Whether the kind solves exactly (a factorisation) rather than approximately (ILU(k)).
+inline bool exact(LocalSolverKind kind) {
+  return kind != LocalSolverKind::ilu0 && kind != LocalSolverKind::ilu1 && kind != LocalSolverKind::ilu2 &&
+         kind != LocalSolverKind::ilu3;
+}
 inline const char* to_string(LocalSolverKind kind) { return core::name_of(local_solver_names, kind); }
 /// The command-line spelling (--local-solver); InputError naming the choices otherwise.
 inline LocalSolverKind parse_local_solver(const std::string& name) {
@@ -110,7 +127,7 @@ class LocalSolver {
 /// Factors `a` (square scalar CSR, columns ascending in each row) with `kind` (auto: chosen for
 /// `use`, see above). Throws
 /// FactorisationError: "singular matrix (UMFPACK: ...)", "not positive definite (...)" (a CHOLMOD
-/// kind asked for explicitly), "out of memory", "zero pivot in ILU(0) at row i" (ilu0; also a
+/// kind asked for explicitly), "out of memory", "zero pivot in ILU(k) at row i" (iluK; also a
 /// missing diagonal entry).
 std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind,
                                                LocalSolverUse use = LocalSolverUse::many_solves);

@@ -26,6 +26,11 @@ struct SuppliedSystem {
   std::vector<double> val;
   bool has_rhs = false;          ///< false: b = A 1, as the command line's default
   std::vector<double> b;         ///< the rows held here
+  /// The coarse level's near-kernel, as --near-kernel would read it: `near_kernel_vectors` vectors
+  /// of the rows held here, one after another (0: none, the command's default). On rank 0 only
+  /// with `on_root`; every rank the same count otherwise.
+  int near_kernel_vectors = 0;
+  std::vector<double> near_kernel;
   /// on_root: "rows" (balanced consecutive blocks, as a file is read), "metis", "ptscotch" or
   /// "array" (rank 0's `parts`: the rank of every row). Ignored otherwise.
   std::string partition = "rows";

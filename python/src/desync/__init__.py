@@ -199,7 +199,7 @@ def _invoke(comm, args, system=None) -> Result:
     empty_d = np.empty(0)
     if system is None:
         out = _core.invoke(comm.py2f(), args, False, True, False, 0, 0, empty_i, empty_i, empty_d, False,
-                           empty_d, "rows", np.empty(0, dtype=np.int32), "")
+                           empty_d, "rows", np.empty(0, dtype=np.int32), "", 0, empty_d)
     else:
         out = _core.invoke(comm.py2f(), args, True, **system)
     return _finish(comm, *out)
@@ -257,6 +257,20 @@ def _vector_of(b):
     return np.ascontiguousarray(v, dtype=np.float64)
 
 
+def _vectors_of(z, rows: int) -> tuple[int, np.ndarray]:
+    """near_kernel as (k, its k columns one after another): an array of shape (rows, k) or (rows,),
+    or a petsc4py Vec (one vector)."""
+    v = np.array(z.getArray(readonly=True)) if _is_petsc(z, "Vec") else np.asarray(z)
+    if np.iscomplexobj(v) or not (np.issubdtype(v.dtype, np.number) or v.dtype == np.bool_):
+        raise InputError(f"near_kernel: expected real numbers, not {v.dtype}")
+    if v.ndim == 1:
+        v = v.reshape(-1, 1)
+    if v.ndim != 2 or v.shape[0] != rows or v.shape[1] < 1:
+        raise InputError(f"near_kernel: expected an array of shape ({rows}, k) or ({rows},) for the matrix's "
+                         f"{rows} rows, not {v.shape}")
+    return v.shape[1], np.ascontiguousarray(v.T, dtype=np.float64).reshape(-1)
+
+
 def _describe(A, rows: int, cols: int, nnz: int) -> str:
     kind = type(A).__module__.split(".")[0] + "." + type(A).__name__
     return f"{kind} {rows}x{cols} ({nnz} stored entries)"
@@ -273,6 +287,10 @@ def solve(A, b=None, *, solver: str = "cg", partition: Any = None, comm=None, qu
       partition "given" (a petsc4py Mat's own layout): each rank passes its own block of
       consecutive rows with global column indices, rank r's after rank r-1's.
     b: the right-hand side (NumPy, petsc4py Vec), the same rows as A; None: b = A 1.
+    near_kernel (with coarse="gdsw" | "rgdsw" | "nicolaides"): the vectors the coarse functions are
+      built from, as pyamg's B: an array of shape (rows, k) or (rows,), the same rows as A and
+      held like it (rank 0's with a whole matrix there, each rank's own with partition "given");
+      e.g. elasticity's rigid-body modes. A path string reads a file as --near-kernel does.
     solver: "jacobi", "schwarz", "cg" or "krylov" (desync.SOLVERS), then that command's options
       with underscores for dashes: mode="async", method="gmres", pc="asm", overlap=2, tol=1e-8,
       max_iters=500, transport="rma", partition_seed=3, ... (desync.help(solver) lists them).
@@ -308,7 +326,14 @@ def solve(A, b=None, *, solver: str = "cg", partition: Any = None, comm=None, qu
                                   "(desync.run(solver, matrix='file.mtx') reads a file)")
     system = dict(on_root=on_root, has_matrix=False, rows=0, cols=0, indptr=np.zeros(1, dtype=np.int64),
                   indices=np.empty(0, dtype=np.int64), data=np.empty(0), has_rhs=False, b=np.empty(0),
-                  partition=kind, parts=np.empty(0, dtype=np.int32), description="a matrix in memory")
+                  partition=kind, parts=np.empty(0, dtype=np.int32), description="a matrix in memory",
+                  near_kernel_vectors=0, near_kernel=np.empty(0))
+    # near_kernel: a path stays the command line's --near-kernel; an array travels with the matrix.
+    near_kernel = options.get("near_kernel")
+    if near_kernel is not None and not isinstance(near_kernel, (str, os.PathLike)):
+        del options["near_kernel"]
+    else:
+        near_kernel = None
     if holds and problem is None and A is not None:
         try:
             indptr, indices, data, rows, cols = _csr_of(A)
@@ -319,6 +344,8 @@ def solve(A, b=None, *, solver: str = "cg", partition: Any = None, comm=None, qu
                           description=_describe(A, rows, cols, len(data)))
             if b is not None:
                 system.update(has_rhs=True, b=_vector_of(b))
+            if near_kernel is not None:
+                system.update(zip(("near_kernel_vectors", "near_kernel"), _vectors_of(near_kernel, rows)))
             if kind == "array" and rank == 0:
                 parts = np.asarray(partition)
                 if parts.ndim != 1 or not np.issubdtype(parts.dtype, np.integer):

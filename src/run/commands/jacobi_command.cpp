@@ -384,6 +384,7 @@ int JacobiCommand::run_matrix(MPI_Comm comm) {
   MPI_Comm_rank(comm, &rank);
   MPI_Comm_size(comm, &size);
   const detail::LoadedSystem sys = detail::load_system(comm, system_cli);
+  if (!sys.near_kernel.empty()) throw InputError("near-kernel vectors go with a coarse level: jacobi has none");
   solvers::MatrixJacobiOptions o;
   o.variant = solvers::parse_jacobi_variant(variant);
   static_cast<solvers::JacobiLoopOptions&>(o) = solver;  // the loop's settings, the grid run's

@@ -416,8 +416,8 @@ int CgCommand::run(MPI_Comm comm) {
     A = linalg::make_csr_operator(loaded->system.A, spmv);
     b = loaded->b;
     solver.pc_matrix = &loaded->system.A;
-    if (!subdomain_cli.near_kernel().empty())
-      solver.pc_subdomains.coarse.near_kernel = detail::load_near_kernel(comm, *loaded, subdomain_cli.near_kernel());
+    solver.pc_subdomains.coarse.near_kernel =
+        detail::near_kernel_of(comm, *loaded, subdomain_cli.near_kernel(), subdomain_cli.two_level());
   } else if (build_builtin(comm, grid, A, b, assembled)) {
     return exit_converged;  // --export-system wrote the system
   }
@@ -485,7 +485,8 @@ int CgCommand::run(MPI_Comm comm) {
     nlohmann::json details;
     if (solvers::find_pc(solver.pc).subdomains) {
       detail::record_coarse_level(r, details, result.coarse,
-                                  subdomain_cli.near_kernel_label(problem == "elasticity3d" ? "rigid-body" : "constant"));
+                                  detail::near_kernel_label(loaded ? &*loaded : nullptr, subdomain_cli.near_kernel(),
+                                                            problem == "elasticity3d" ? "rigid-body" : "constant"));
       if (result.coarse.functions > 0) details["coarse_apply_seconds"] = coarse_apply;
     }
     if (replacements > 0) r.iterations_note = fmt::format("  (residual replacements {})", replacements);

@@ -503,8 +503,7 @@ solvers::SchwarzOptions SchwarzCommand::matrix_options(MPI_Comm comm, const deta
   // The grid's Robin condition on the 5-point matrix: beta = 1/(1 + alpha h) (algebraic.hpp).
   const double h = 1.0 / (std::max(global_points[0], global_points[1]) + 1);
   if (builtin) o.subdomains.robin = std::isinf(solver.alpha) ? 0.0 : 1.0 / (1.0 + solver.alpha * h);
-  if (!subdomain_cli.near_kernel().empty())
-    o.subdomains.coarse.near_kernel = detail::load_near_kernel(comm, sys, subdomain_cli.near_kernel());
+  o.subdomains.coarse.near_kernel = detail::near_kernel_of(comm, sys, subdomain_cli.near_kernel(), subdomain_cli.two_level());
   // async: rank 0 alone solves the coarse problem, so A0 is factored there only.
   if (solver.asynchronous()) o.subdomains.coarse.coarse_ranks = 1;
   o.coarse_reuse = coarse_reuse;
@@ -577,7 +576,7 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     } else {
       detail::describe_system(r, details, sys, system_cli);
     }
-    detail::record_coarse_level(r, details, result.coarse_level, subdomain_cli.near_kernel_label("constant"));
+    detail::record_coarse_level(r, details, result.coarse_level, detail::near_kernel_label(&sys, subdomain_cli.near_kernel(), "constant"));
     if (two_level)
       detail::record_coarse_iterations(r, details, {solver.asynchronous(), coarse_reuse, coarse_fan_in,
                                                     result.coarse.tree_height, coarse_form});

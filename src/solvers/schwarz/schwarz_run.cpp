@@ -131,7 +131,7 @@ class SchwarzRun final : public LocalIteration {
     if (exact_) {
       sub_.solver().solve(rhs_.data(), next_.data());  // y_p = A_p^-1 rhs
     } else {
-      // An approximate solve M ~ A_p (ILU(0), or K pieces per rank): one correction step from the previous local values,
+      // An approximate solve M ~ A_p (ILU(k), or K pieces per rank): one correction step from the previous local values,
       // y_p = u_p + M^-1 (rhs - A_p u_p) (subdomain.hpp), which the exact solve's y_p leaves fixed.
       const linalg::LocalCsr& a = sub_.local_matrix();
       for (std::size_t i = 0; i < n_; ++i) {  // work_ = rhs - A_p u_p

@@ -6,7 +6,7 @@
 // iterates over this interface alone:
 //     rhs   = b_p - sum over dropped couplings e of a_ie (u_e - beta u_i)   (local_rhs: the Robin data)
 //     y_p   = A_p^-1 rhs                                                    (solver())
-//             or, where solver() is approximate (M ~ A_p, ILU(0)), one correction step from the
+//             or, where solver() is approximate (M ~ A_p, ILU(k)), one correction step from the
 //             previous local values u_p: y_p = u_p + M^-1 (rhs - A_p u_p), whose fixed point is the
 //             exact solve's (local_matrix())
 //     u_i  <- y_p,i on the owned points                                     (owned_index)
@@ -65,7 +65,7 @@ class Subdomain {
   virtual const comm::HaloPlan& ghost_plan() const = 0;
   virtual std::size_t send_offset() const = 0;
   virtual std::size_t ghost_count() const = 0;
-  /// A_p, factored (or, --local-solver ilu0, approximated: see the run's correction step).
+  /// A_p, factored (or, --local-solver ilu0..ilu3, approximated: see the run's correction step).
   virtual linalg::LocalSolver& solver() const = 0;
   /// A_p itself (its Robin diagonal shifted), size() rows, the extended subdomain's columns.
   virtual const linalg::LocalCsr& local_matrix() const = 0;
