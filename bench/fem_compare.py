@@ -69,6 +69,12 @@ def methods(problem: str, rbm: bool, max_iters_krylov: int, max_iters_stationary
             ("schwarz sync nicolaides o1 rbm", dict(st, coarse="nicolaides", near_kernel=nk_path)),
             ("schwarz sync nicolaides o4 rbm", dict(st, overlap=4, coarse="nicolaides", near_kernel=nk_path)),
         ]
+        # K subdomains per rank with the coarse level on the K P pieces (its A0, thousands of rows at
+        # K = 256, factored by MUMPS on one rank: --coarse-ranks 1), stationary and with CG
+        for k in (64, 256):
+            pieces = dict(overlap=4, coarse="gdsw", near_kernel=nk_path, subdomains_per_rank=k, coarse_ranks=1)
+            out += [(f"cg asm gdsw o4 rbm k{k}", dict(cg, **pieces)),
+                    (f"schwarz sync gdsw o4 rbm k{k}", dict(st, **pieces))]
     return out
 
 

@@ -33,6 +33,9 @@ matrix's A.petsc, b.petsc, x.petsc; TOL: --tol, 1e-8 relative residual everywher
      desync cg1-asm-ilu0, cg1-asm-gdsw-ilu0  as cg1-asm, cg1-asm-gdsw with --local-solver ilu0
      desync cg1-asm-rgdsw, -rgdsw-ilu0       as cg1-asm-gdsw with --coarse rgdsw, exact and ILU(0)
      desync cg1-asm-ilu1, -ilu2, -ilu3       as cg1-asm with --local-solver ilu1, ilu2, ilu3 (ILU(k))
+     desync cg1-asm-gdsw-pieces, -rgdsw-pieces  as cg1-asm-gdsw, -rgdsw with --subdomains-per-rank K (--pieces,
+                                             default 64): K exact subdomain solves per rank and the coarse
+                                             level on the K P pieces
 
 --skip side:name,... leaves configurations out (an exact factorisation known to outlast --timeout on a
 large matrix). Every desync run with --quiet --json TMP (and --time-limit T: a run that reaches it is recorded as not
@@ -78,7 +81,8 @@ GROUP_TITLES = {
     "f": "(f) two-level Schwarz: desync cg --pc asm, krylov gmres --pc ras, schwarz sync and async with "
          "--coarse gdsw, their one-level counterparts, PETSc GMRES + RAS, CG + GAMG and CG + BoomerAMG",
     "g": "(g) cheaper subdomains and coarse spaces: desync cg --pc asm with ILU(0) subdomain solves "
-         "(--local-solver ilu0) and the RGDSW coarse space, beside its exact one- and two-level forms and PETSc "
+         "(--local-solver ilu0..ilu3), the RGDSW coarse space, and K exact subdomains per rank with the coarse level "
+         "on the pieces, beside its exact one- and two-level forms and PETSc "
          "CG + GAMG and CG + BoomerAMG",
 }
 # PETSc configurations: name -> (groups, -solver, -pc, -restricted, -stop, symmetric only, SPD only)
@@ -117,10 +121,15 @@ DESYNC_CONFIGS = {
     "cg1-asm-ilu1": ("g", "cg", "cg", False, True),
     "cg1-asm-ilu2": ("g", "cg", "cg", False, True),
     "cg1-asm-ilu3": ("g", "cg", "cg", False, True),
+    "cg1-asm-gdsw-pieces": ("g", "cg", "cg", False, True),
+    "cg1-asm-rgdsw-pieces": ("g", "cg", "cg", False, True),
 }
 # The coarse space of a desync configuration (--coarse; the others give none)
 COARSE = {"cg1-asm-gdsw": "gdsw", "cg1-asm-gdsw-wide": "gdsw", "gmres-ras-gdsw": "gdsw", "schwarz-sync-gdsw": "gdsw",
-          "schwarz-async-gdsw": "gdsw", "cg1-asm-gdsw-ilu0": "gdsw", "cg1-asm-rgdsw": "rgdsw", "cg1-asm-rgdsw-ilu0": "rgdsw"}
+          "schwarz-async-gdsw": "gdsw", "cg1-asm-gdsw-ilu0": "gdsw", "cg1-asm-rgdsw": "rgdsw", "cg1-asm-rgdsw-ilu0": "rgdsw",
+          "cg1-asm-gdsw-pieces": "gdsw", "cg1-asm-rgdsw-pieces": "rgdsw"}
+# The configurations with --subdomains-per-rank (--pieces)
+PIECES = ("cg1-asm-gdsw-pieces", "cg1-asm-rgdsw-pieces")
 # The subdomain solver of a desync configuration (--local-solver; the others take the default, auto)
 LOCAL_SOLVER = {"cg1-asm-ilu0": "ilu0", "cg1-asm-gdsw-ilu0": "ilu0", "cg1-asm-rgdsw-ilu0": "ilu0",
                 "cg1-asm-ilu1": "ilu1", "cg1-asm-ilu2": "ilu2", "cg1-asm-ilu3": "ilu3"}
@@ -156,6 +165,8 @@ def parse_args(argv):
                         "--timeout on a large matrix)")
     p.add_argument("--tol", type=float, default=1e-8, help="relative residual tolerance for all (default 1e-8)")
     p.add_argument("--overlap", type=int, default=1, help="Schwarz overlap delta, both sides (default 1)")
+    p.add_argument("--pieces", type=int, default=64,
+                   help="group g's -pieces configurations: --subdomains-per-rank K (default 64)")
     p.add_argument("--wide-overlap", type=int, default=8,
                    help="the overlap of (f)'s cg1-asm-gdsw-wide, desync alone (default 8)")
     p.add_argument("--restart", type=int, default=30, help="GMRES restart, both sides (default 30)")
@@ -295,6 +306,8 @@ def command(args, cfg, matrix, json_path):
         cmd += ["--coarse", COARSE[name]]
     if name in LOCAL_SOLVER:
         cmd += ["--local-solver", LOCAL_SOLVER[name]]
+    if name in PIECES:
+        cmd += ["--subdomains-per-rank", str(args.pieces)]
     if slow:
         cmd += ["--slow-rank", str(args.slow_rank), "--slow-factor", f"{args.slow_factor:g}"]
     if args.time_limit > 0:
@@ -550,7 +563,7 @@ def main(argv):
             "config": {"desync": args.desync, "petsc": args.petsc, "mpirun": args.mpirun, "matrices": args.matrices,
                        "only": args.only, "ranks": args.ranks, "reps": args.reps, "groups": args.groups, "skip": args.skip,
                        "sides": args.sides, "tol": args.tol, "overlap": args.overlap,
-                       "wide_overlap": args.wide_overlap, "restart": args.restart,
+                       "wide_overlap": args.wide_overlap, "pieces": args.pieces, "restart": args.restart,
                        "slow_rank": args.slow_rank, "slow_factor": args.slow_factor, "time_limit": args.time_limit,
                        "petsc_maxit": args.petsc_maxit, "timeout": args.timeout, "desync_extra": args.desync_extra,
                        "petsc_extra": args.petsc_extra},

@@ -600,11 +600,12 @@ def pieces_args(rng):
     return ["--subdomains-per-rank", str(rng.randint(2, 4))] if rng.random() < 0.2 else []
 
 
-def coarse_ok(props, ranks):
-    """The coarse spaces that can be drawn: gdsw and rgdsw need 2 subdomains or more, each with an
-    interface (not so on two disconnected blocks, where a rank can hold one whole block)."""
+def coarse_ok(props, ranks, pieces=1):
+    """The coarse spaces that can be drawn: gdsw and rgdsw need 2 subdomains or more (ranks, or
+    --subdomains-per-rank pieces, which the coarse level is built on), each with an interface (not
+    so on two disconnected blocks, where a rank or piece can hold one whole block)."""
     spaces = ["nicolaides"]
-    if ranks >= 2 and "disconnected" not in props:
+    if ranks * pieces >= 2 and "disconnected" not in props:
         spaces += ["gdsw", "rgdsw"]
     return spaces
 
@@ -726,10 +727,10 @@ def draw_matrix(rng, transports, max_ranks, features):
             if robin:
                 args += ["--robin", rng.choice(("0.2", "0.5"))]
             args += local_solver_args(rng, (spd or method != "gmres") and not robin, ilu=spd and not robin)
-            if kind != "indefinite":  # (an indefinite matrix's small pieces can be singular)
-                args += pieces_args(rng)
-            if rng.random() < 0.4:
-                args += ["--coarse", rng.choice(coarse_ok(props, ranks))]
+            pieces = pieces_args(rng) if kind != "indefinite" else []  # (an indefinite matrix's small pieces can be singular)
+            args += pieces
+            if rng.random() < (0.6 if pieces else 0.4):  # on the pieces where there are (one rank with pieces has an interface)
+                args += ["--coarse", rng.choice(coarse_ok(props, ranks, int(pieces[1]) if pieces else 1))]
                 args += coarse_ranks_choice(rng, ranks, features)
         if rng.random() < 0.5:
             args += ["--reduction", rng.choice(("blocking", "iallreduce", "doubling", "nonblocking"))]

@@ -11,6 +11,8 @@
 //   - CG with two-level asm (GDSW) converges to the solution;
 //   - the coarse matrix on 1 or 2 coarse ranks (MUMPS): the same correction and coarse solve as
 //     dense LU on every rank, within 1e-12 relative;
+//   - K subdomains per rank: GDSW's and RGDSW's Phi against the serial reference on the pieces,
+//     Nicolaides' the pieces' indicators;
 //   - bad input: GDSW on one subdomain, more coarse ranks than ranks (and more than one without MUMPS);
 //   - the registry: --coarse's choices and its error, a duplicate refused, and a space written as
 //     docs/design.md's "Adding a coarse space" says (one global constant function) built from its
@@ -31,6 +33,7 @@
 #include "desync/solvers/schwarz/coarse/coarse_registry.hpp"
 #include "desync/linalg/csr.hpp"
 #include "desync/linalg/csr_operator.hpp"
+#include "desync/linalg/local_solver.hpp"
 #include "desync/solvers/schwarz/overlap.hpp"
 #include "desync/solvers/cg/cg.hpp"
 #include "test_util.hpp"
@@ -211,9 +214,13 @@ namespace {
 /// no other key strictly contains, numbered in ascending key order), each interface row's value
 /// 1/|A(c)| for each node among its ancestors A(c) (the nodes whose key contains its key), and the
 /// harmonic extension into each subdomain's interior rows by a dense solve.
-Dense rgdsw_reference(const Dense& a, const std::vector<std::int64_t>& offsets) {
+/// With `subdomain` (the subdomain of every row; empty: the ranks' row blocks in `offsets`) and
+/// `reduced` false, GDSW's Phi alike: one function per key, 1 on its rows (keys ascending).
+Dense interface_reference(const Dense& a, const std::vector<std::int64_t>& offsets, const std::vector<int>& subdomain,
+                          bool reduced) {
   const std::size_t N = a.size();
   auto owner = [&](std::size_t i) {
+    if (!subdomain.empty()) return subdomain[i];
     return static_cast<int>(std::upper_bound(offsets.begin(), offsets.end(), static_cast<std::int64_t>(i)) - offsets.begin()) - 1;
   };
   std::vector<std::vector<int>> key(N);
@@ -229,20 +236,23 @@ Dense rgdsw_reference(const Dense& a, const std::vector<std::int64_t>& offsets) 
     bool maximal = true;
     for (const auto& l : keys)
       if (l.size() > k.size() && std::includes(l.begin(), l.end(), k.begin(), k.end())) maximal = false;
-    if (maximal) nodes.push_back(k);
+    if (maximal || !reduced) nodes.push_back(k);
   }
   Dense phi(N, std::vector<double>(nodes.size(), 0.0));
   for (std::size_t i = 0; i < N; ++i) {
     if (key[i].empty()) continue;
     std::vector<std::size_t> ancestors;
     for (std::size_t n = 0; n < nodes.size(); ++n)
-      if (std::includes(nodes[n].begin(), nodes[n].end(), key[i].begin(), key[i].end())) ancestors.push_back(n);
+      if (reduced ? std::includes(nodes[n].begin(), nodes[n].end(), key[i].begin(), key[i].end()) : nodes[n] == key[i])
+        ancestors.push_back(n);
     for (const std::size_t n : ancestors) phi[i][n] = 1.0 / static_cast<double>(ancestors.size());
   }
-  for (std::size_t q = 0; q + 1 < offsets.size(); ++q) {  // phi_I = -a_II^-1 a_IG phi_G, subdomain by subdomain
+  int subdomains = 0;
+  for (std::size_t i = 0; i < N; ++i) subdomains = std::max(subdomains, owner(i) + 1);
+  for (int q = 0; q < subdomains; ++q) {  // phi_I = -a_II^-1 a_IG phi_G, subdomain by subdomain
     std::vector<std::size_t> interior;
-    for (auto i = static_cast<std::size_t>(offsets[q]); i < static_cast<std::size_t>(offsets[q + 1]); ++i)
-      if (key[i].empty()) interior.push_back(i);
+    for (std::size_t i = 0; i < N; ++i)
+      if (owner(i) == q && key[i].empty()) interior.push_back(i);
     const std::size_t m = interior.size();
     if (m == 0) continue;
     std::vector<double> aii(m * m);
@@ -261,6 +271,19 @@ Dense rgdsw_reference(const Dense& a, const std::vector<std::int64_t>& offsets) 
   return phi;
 }
 
+/// Phi gathered, checked against `ref` (the same functions, to 1e-12) and Galerkin with A0 SPD.
+Dense matches_reference(const CoarseSpace& c, const Problem& p, const Dense& ref) {
+  const Dense phi = gather_phi(c, p.A);
+  EXPECT_EQ(static_cast<std::size_t>(c.size()), ref[0].size());
+  if (static_cast<std::size_t>(c.size()) != ref[0].size()) return phi;
+  double diff = 0;
+  for (std::size_t i = 0; i < phi.size(); ++i)
+    for (std::size_t k = 0; k < ref[i].size(); ++k) diff = std::max(diff, std::abs(phi[i][k] - ref[i][k]));
+  EXPECT_LE(diff, 1e-12);
+  check_galerkin(c, p.a, phi);
+  return phi;
+}
+
 }  // namespace
 
 // RGDSW: Phi equals the serial reference (on a 2 x 2 grid of blocks at 4 ranks: four nodes, one per
@@ -274,14 +297,7 @@ TEST(CoarseSpace, RgdswMatchesTheSerialReference) {
     SCOPED_TRACE(dirichlet ? "dirichlet" : "periodic");
     const Problem p = grid_laplacian(12, dirichlet, px);
     const CoarseSpace c(p.A, "rgdsw");
-    const Dense phi = gather_phi(c, p.A);
-    const Dense ref = rgdsw_reference(p.a, p.A.row_offsets);
-    ASSERT_EQ(static_cast<std::size_t>(c.size()), ref[0].size());
-    double diff = 0;
-    for (std::size_t i = 0; i < phi.size(); ++i)
-      for (std::size_t k = 0; k < ref[i].size(); ++k) diff = std::max(diff, std::abs(phi[i][k] - ref[i][k]));
-    EXPECT_LE(diff, 1e-12);
-    check_galerkin(c, p.a, phi);
+    const Dense phi = matches_reference(c, p, interface_reference(p.a, p.A.row_offsets, {}, true));
     if (!dirichlet) {
       for (auto i = static_cast<std::size_t>(p.A.row_offsets[1]); i < phi.size(); ++i) {
         double s = 0;
@@ -298,6 +314,64 @@ TEST(CoarseSpace, RgdswMatchesTheSerialReference) {
       }
     }
   }
+}
+
+// K subdomains per rank (--subdomains-per-rank, CoarseOptions::subdomains_per_rank): the space is
+// built on the K p pieces, the pieces the local solves use (linalg::block_pieces of each rank's own
+// rows): GDSW's and RGDSW's Phi equal the serial reference on that labelling (keys from the pieces,
+// the harmonic extension piece by piece), Nicolaides' columns are the pieces' indicators, each is
+// Galerkin with A0 SPD, and one rank with K > 1 has an interface (K = 1 there is refused above).
+TEST(CoarseSpace, PiecesPerRankMatchTheSerialReferenceOnThePieces) {
+  const int K = 3;
+  const Problem p = grid_laplacian(12, true);
+  // Every row's subdomain, rank * K + its piece, gathered from the ranks.
+  const int r = world_rank(), P = world_size();
+  const std::int64_t first = p.A.row_offsets[static_cast<std::size_t>(r)], rows = p.A.local_rows();
+  linalg::LocalCsr own;
+  own.rows = rows;
+  own.row_ptr.assign(1, 0);
+  for (std::int64_t i = 0; i < rows; ++i) {
+    for (auto k = p.A.row_ptr[static_cast<std::size_t>(i)]; k < p.A.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
+      const std::int64_t j = p.A.col[static_cast<std::size_t>(k)];
+      if (j >= first && j < first + rows) {
+        own.col.push_back(static_cast<std::int32_t>(j - first));
+        own.val.push_back(p.A.val[static_cast<std::size_t>(k)]);
+      }
+    }
+    own.row_ptr.push_back(static_cast<std::int64_t>(own.col.size()));
+  }
+  std::vector<int> mine = linalg::block_pieces(own, 0, rows, K);
+  for (int& l : mine) l += r * K;
+  std::vector<int> counts(static_cast<std::size_t>(P)), displs(static_cast<std::size_t>(P), 0);
+  for (int q = 0; q < P; ++q)
+    counts[static_cast<std::size_t>(q)] = static_cast<int>(p.A.row_offsets[static_cast<std::size_t>(q) + 1] - p.A.row_offsets[static_cast<std::size_t>(q)]);
+  for (int q = 1; q < P; ++q) displs[static_cast<std::size_t>(q)] = displs[static_cast<std::size_t>(q) - 1] + counts[static_cast<std::size_t>(q) - 1];
+  std::vector<int> subdomain(p.a.size());
+  MPI_Allgatherv(mine.data(), static_cast<int>(mine.size()), MPI_INT, subdomain.data(), counts.data(), displs.data(),
+                 MPI_INT, MPI_COMM_WORLD);
+  for (const bool reduced : {false, true}) {
+    SCOPED_TRACE(reduced ? "rgdsw" : "gdsw");
+    solvers::CoarseOptions o;
+    o.kind = reduced ? "rgdsw" : "gdsw";
+    o.subdomains_per_rank = K;
+    const CoarseSpace c(p.A, o);
+    matches_reference(c, p, interface_reference(p.a, p.A.row_offsets, subdomain, reduced));
+    EXPECT_NE(c.description().find(std::to_string(K * P) + " subdomains, 3 per rank"), std::string::npos) << c.description();
+    if (!reduced && world_size() > 1) {  // the pieces' space is not the ranks' (K = 1): more functions
+      const CoarseSpace ranks_only(p.A, "gdsw");
+      EXPECT_GT(c.size(), ranks_only.size());
+    }
+  }
+  solvers::CoarseOptions o;
+  o.kind = "nicolaides";
+  o.subdomains_per_rank = K;
+  const CoarseSpace c(p.A, o);
+  const Dense phi = gather_phi(c, p.A);
+  ASSERT_EQ(c.size(), K * P);
+  for (std::size_t i = 0; i < phi.size(); ++i)
+    for (int k = 0; k < K * P; ++k)
+      EXPECT_EQ(phi[i][static_cast<std::size_t>(k)], subdomain[i] == k ? 1.0 : 0.0) << "row " << i << ", piece " << k;
+  check_galerkin(c, p.a, phi);
 }
 
 TEST(TwoLevelSchwarz, CorrectionIsAddedToTheOneLevelPreconditioner) {

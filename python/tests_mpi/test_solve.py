@@ -105,6 +105,10 @@ ANSWERS = [
     ("cg-asm-pieces", poisson2d, dict(solver="cg", pc="asm", subdomains_per_rank=4, overlap=2, tol=1e-10)),
     ("schwarz-pieces-async", convdiff,
      dict(solver="schwarz", mode="async", subdomains_per_rank=3, tol=1e-10, partition="metis")),
+    # the coarse level on the pieces (at 1 rank too: 4 pieces have an interface)
+    ("cg-asm-pieces-rgdsw", poisson2d, dict(solver="cg", pc="asm", subdomains_per_rank=4, coarse="rgdsw", tol=1e-10)),
+    ("schwarz-pieces-gdsw-async", poisson2d,
+     dict(solver="schwarz", mode="async", subdomains_per_rank=3, coarse="gdsw", tol=1e-10, partition="metis")),
 ]
 
 

@@ -99,7 +99,8 @@ class SubdomainCli {
                                  local_scope + ": K >= 1 subdomains on each rank (PETSc's -pc_asm_local_blocks): its "
                                                "rows split into K compact pieces by graph bisection, each extended by "
                                                "the overlap and factored alone by the local solver; K > 1 makes the "
-                                               "rank's solve approximate (the Schwarz iteration: one correction step)")
+                                               "rank's solve approximate (the Schwarz iteration: one correction step), "
+                                               "and --coarse builds its space on the K pieces per rank")
                       ->capture_default_str();
     coarse_opt_ = app.add_option("--coarse", coarse_,
                                  coarse_scope + ": the coarse level of two-level Schwarz" + coarse_note + ", " +

@@ -35,8 +35,11 @@ SchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span
   const double setup_seconds = setup.seconds();
   sub.set_rhs(b, o.transport);  // b on Omega_p
   std::unique_ptr<detail::CoarseLevel> coarse;
-  if (o.subdomains.coarse.two_level())
-    coarse = std::make_unique<detail::CoarseLevel>(A, sub, o.subdomains.coarse);
+  if (o.subdomains.coarse.two_level()) {
+    CoarseOptions on_pieces = o.subdomains.coarse;  // on the subdomains the local solves use
+    on_pieces.subdomains_per_rank = o.subdomains.subdomains_per_rank;
+    coarse = std::make_unique<detail::CoarseLevel>(A, sub, on_pieces);
+  }
   const std::vector<double> x0(x.begin(), x.end());
   SchwarzResult r = detail::run_schwarz(sub, o, x0, x, coarse.get());
   r.setup_seconds = setup_seconds;

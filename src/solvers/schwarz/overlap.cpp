@@ -412,7 +412,9 @@ SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const Subd
   const comm::Transport used = restrict_->config().transport.kind;
   if (used != comm::Transport::p2p) description_ += fmt::format(", exchanges over {}", comm::to_string(used));
   if (o.coarse.two_level()) {
-    coarse_ = std::make_unique<CoarseSpace>(A, o.coarse);
+    CoarseOptions coarse = o.coarse;  // on the subdomains the local solves use
+    coarse.subdomains_per_rank = o.subdomains_per_rank;
+    coarse_ = std::make_unique<CoarseSpace>(A, coarse);
     description_ += ", " + coarse_->description();
   }
 }

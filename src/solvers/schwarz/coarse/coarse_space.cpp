@@ -68,7 +68,16 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseSpaceInfo& space, 
                  fmt::format("the coarse space: a near-kernel vector on rank {} does not have the rank's {} rows",
                              rank_, local_rows_));
   near_kernel_vectors_ = m[0];
-  CoarseBasis phi = space.build(CoarseBasisInput{A, z, comm_, rank_, ranks_});  // the space's own file
+  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
+  std::vector<std::int64_t> ghosts;  // the other ranks' rows that this rank's rows couple to, ascending
+  for (const std::int64_t j : A.col)
+    if (j < first || j >= first + local_rows_) ghosts.push_back(j);
+  std::sort(ghosts.begin(), ghosts.end());
+  ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
+  CoarseBasisInput input{A, z, comm_, rank_, ranks_, 1, {}, {}, {}};
+  pieces_ = options.subdomains_per_rank;
+  if (pieces_ > 1) subdomain_pieces(A, options.subdomains_per_rank, ghosts, input);
+  CoarseBasis phi = space.build(input);  // the space's own file
   n_ = phi.size;
   phi_ptr_ = std::move(phi.ptr);
   phi_col_ = std::move(phi.col);
@@ -77,12 +86,6 @@ CoarseSpace::CoarseSpace(const DistributedCsr& A, const CoarseSpaceInfo& space, 
   // Phi's rows at i's columns: this rank's own rows, or, for another rank's row j, j's row of Phi
   // from its owner (basis_rows, once for all the columns of other ranks). Sparse: the same sums
   // kept at their nonzero places only (a hash map) instead of the dense array.
-  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank_)];
-  std::vector<std::int64_t> ghosts;
-  for (const std::int64_t j : A.col)
-    if (j < first || j >= first + local_rows_) ghosts.push_back(j);
-  std::sort(ghosts.begin(), ghosts.end());
-  ghosts.erase(std::unique(ghosts.begin(), ghosts.end()), ghosts.end());
   const Rows ghost_rows = basis_rows(ghosts);
   const auto N = static_cast<std::size_t>(n_);
   std::vector<double> a0(sparse ? 0 : N * N, 0.0), api(N, 0.0);
@@ -260,6 +263,39 @@ CoarseSpace::Rows CoarseSpace::transposed_product(const DistributedCsr& A) const
   return out;
 }
 
+void CoarseSpace::subdomain_pieces(const DistributedCsr& A, int K, const std::vector<std::int64_t>& ghosts,
+                                   CoarseBasisInput& input) const {
+  agree_or_throw(comm_, K <= local_rows_,
+                 fmt::format("--subdomains-per-rank {}: rank {} owns only {} rows (at most one subdomain per row)", K,
+                             rank_, local_rows_));
+  // The pieces of the one-level method's local solves: block_pieces splits the own rows by their
+  // graph alone, so the own rows' block here gives the pieces the overlapping block gives there.
+  const std::int64_t first = offsets_[static_cast<std::size_t>(rank_)];
+  LocalCsr own;
+  own.rows = local_rows_;
+  own.row_ptr.assign(1, 0);
+  for (std::int64_t i = 0; i < local_rows_; ++i) {
+    for (auto k = A.row_ptr[static_cast<std::size_t>(i)]; k < A.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
+      const std::int64_t j = A.col[static_cast<std::size_t>(k)];
+      if (j < first || j >= first + local_rows_) continue;
+      own.col.push_back(static_cast<std::int32_t>(j - first));
+      own.val.push_back(A.val[static_cast<std::size_t>(k)]);
+    }
+    own.row_ptr.push_back(static_cast<std::int64_t>(own.col.size()));
+  }
+  input.pieces_per_rank = K;
+  input.piece = block_pieces(own, 0, local_rows_, K);
+  // The other ranks' rows' subdomains, from their owners (one comm::sparse_alltoallv).
+  const GhostRequests req = request_entries(comm_, offsets_, ghosts);
+  std::vector<int> give(req.asked.size());
+  for (std::size_t a = 0; a < req.asked.size(); ++a)
+    give[a] = input.subdomain(static_cast<std::size_t>(req.asked[a] - first));
+  input.ghost_rows = ghosts;
+  input.ghost_subdomain.assign(ghosts.size(), -1);
+  comm::sparse_alltoallv(give.data(), req.give.data(), req.give_displs.data(), MPI_INT, input.ghost_subdomain.data(),
+                         req.need.data(), req.need_displs.data(), MPI_INT, comm_);
+}
+
 CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& global_rows) const {
   // Each owner sends, per asked row, its count of functions, then the (function, value) pairs:
   // two rounds of comm::sparse_alltoallv (the counts, then the pairs).
@@ -332,14 +368,16 @@ CoarseSpace::Rows CoarseSpace::basis_rows(const std::vector<std::int64_t>& globa
 
 std::string CoarseSpace::description() const {
   const std::int64_t fill = solver_->factor_nonzeros();
+  const std::string kind =
+      pieces_ > 1 ? fmt::format("{} ({} subdomains, {} per rank)", kind_, pieces_ * ranks_, pieces_) : kind_;
   if (solver_->distributed() && !have_mumps())
     return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) {} on rank 0 ({} in its factors)",
-                       kind_, n_, a0_nonzeros_, solver_->name(), fill);
+                       kind, n_, a0_nonzeros_, solver_->name(), fill);
   if (solver_->distributed())
     return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) MUMPS on {} rank{} ({} in its factors)",
-                       kind_, n_, a0_nonzeros_, solver_->coarse_ranks(), solver_->coarse_ranks() == 1 ? "" : "s",
+                       kind, n_, a0_nonzeros_, solver_->coarse_ranks(), solver_->coarse_ranks() == 1 ? "" : "s",
                        fill);
-  return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) dense LU on every rank", kind_, n_,
+  return fmt::format("{} coarse space, {} functions, A0 ({} nonzeros) dense LU on every rank", kind, n_,
                      a0_nonzeros_);
 }
 

@@ -31,7 +31,7 @@ CoarseBasis build_gdsw(const CoarseBasisInput& in) {
       interface::group_functions(in, comp, static_cast<std::size_t>(components.count), support);
   const std::vector<interface::LocalFunction> local_fns = interface::local_functions(fns, comp, support);
   return interface::assemble(
-      in, comp, fns.start.back(), local_fns,
+      in, comp, fns.start.back(), local_fns, support,
       [&](std::size_t f, std::size_t row) {
         return comp[row] == local_fns[f].owner ? in.near_kernel[static_cast<std::size_t>(local_fns[f].vector)][row] : 0.0;
       },

@@ -6,6 +6,7 @@
 #include <mpi.h>
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <memory>
 #include <set>
@@ -24,22 +25,31 @@ std::vector<std::vector<int>> keys(const CoarseBasisInput& in, std::string_view 
   const DistributedCsr& A = in.A;
   const std::int64_t first = A.first_block_row(), local_rows = A.local_rows();
   const auto rows = static_cast<std::size_t>(local_rows);
+  // The subdomain of another rank's row j: its owner, or (K > 1 pieces per rank) the piece its
+  // owner sent (CoarseBasisInput::ghost_subdomain).
+  auto subdomain_of = [&](std::int64_t j) {
+    if (in.piece.empty()) return linalg::owner_of(A.row_offsets, j);
+    const auto g = std::lower_bound(in.ghost_rows.begin(), in.ghost_rows.end(), j) - in.ghost_rows.begin();
+    return in.ghost_subdomain[static_cast<std::size_t>(g)];
+  };
   std::vector<std::vector<int>> key(rows);
   for (std::size_t i = 0; i < rows; ++i) {
-    std::set<int> owners{in.rank};
+    std::set<int> owners{in.subdomain(i)};
     for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
       const std::int64_t j = A.col[static_cast<std::size_t>(k)];
-      if (j < first || j >= first + local_rows) owners.insert(linalg::owner_of(A.row_offsets, j));
+      owners.insert(j < first || j >= first + local_rows ? subdomain_of(j) : in.subdomain(static_cast<std::size_t>(j - first)));
     }
     if (owners.size() > 1) key[i].assign(owners.begin(), owners.end());
   }
   const bool has_interface = std::any_of(key.begin(), key.end(), [](const auto& k) { return !k.empty(); });
-  agree_or_throw(in.comm, has_interface || in.ranks == 1,
+  agree_or_throw(in.comm, has_interface || in.subdomains() == 1,
                  fmt::format("--coarse {}: rank {}'s subdomain has no interface (no row coupled to another rank's): "
                              "its coarse functions live on the interface",
                              space, in.rank));
-  agree_or_throw(in.comm, in.ranks > 1,
-                 fmt::format("--coarse {}: one subdomain has no interface (run on more than one rank)", space));
+  agree_or_throw(in.comm, in.subdomains() > 1,
+                 fmt::format("--coarse {}: one subdomain has no interface (run on more than one rank, or with "
+                             "--subdomains-per-rank above 1)",
+                             space));
   return key;
 }
 
@@ -149,61 +159,78 @@ Components number(const std::vector<std::vector<int>>& key, const CoarseBasisInp
 
 namespace {
 
-/// phi_I = -A_II^-1 A_IG phi_G for each of `functions` functions (interface values value(f, row)), on
-/// the interior rows numbered by interior_index.
-std::vector<std::vector<double>> harmonic_extensions(const CoarseBasisInput& in, const std::vector<int>& component,
-                                                     std::size_t functions,
-                                                     const std::function<double(std::size_t f, std::size_t row)>& value,
-                                                     const std::vector<std::int64_t>& interior_index,
-                                                     std::string_view space) {
+/// The values of the local functions on the rows: per row, (function f, value), f ascending.
+using RowValues = std::vector<std::vector<std::pair<std::size_t, double>>>;
+
+/// phi_I = -A_II^-1 A_IG phi_G for every function on the interior rows, one subdomain at a time:
+/// the interior rows of different subdomains never couple (a row coupled to another subdomain's is
+/// on the interface), so A_II is block diagonal, one block per piece of the rank (K = 1: one),
+/// factored alone (LocalSolverUse::few_solves) and solved only for the functions whose interface
+/// values reach it (phi at[i] holds phi_G's values on the interface rows already; the interior
+/// rows' values are added).
+void harmonic_extensions(const CoarseBasisInput& in, const std::vector<int>& component, RowValues& at,
+                         std::string_view space) {
   const DistributedCsr& A = in.A;
   const std::int64_t first = A.first_block_row();
   const std::size_t rows = component.size();
-  linalg::LocalCsr aii;  // A_II
-  aii.row_ptr.push_back(0);
+  const int K = in.piece.empty() ? 1 : in.pieces_per_rank;
+  std::vector<std::vector<std::size_t>> interior(static_cast<std::size_t>(K));  // each piece's interior rows
   for (std::size_t i = 0; i < rows; ++i)
-    if (component[i] < 0) ++aii.rows;
-  for (std::size_t i = 0; i < rows; ++i) {
-    if (component[i] >= 0) continue;
-    for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
-      const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
-      if (interior_index[lj] >= 0) {
-        aii.col.push_back(static_cast<std::int32_t>(interior_index[lj]));
-        aii.val.push_back(A.val[static_cast<std::size_t>(k)]);
-      }
-    }
-    aii.row_ptr.push_back(static_cast<std::int64_t>(aii.col.size()));
-  }
-  std::vector<std::vector<double>> extension(functions);  // per function, on the interior rows
-  if (aii.rows == 0) {
-    agree_or_throw(in.comm, true, "");  // the factorisation's agreement below, for a rank without interior rows
-    return extension;
-  }
-  std::unique_ptr<linalg::LocalSolver> solver;
+    if (component[i] < 0) interior[in.piece.empty() ? 0 : static_cast<std::size_t>(in.piece[i])].push_back(i);
+  std::vector<std::int64_t> index(rows, -1);  // an interior row's place in its piece
   std::string failure;
-  try {
-    solver = linalg::make_local_solver(aii, linalg::LocalSolverKind::automatic, linalg::LocalSolverUse::few_solves);
-  } catch (const std::exception& e) {
-    failure = fmt::format("--coarse {}: rank {}: the interior block of its subdomain ({} rows) cannot be factored: {}",
-                          space, in.rank, aii.rows, e.what());
-  }
-  agree_or_throw(in.comm, failure.empty(), failure);
-  std::vector<double> rhs(static_cast<std::size_t>(aii.rows));
-  for (std::size_t f = 0; f < functions; ++f) {
-    std::fill(rhs.begin(), rhs.end(), 0.0);  // rhs = -A_IG phi_G for function f
-    for (std::size_t i = 0; i < rows; ++i) {
-      if (component[i] >= 0) continue;
+  for (int q = 0; q < K && failure.empty(); ++q) {
+    const std::vector<std::size_t>& own = interior[static_cast<std::size_t>(q)];
+    if (own.empty()) continue;
+    for (std::size_t t = 0; t < own.size(); ++t) index[own[t]] = static_cast<std::int64_t>(t);
+    linalg::LocalCsr aii;  // A_II of piece q
+    aii.rows = static_cast<std::int64_t>(own.size());
+    aii.row_ptr.push_back(0);
+    std::vector<std::size_t> reached;  // the functions with interface values next to the piece's interior
+    for (const std::size_t i : own) {
       for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
         const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
-        if (component[lj] < 0) continue;
-        const double v = value(f, lj);
-        if (v != 0.0) rhs[static_cast<std::size_t>(interior_index[i])] -= A.val[static_cast<std::size_t>(k)] * v;
+        if (component[lj] < 0) {
+          aii.col.push_back(static_cast<std::int32_t>(index[lj]));
+          aii.val.push_back(A.val[static_cast<std::size_t>(k)]);
+        } else {
+          for (const auto& fv : at[lj]) reached.push_back(fv.first);
+        }
       }
+      aii.row_ptr.push_back(static_cast<std::int64_t>(aii.col.size()));
     }
-    extension[f].resize(rhs.size());
-    solver->solve(rhs.data(), extension[f].data());
+    std::sort(reached.begin(), reached.end());
+    reached.erase(std::unique(reached.begin(), reached.end()), reached.end());
+    if (reached.empty()) continue;
+    std::unique_ptr<linalg::LocalSolver> solver;
+    try {
+      solver = linalg::make_local_solver(aii, linalg::LocalSolverKind::automatic, linalg::LocalSolverUse::few_solves);
+    } catch (const std::exception& e) {
+      failure = K == 1 ? fmt::format("--coarse {}: rank {}: the interior block of its subdomain ({} rows) cannot be "
+                                     "factored: {}",
+                                     space, in.rank, aii.rows, e.what())
+                       : fmt::format("--coarse {}: rank {}: the interior block of its piece {} of {} ({} rows) cannot "
+                                     "be factored: {}",
+                                     space, in.rank, q + 1, K, aii.rows, e.what());
+      break;
+    }
+    std::vector<double> rhs(own.size()), ext(own.size());
+    for (const std::size_t f : reached) {
+      std::fill(rhs.begin(), rhs.end(), 0.0);  // rhs = -A_IG phi_G for function f
+      for (const std::size_t i : own)
+        for (auto k = A.row_ptr[i]; k < A.row_ptr[i + 1]; ++k) {
+          const auto lj = static_cast<std::size_t>(A.col[static_cast<std::size_t>(k)] - first);
+          if (component[lj] < 0) continue;
+          const auto hit = std::lower_bound(at[lj].begin(), at[lj].end(), std::pair<std::size_t, double>{f, -HUGE_VAL});
+          if (hit != at[lj].end() && hit->first == f)
+            rhs[static_cast<std::size_t>(index[i])] -= A.val[static_cast<std::size_t>(k)] * hit->second;
+        }
+      solver->solve(rhs.data(), ext.data());
+      for (std::size_t t = 0; t < own.size(); ++t)
+        if (ext[t] != 0.0) at[own[t]].emplace_back(f, ext[t]);  // f ascending: reached is
+    }
   }
-  return extension;
+  agree_or_throw(in.comm, failure.empty(), failure);
 }
 
 }  // namespace
@@ -248,25 +275,32 @@ std::vector<LocalFunction> local_functions(const GroupFunctions& fns, const std:
 }
 
 CoarseBasis assemble(const CoarseBasisInput& in, const std::vector<int>& component, int size,
-                     const std::vector<LocalFunction>& functions,
+                     const std::vector<LocalFunction>& functions, const Support& support,
                      const std::function<double(std::size_t f, std::size_t row)>& value, std::string_view space) {
   const std::size_t rows = component.size();
-  std::vector<std::int64_t> interior_index(rows, -1);
-  std::int64_t interior = 0;
-  for (std::size_t i = 0; i < rows; ++i)
-    if (component[i] < 0) interior_index[i] = interior++;
-  const std::vector<std::vector<double>> extension =
-      harmonic_extensions(in, component, functions.size(), value, interior_index, space);
+  std::map<int, std::vector<std::size_t>> of_group;  // the local functions of each group
+  for (std::size_t f = 0; f < functions.size(); ++f) of_group[functions[f].owner].push_back(f);
+  RowValues at(rows);  // phi_G on the interface rows, then the extensions on the interior rows
+  for (std::size_t i = 0; i < rows; ++i) {
+    if (component[i] < 0) continue;
+    for (const auto& [group, w] : support(i)) {
+      const auto fs = of_group.find(group);
+      if (fs == of_group.end()) continue;
+      for (const std::size_t f : fs->second) {
+        const double v = value(f, i);
+        if (v != 0.0) at[i].emplace_back(f, v);
+      }
+    }
+    std::sort(at[i].begin(), at[i].end());
+  }
+  harmonic_extensions(in, component, at, space);
   CoarseBasis phi;
   phi.size = size;
   phi.ptr.assign(1, 0);
   for (std::size_t i = 0; i < rows; ++i) {
-    for (std::size_t f = 0; f < functions.size(); ++f) {
-      const double v = component[i] >= 0 ? value(f, i) : extension[f][static_cast<std::size_t>(interior_index[i])];
-      if (v != 0.0) {
-        phi.col.push_back(functions[f].index);
-        phi.val.push_back(v);
-      }
+    for (const auto& [f, v] : at[i]) {
+      phi.col.push_back(functions[f].index);
+      phi.val.push_back(v);
     }
     phi.ptr.push_back(static_cast<std::int64_t>(phi.col.size()));
   }

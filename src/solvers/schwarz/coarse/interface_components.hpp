@@ -1,7 +1,9 @@
 #pragma once
 // What the interface-based coarse spaces share (gdsw.cpp, rgdsw.cpp): the algebraic interface of a
-// partitioned matrix (a row is on the interface when it couples to another rank's row), its rows
-// grouped into components by the set of ranks among their own and their neighbours' owners (the
+// partitioned matrix (a row is on the interface when it couples to another subdomain's row: another
+// rank's, or another piece's with --subdomains-per-rank K > 1, where subdomain rank * K + piece
+// stands for the rank below), its rows grouped into components by the set of ranks among their own
+// and their neighbours' owners (the
 // component's key: edges between two subdomains, vertices where more meet; Heinlein, Klawonn,
 // Rajamanickam and Rheinbach's FROSch does the same), the components' ancestors (the maximal
 // components whose key contains theirs: Dohrmann and Widlund, 2017), and Phi from interface values
@@ -71,11 +73,13 @@ std::vector<LocalFunction> local_functions(const GroupFunctions& fns, const std:
 
 /// Phi on this rank's rows from the interface values of `functions` (ascending columns):
 /// value(f, row) is function f's value on the interface row `row` (component >= 0); on the interior
-/// rows each function is the discrete harmonic extension phi_I = -A_II^-1 A_IG phi_G, one local solve
-/// per function with A_II factored once (LocalSolverUse::few_solves). `size` functions in all.
-/// Collective (a failed factorisation is refused on every rank, naming `--coarse <space>`).
+/// rows each function is the discrete harmonic extension phi_I = -A_II^-1 A_IG phi_G: A_II is block
+/// diagonal by subdomain (the rank's K pieces; one block for K = 1), each block factored once
+/// (LocalSolverUse::few_solves) and solved for the functions whose interface values border it.
+/// support(row) as for group_functions: the groups whose functions may be nonzero on `row`. `size`
+/// functions in all. Collective (a failed factorisation is refused on every rank, naming `--coarse <space>`).
 CoarseBasis assemble(const CoarseBasisInput& in, const std::vector<int>& component, int size,
-                     const std::vector<LocalFunction>& functions,
+                     const std::vector<LocalFunction>& functions, const Support& support,
                      const std::function<double(std::size_t f, std::size_t row)>& value, std::string_view space);
 
 }  // namespace desync::solvers::interface

@@ -43,7 +43,7 @@ CoarseBasis build_rgdsw(const CoarseBasisInput& in) {
   const std::vector<interface::LocalFunction> local_fns = interface::local_functions(fns, comp, support);
   // phi_G: z_k(row) w_n(row), 0 where node n is not among the row's ancestors.
   return interface::assemble(
-      in, comp, fns.start.back(), local_fns,
+      in, comp, fns.start.back(), local_fns, support,
       [&](std::size_t f, std::size_t row) {
         const auto [begin, end] = ancestors(row);
         if (!std::binary_search(begin, end, local_fns[f].owner)) return 0.0;

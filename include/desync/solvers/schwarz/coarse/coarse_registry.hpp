@@ -26,6 +26,18 @@ struct CoarseBasisInput {
   const std::vector<std::vector<double>>& near_kernel;
   MPI_Comm comm;
   int rank = 0, ranks = 1;
+  /// The subdomains (--subdomains-per-rank K): K per rank, numbered rank * K + piece. With K > 1,
+  /// piece[i] in [0, K) is the piece of this rank's row i (the pieces of the one-level method's
+  /// local solves, linalg::block_pieces), and ghost_subdomain[g] the subdomain of the other ranks'
+  /// row ghost_rows[g] (ascending: every row of another rank that A's rows here couple to).
+  /// K = 1 (piece empty): the rank's rows are its subdomain.
+  int pieces_per_rank = 1;
+  std::vector<int> piece;
+  std::vector<std::int64_t> ghost_rows;
+  std::vector<int> ghost_subdomain;
+  /// The subdomain of this rank's row i, and how many subdomains there are.
+  int subdomain(std::size_t i) const { return piece.empty() ? rank : rank * pieces_per_rank + piece[i]; }
+  int subdomains() const { return ranks * pieces_per_rank; }
 };
 
 /// Phi on this rank's rows, compressed: row i's functions col[ptr[i]..ptr[i+1]) with values val;

@@ -47,12 +47,16 @@ struct CoarseOptions {
   /// The ranks that factor and solve A0: 0, every rank redundantly (dense LU); k >= 1, the first k
   /// ranks together with a distributed sparse direct solver.
   int coarse_ranks = 0;
+  /// The subdomains the space is built on, K >= 1 per rank (SubdomainOptions::subdomains_per_rank):
+  /// K > 1 splits each rank's rows into the pieces its local solves use (linalg::block_pieces), so
+  /// that the coarse level spans the K p subdomains of the one-level method, as a coarse level should.
+  int subdomains_per_rank = 1;
   /// A coarse level at all (kind is not "none").
   bool two_level() const { return kind != no_coarse; }
 };
 
 /// Phi, A0 and A0's factors for the partitioned matrix A (contiguous row blocks; a rank's rows are
-/// its subdomain). Collective construction; apply_correction is collective as well.
+/// its subdomain, or its K pieces with options.subdomains_per_rank K > 1). Collective construction; apply_correction is collective as well.
 class CoarseSpace {
  public:
   /// Collective over A.comm. Throws InputError (every rank alike) for block size other than 1, a
@@ -127,7 +131,7 @@ class CoarseSpace {
  private:
   MPI_Comm comm_;
   std::string kind_;
-  int n_ = 0, rank_ = 0, ranks_ = 1, near_kernel_vectors_ = 1;
+  int n_ = 0, rank_ = 0, ranks_ = 1, near_kernel_vectors_ = 1, pieces_ = 1;
   std::int64_t local_rows_ = 0;
   /// Phi's rows on this rank, compressed: row i's coarse functions phi_col_[k] with value phi_val_[k]
   /// for k in [phi_ptr_[i], phi_ptr_[i + 1]).
@@ -135,6 +139,10 @@ class CoarseSpace {
   std::vector<int> phi_col_;
   std::vector<double> phi_val_;
   std::vector<std::int64_t> offsets_;
+  /// K > 1 subdomains per rank: the pieces of this rank's rows and the subdomains of the other
+  /// ranks' rows `ghosts` (ascending) into `input`. Collective.
+  void subdomain_pieces(const linalg::DistributedCsr& A, int K, const std::vector<std::int64_t>& ghosts,
+                        CoarseBasisInput& input) const;
   /// (Phi^T r)_c over this rank's rows only, all size() entries.
   std::vector<double> local_sums(std::span<const double> r) const;
   std::vector<double> a0_;
