@@ -651,20 +651,7 @@ TEST(SchwarzPreconditioner, SubdomainsPerRankAreSchwarzOnThePieces) {
       const OverlappingSubdomain sub(A, o);
       const auto label = linalg::block_pieces(sub.matrix(), sub.own_begin(), A.local_block_rows(), K);
       // The coarse level takes its pieces from the own rows' block alone (CoarseSpace): the same.
-      linalg::LocalCsr own;
-      own.rows = A.local_block_rows();
-      own.row_ptr.assign(1, 0);
-      const std::int64_t first = offsets[static_cast<std::size_t>(me)];
-      for (std::int64_t i = 0; i < own.rows; ++i) {
-        for (auto k = A.row_ptr[static_cast<std::size_t>(i)]; k < A.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
-          const std::int64_t j = A.col[static_cast<std::size_t>(k)];
-          if (j >= first && j < first + own.rows) {
-            own.col.push_back(static_cast<std::int32_t>(j - first));
-            own.val.push_back(A.val[static_cast<std::size_t>(k)]);
-          }
-        }
-        own.row_ptr.push_back(static_cast<std::int64_t>(own.col.size()));
-      }
+      const linalg::LocalCsr own = linalg::owned_block(A, me);
       const auto own_label = linalg::block_pieces(own, 0, own.rows, K);
       for (std::int64_t k = 0; k < A.local_block_rows(); ++k) {
         const int l = label[static_cast<std::size_t>(sub.own_begin() + k)];

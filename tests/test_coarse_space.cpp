@@ -326,21 +326,8 @@ TEST(CoarseSpace, PiecesPerRankMatchTheSerialReferenceOnThePieces) {
   const Problem p = grid_laplacian(12, true);
   // Every row's subdomain, rank * K + its piece, gathered from the ranks.
   const int r = world_rank(), P = world_size();
-  const std::int64_t first = p.A.row_offsets[static_cast<std::size_t>(r)], rows = p.A.local_rows();
-  linalg::LocalCsr own;
-  own.rows = rows;
-  own.row_ptr.assign(1, 0);
-  for (std::int64_t i = 0; i < rows; ++i) {
-    for (auto k = p.A.row_ptr[static_cast<std::size_t>(i)]; k < p.A.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
-      const std::int64_t j = p.A.col[static_cast<std::size_t>(k)];
-      if (j >= first && j < first + rows) {
-        own.col.push_back(static_cast<std::int32_t>(j - first));
-        own.val.push_back(p.A.val[static_cast<std::size_t>(k)]);
-      }
-    }
-    own.row_ptr.push_back(static_cast<std::int64_t>(own.col.size()));
-  }
-  std::vector<int> mine = linalg::block_pieces(own, 0, rows, K);
+  const linalg::LocalCsr own = linalg::owned_block(p.A, r);
+  std::vector<int> mine = linalg::block_pieces(own, 0, own.rows, K);
   for (int& l : mine) l += r * K;
   std::vector<int> counts(static_cast<std::size_t>(P)), displs(static_cast<std::size_t>(P), 0);
   for (int q = 0; q < P; ++q)

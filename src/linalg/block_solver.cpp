@@ -229,6 +229,23 @@ class BlockSolver final : public LocalSolver {
 
 }  // namespace
 
+LocalCsr owned_block(const DistributedCsr& A, int rank) {
+  const std::int64_t first = A.row_offsets[static_cast<std::size_t>(rank)], n = A.local_block_rows();
+  LocalCsr own;
+  own.rows = n;
+  own.row_ptr.assign(1, 0);
+  for (std::int64_t i = 0; i < n; ++i) {
+    for (auto k = A.row_ptr[static_cast<std::size_t>(i)]; k < A.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
+      const std::int64_t j = A.col[static_cast<std::size_t>(k)] - first;
+      if (j < 0 || j >= n) continue;
+      own.col.push_back(static_cast<std::int32_t>(j));
+      own.val.push_back(A.val[static_cast<std::size_t>(k)]);
+    }
+    own.row_ptr.push_back(static_cast<std::int64_t>(own.col.size()));
+  }
+  return own;
+}
+
 std::vector<int> block_pieces(const LocalCsr& a, std::int64_t first, std::int64_t rows, int blocks) {
   if (blocks < 1 || first < 0 || rows < blocks || first + rows > a.rows)
     throw std::invalid_argument(fmt::format("{} pieces of rows [{}, {}) of a {}-row block", blocks, first, first + rows,

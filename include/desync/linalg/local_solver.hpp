@@ -158,6 +158,10 @@ struct LocalBlocks {
 /// and std::invalid_argument if `blocks` exceeds the rows split or is < 1.
 std::unique_ptr<LocalSolver> make_block_solver(const LocalCsr& a, const LocalBlocks& blocks, LocalSolverKind kind);
 
+/// A_pp: the owned rows' couplings among themselves, columns renumbered from 0 (block size 1): the
+/// block block Jacobi factors, and the graph block_pieces splits a rank's own rows by. Local.
+LocalCsr owned_block(const DistributedCsr& A, int rank);
+
 /// The pieces make_block_solver builds its pieces from: label[i] in [0, blocks) for the rows i in
 /// [first, first + rows), -1 for the block's other rows (before the extension by the overlap).
 std::vector<int> block_pieces(const LocalCsr& a, std::int64_t first, std::int64_t rows, int blocks);

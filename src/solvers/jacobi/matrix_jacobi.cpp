@@ -238,19 +238,7 @@ class MatrixJacobiRun : public LocalIteration {
   void factor_block() {
     std::string failure;
     if (n_ > 0) {
-      const std::int64_t first = A_.row_offsets[static_cast<std::size_t>(rank_)];
-      linalg::LocalCsr D;
-      D.rows = n_;
-      D.row_ptr.assign(1, 0);
-      for (std::int64_t i = 0; i < n_; ++i) {
-        for (auto p = A_.row_ptr[static_cast<std::size_t>(i)]; p < A_.row_ptr[static_cast<std::size_t>(i) + 1]; ++p) {
-          const std::int64_t c = A_.col[static_cast<std::size_t>(p)] - first;
-          if (c < 0 || c >= n_) continue;
-          D.col.push_back(static_cast<std::int32_t>(c));
-          D.val.push_back(A_.val[static_cast<std::size_t>(p)]);
-        }
-        D.row_ptr.push_back(static_cast<std::int64_t>(D.col.size()));
-      }
+      const linalg::LocalCsr D = linalg::owned_block(A_, rank_);
       block_ = D;  // kept for the spectral estimate's norm
       try {
         solver_ = linalg::make_local_solver(D, linalg::LocalSolverKind::automatic);

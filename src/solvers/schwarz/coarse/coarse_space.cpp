@@ -271,20 +271,9 @@ void CoarseSpace::subdomain_pieces(const DistributedCsr& A, int K, const std::ve
   // The pieces of the one-level method's local solves: block_pieces splits the own rows by their
   // graph alone, so the own rows' block here gives the pieces the overlapping block gives there.
   const std::int64_t first = offsets_[static_cast<std::size_t>(rank_)];
-  LocalCsr own;
-  own.rows = local_rows_;
-  own.row_ptr.assign(1, 0);
-  for (std::int64_t i = 0; i < local_rows_; ++i) {
-    for (auto k = A.row_ptr[static_cast<std::size_t>(i)]; k < A.row_ptr[static_cast<std::size_t>(i) + 1]; ++k) {
-      const std::int64_t j = A.col[static_cast<std::size_t>(k)];
-      if (j < first || j >= first + local_rows_) continue;
-      own.col.push_back(static_cast<std::int32_t>(j - first));
-      own.val.push_back(A.val[static_cast<std::size_t>(k)]);
-    }
-    own.row_ptr.push_back(static_cast<std::int64_t>(own.col.size()));
-  }
+  const LocalCsr own = owned_block(A, rank_);
   input.pieces_per_rank = K;
-  input.piece = block_pieces(own, 0, local_rows_, K);
+  input.piece = block_pieces(own, 0, own.rows, K);
   // The other ranks' rows' subdomains, from their owners (one comm::sparse_alltoallv).
   const GhostRequests req = request_entries(comm_, offsets_, ghosts);
   std::vector<int> give(req.asked.size());
