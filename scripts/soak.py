@@ -686,7 +686,7 @@ def draw_matrix(rng, transports, max_ranks, features):
                     # iteration that may diverge (matrices.md); exit code 3 saying so is correct.
                     d["may_diverge"] = reuse == 0
                 if rng.random() < 0.4:
-                    args += ["--coarse-fan-in", str(rng.randint(1, 3))]
+                    args += ["--coarse-fan-in", rng.choice(("1", "2", "3", "auto"))]
         elif rng.random() < 0.35:
             # the Robin variant; with a coarse space the Galerkin correction can diverge (matrices.md)
             robin = rng.choice(("0", "0.2", "0.5", "0.9"))

@@ -94,8 +94,8 @@ def run(args, ranks, argv, extra):
             row["local_residuals"] = local
         if "coarse_solves" in rec["details"]:  # two-level: coarse cycles (async: rank 0's solves) and their delays
             d = rec["details"]
-            row["coarse"] = {k: d[k] for k in ("coarse_solves", "coarse_delay", "coarse_fan_in", "coarse_tree_height",
-                                               "coarse_held") if k in d}
+            row["coarse"] = {k: d[k] for k in ("coarse_solves", "coarse_delay", "coarse_fan_in", "coarse_fan_in_model",
+                                               "coarse_tree_height", "coarse_held") if k in d}
         if rec.get("solver") == "pde":
             # the moments of Figure 6, the error against the synchronous run (--paired), and Equation
             # 3's delay term (pde_bench.boundary_term)

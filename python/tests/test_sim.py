@@ -591,7 +591,7 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
     quick, full = rp.studies(False), rp.studies(True)
     assert [s for s, _, _ in quick] == ["jacobi-weak", "jacobi-slow-core", "pde-jitter", "cg-family", "cg-strong",
                                         "cg-overlap", "schwarz-weak"]
-    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 198
+    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 200
     assert len(full) == 20
     for study, paper, rows in full:
         labels = [label for label, _, _, _ in rows]
@@ -614,6 +614,12 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
     assert argv[:3] == ["schwarz", "--local", "16"] and "--coarse-reuse" not in argv
     ranks, argv, sim = runs["schwarz async gdsw P=64"]
     assert sim == [] and argv[argv.index("--coarse-reuse") + 1] == "0"
+    # the asynchronous two-level runs name their fan-in: the one their records measured (8 unless the
+    # label says), or auto, the model's
+    for label, (_, argv, _) in runs.items():
+        if label.startswith("schwarz async ") and "--coarse" in argv and " none" not in label:
+            fan = argv[argv.index("--coarse-fan-in") + 1]
+            assert fan == ("255" if "flat tree" in label else label.split("fan-in ")[1] if "fan-in " in label else "8"), label
     assert runs["pipecg progress (Alg. 3i) P=64 128^3"][1][-6:] == ["--reduction", "doubling", "--progress", "test",
                                                                    "--test-interval", "512"]
     # coarse-weak is ordered by rank count (study_order = "ranks"), the file's order at each count

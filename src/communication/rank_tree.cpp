@@ -1,9 +1,14 @@
-// A contiguous-range tree over the ranks (rank_tree.hpp).
+// A contiguous-range tree over the ranks, and the model of its cycle that picks a fan-in (rank_tree.hpp).
 #include "desync/communication/rank_tree.hpp"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <stdexcept>
 #include <string>
+#include <vector>
+
+#include "desync/core/comm.hpp"
 
 namespace desync::comm {
 
@@ -47,6 +52,71 @@ RankTree rank_tree(int rank, int ranks, int fan_in) {
     hi = s[i + 1];
     ++t.depth;
   }
+}
+
+int tree_height(int ranks, int fan_in) {
+  if (fan_in < 1) throw std::invalid_argument("tree_height: fan-in " + std::to_string(fan_in) + " (must be >= 1)");
+  return height_of(ranks, fan_in);
+}
+
+int model_fan_in(int ranks, const TreeCosts& costs) {
+  for (double c : {costs.latency, costs.per_message, costs.poll_wait})
+    if (ranks < 1 || !(c >= 0) || !std::isfinite(c))
+      throw std::invalid_argument("model_fan_in: " + std::to_string(ranks) + " ranks, latency " +
+                                  std::to_string(costs.latency) + ", per message " + std::to_string(costs.per_message) +
+                                  ", poll wait " + std::to_string(costs.poll_wait));
+  int best = 1;
+  double best_cost = std::numeric_limits<double>::infinity();
+  for (int k = 1; k <= std::max(ranks - 1, 1); ++k) {
+    // One cycle: the sums up and the corrections down cross every level once each way, and at each
+    // level a parent takes (sends) its k children's messages one after the other.
+    const double cost = 2.0 * height_of(ranks, k) * (costs.latency + costs.poll_wait + k * costs.per_message);
+    if (cost < best_cost) {
+      best = k;
+      best_cost = cost;
+    }
+  }
+  return best;
+}
+
+TreeCosts measure_tree_costs(MPI_Comm comm, int doubles) {
+  const int rank = core::rank_of(comm), ranks = core::size_of(comm);
+  TreeCosts c;
+  if (ranks < 2) return c;
+  MPI_Comm mc = MPI_COMM_NULL;
+  MPI_Comm_dup(comm, &mc);
+  std::vector<double> buf(static_cast<std::size_t>(std::max(doubles, 1)), 1.0);
+  const int n = static_cast<int>(buf.size());
+  double latency = std::numeric_limits<double>::infinity();
+  for (int rep = 0; rep < 5; ++rep) {  // ping-pong between ranks 0 and 1
+    MPI_Barrier(mc);
+    if (rank == 0) {
+      const double t0 = MPI_Wtime();
+      MPI_Send(buf.data(), n, MPI_DOUBLE, 1, 0, mc);
+      MPI_Recv(buf.data(), n, MPI_DOUBLE, 1, 0, mc, MPI_STATUS_IGNORE);
+      latency = std::min(latency, (MPI_Wtime() - t0) / 2);
+    } else if (rank == 1) {
+      MPI_Recv(buf.data(), n, MPI_DOUBLE, 0, 0, mc, MPI_STATUS_IGNORE);
+      MPI_Send(buf.data(), n, MPI_DOUBLE, 0, 0, mc);
+    }
+  }
+  double incast = std::numeric_limits<double>::infinity();
+  for (int rep = 0; rep < 3; ++rep) {  // every rank sends rank 0 one message at once
+    MPI_Barrier(mc);
+    if (rank == 0) {
+      const double t0 = MPI_Wtime();
+      for (int q = 1; q < ranks; ++q) MPI_Recv(buf.data(), n, MPI_DOUBLE, MPI_ANY_SOURCE, 1, mc, MPI_STATUS_IGNORE);
+      incast = std::min(incast, MPI_Wtime() - t0);
+    } else {
+      MPI_Send(buf.data(), n, MPI_DOUBLE, 0, 1, mc);
+    }
+  }
+  double out[2] = {latency, ranks > 2 ? std::max(0.0, (incast - latency) / (ranks - 1)) : 0.0};
+  MPI_Bcast(out, 2, MPI_DOUBLE, 0, mc);
+  MPI_Comm_free(&mc);
+  c.latency = out[0];
+  c.per_message = out[1];
+  return c;
 }
 
 }  // namespace desync::comm

@@ -57,10 +57,15 @@ void record_coarse_iterations(RunRecord& r, nlohmann::json& details, const Coars
   r.performance_lines.push_back(
       {"coarse", s.asynchronous
                      ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
-                                   "max {} iterations, {} passes held (--coarse-reuse {}), tree fan-in {} height {}, "
+                                   "max {} iterations, {} passes held (--coarse-reuse {}), tree fan-in {}{} height {}, "
                                    "{:.4f} s (slowest rank)",
-                                   solves, corrections, delay_mean, delay_max, held, s.reuse, s.fan_in, s.tree_height,
-                                   seconds)
+                                   solves, corrections, delay_mean, delay_max, held, s.reuse, s.fan_in,
+                                   s.fan_in_auto ? fmt::format(" (auto: latency {:.3g} s, {:.3g} s per message, "
+                                                               "poll wait {:.3g} s)",
+                                                               s.fan_in_model.latency, s.fan_in_model.per_message,
+                                                               s.fan_in_model.poll_wait)
+                                                 : std::string(),
+                                   s.tree_height, seconds)
                      : fmt::format("{} coarse corrections ({} form), {:.4f} s (slowest rank)", solves, s.form,
                                    seconds)});
   if (!s.asynchronous) details["coarse_form"] = s.form;
@@ -72,6 +77,11 @@ void record_coarse_iterations(RunRecord& r, nlohmann::json& details, const Coars
   details["coarse_reuse"] = s.reuse;
   if (s.asynchronous) {
     details["coarse_fan_in"] = s.fan_in;
+    details["coarse_fan_in_model"] =
+        s.fan_in_auto ? nlohmann::json{{"latency", s.fan_in_model.latency},
+                                       {"per_message", s.fan_in_model.per_message},
+                                       {"poll_wait", s.fan_in_model.poll_wait}}
+                      : nlohmann::json(nullptr);
     details["coarse_tree_height"] = s.tree_height;
   }
 }

@@ -38,6 +38,8 @@ struct CoarseIterationSettings {
   bool asynchronous = false;
   int reuse = 0, fan_in = 0, tree_height = 0;
   std::string form = "galerkin";  ///< sync: --coarse-form
+  comm::TreeCosts fan_in_model;   ///< async, --coarse-fan-in auto: the measured costs (else zeros)
+  bool fan_in_auto = false;       ///< async: the fan-in came from the model
 };
 
 /// Rank 0, after record_coarse_level, the fields of coarse_iteration_fields in r.per_rank: the

@@ -317,7 +317,7 @@ def solve(
     coarse_ranks: int = ...,
     near_kernel: str | np.ndarray = ...,
     coarse_reuse: int = ...,
-    coarse_fan_in: int = ...,
+    coarse_fan_in: int | str = ...,
     coarse_form: str = ...,
     tol: float = ...,
     max_iters: int = ...,
@@ -363,7 +363,7 @@ def solve(
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next; its residual sum follows the last, so each correction lands on the iterate it was computed from (0: never waits, the corrections add to the local solves' progress: may diverge) [default 1]
-        coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank [default 8]
+        coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank; auto: the K that minimises the model's cycle, 2 height (latency + poll wait + K per-message cost), the costs measured at set-up (a ping-pong, P - 1 messages to rank 0, half a trial local solve) [default 8]
         coarse_form: sync with --coarse: the coarse problem, galerkin | fixed-point galerkin: A0 = Phi^T A Phi, from the residual before the local solves fixed-point: B0 = Phi^T M^-1 A Phi, the coarse problem of the iteration's fixed-point equation, from the local solves' correction (sync; M^-1 A Phi set up with one subdomain solve per coarse function) [default galerkin]
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]
         max_iters: Stop after this many iterations [default 100000]
@@ -697,7 +697,7 @@ def run(
     coarse_ranks: int = ...,
     near_kernel: str | np.ndarray = ...,
     coarse_reuse: int = ...,
-    coarse_fan_in: int = ...,
+    coarse_fan_in: int | str = ...,
     coarse_form: str = ...,
     export_system: str = ...,
     tol: float = ...,
@@ -747,7 +747,7 @@ def run(
         coarse_ranks: With --coarse: the ranks that factor and solve A0: 0, every rank (dense LU, redundantly); K >= 1, ranks 0..K-1 together, A0 sparse (MUMPS where built with it; without, K = 1: SuiteSparse on rank 0) [default 0]
         near_kernel: With --coarse and --matrix: the near-kernel vectors the coarse functions are built from, a Matrix Market n x m file (array or coordinate) or one vector (PETSc binary Vec, .npy); default: the constant (elasticity3d: its six rigid-body modes)
         coarse_reuse: async with --coarse: the most local solves a rank makes on one coarse solution before it waits for the next; its residual sum follows the last, so each correction lands on the iterate it was computed from (0: never waits, the corrections add to the local solves' progress: may diverge) [default 1]
-        coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank [default 8]
+        coarse_fan_in: async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank; auto: the K that minimises the model's cycle, 2 height (latency + poll wait + K per-message cost), the costs measured at set-up (a ping-pong, P - 1 messages to rank 0, half a trial local solve) [default 8]
         coarse_form: sync with --coarse: the coarse problem, galerkin | fixed-point galerkin: A0 = Phi^T A Phi, from the residual before the local solves fixed-point: B0 = Phi^T M^-1 A Phi, the coarse problem of the iteration's fixed-point equation, from the local solves' correction (sync; M^-1 A Phi set up with one subdomain solve per coarse function) [default galerkin]
         export_system: Write the poisson2d problem as an assembled system (DIR/A.petsc, DIR/b.petsc, DIR/partition.txt: the grid's own blocks) and exit
         tol: Local criterion on every rank: ||r_p|| < tol ||b_p|| on its own points [default 1e-07]

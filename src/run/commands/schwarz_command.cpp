@@ -101,7 +101,8 @@ class SchwarzCommand final : public SolverCommand {
   detail::SystemCli system_cli;     // --matrix, --rhs, --partition, --partition-seed
   std::string export_dir;           // --export-system
   int coarse_reuse = 1;             // --coarse-reuse (async)
-  int coarse_fan_in = 8;            // --coarse-fan-in (async)
+  std::string coarse_fan_in_text = "8";  // --coarse-fan-in (async)
+  int coarse_fan_in = 8;            // its value (0: auto, from the model)
   std::string coarse_form = "galerkin";  // --coarse-form (sync)
   CLI::Option* form_opt_ = nullptr;
   detail::SubdomainCli subdomain_cli;  // --overlap, --robin, --local-solver, --coarse, --coarse-ranks, --near-kernel
@@ -142,10 +143,12 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "for the next; its residual sum follows the last, so each correction lands on the iterate it was "
                  "computed from (0: never waits, the corrections add to the local solves' progress: may diverge)")
       ->capture_default_str();
-  fan_in_opt_ = app.add_option("--coarse-fan-in", coarse_fan_in,
+  fan_in_opt_ = app.add_option("--coarse-fan-in", coarse_fan_in_text,
                  "async with --coarse: the fan-in K of the tree (rank 0 its root, contiguous rank ranges its "
                  "subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K "
-                 "ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank")
+                 "ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank; auto: the K "
+                 "that minimises the model's cycle, 2 height (latency + poll wait + K per-message cost), the costs "
+                 "measured at set-up (a ping-pong, P - 1 messages to rank 0, half a trial local solve)")
       ->capture_default_str();
   form_opt_ = app.add_option("--coarse-form", coarse_form,
                               "sync with --coarse: the coarse problem, " + core::named_help(solvers::coarse_form_names))
@@ -198,7 +201,19 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (reuse_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-reuse goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
   if (coarse_kind == solvers::no_coarse || !async) coarse_reuse = 0;  // the record: nothing held
-  if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1", coarse_fan_in));
+  if (coarse_fan_in_text == "auto") {
+    coarse_fan_in = 0;
+  } else {
+    std::size_t used = 0;
+    try {
+      coarse_fan_in = std::stoi(coarse_fan_in_text, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used == 0 || used != coarse_fan_in_text.size())
+      throw InputError(fmt::format("--coarse-fan-in {}: an integer >= 1 or auto", coarse_fan_in_text));
+    if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1 or auto", coarse_fan_in));
+  }
   s.coarse_form = core::parse_named(solvers::coarse_form_names, coarse_form, "--coarse-form", "coarse form");
   if (form_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || async))
     throw InputError("--coarse-form goes with --mode sync and --coarse " + solvers::coarse_space_names("|"));
@@ -307,7 +322,7 @@ std::vector<std::pair<std::string, std::string>> SchwarzCommand::effective() con
       {"sync-wait", sync_wait},
       {"idle", idle},
       {"coarse-reuse", std::to_string(coarse_reuse)},
-      {"coarse-fan-in", std::to_string(coarse_fan_in)},
+      {"coarse-fan-in", coarse_fan_in_text},
       {"coarse-form", coarse_form},
   };
   subdomain_cli.effective(out, s.subdomains);
@@ -578,8 +593,9 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
     }
     detail::record_coarse_level(r, details, result.coarse_level, detail::near_kernel_label(&sys, subdomain_cli.near_kernel(), "constant"));
     if (two_level)
-      detail::record_coarse_iterations(r, details, {solver.asynchronous(), coarse_reuse, coarse_fan_in,
-                                                    result.coarse.tree_height, coarse_form});
+      detail::record_coarse_iterations(r, details, {solver.asynchronous(), coarse_reuse, result.coarse.fan_in,
+                                                    result.coarse.tree_height, coarse_form,
+                                                    result.coarse.fan_in_model, coarse_fan_in == 0});
     const int pieces = solver.subdomains.subdomains_per_rank;
     r.setup_lines.push_back({"subdomains", fmt::format("overlap {} (graph distance), robin {}, {} to {} rows each{}",
                                                        solver.subdomains.overlap, o.subdomains.robin, ext_min,

@@ -8,6 +8,7 @@
 
 #include "desync/communication/channel.hpp"
 #include "desync/communication/plan_exchange.hpp"
+#include "desync/communication/rank_tree.hpp"
 #include "desync/communication/reduction.hpp"
 #include "desync/communication/transport_config.hpp"
 #include "desync/core/names.hpp"
@@ -136,7 +137,8 @@ struct SchwarzOptions : SchwarzLoopOptions {
   /// additive two-level iteration, which may diverge; coarse_level.cpp).
   int coarse_reuse = 1;
   /// async with a coarse level: the fan-in of the tree the residual sums go up and the corrections
-  /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank).
+  /// come down (comm::rank_tree; >= 1, at least P - 1: rank 0 exchanges with every rank). 0: chosen
+  /// from the model, comm::model_fan_in on the costs comm::measure_tree_costs measures at set-up.
   int coarse_fan_in = 8;
   /// sync with a coarse level: the coarse problem (CoarseForm above).
   CoarseForm coarse_form = CoarseForm::galerkin;
@@ -164,6 +166,8 @@ struct SchwarzResult {
   struct CoarseCounts {
     long corrections = 0, solves = 0, contributions = 0, held = 0;
     int tree_height = 0;  ///< async: the height of the coarse level's tree (0: one rank, or sync)
+    int fan_in = 0;       ///< async: the tree's fan-in (given, or the model's)
+    comm::TreeCosts fan_in_model;  ///< async, fan-in from the model: the measured costs (else zeros)
     double seconds = 0;
     comm::DelayStats delay;
   } coarse;

@@ -213,8 +213,19 @@ AsyncCoarseTree::AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in)
 
 AsyncCoarseTree::~AsyncCoarseTree() = default;
 
-void AsyncCoarseTree::open_async(const comm::TransportConfig& transport) {
+void AsyncCoarseTree::open_async(const comm::TransportConfig& transport, double pass) {
   core::Stopwatch t;
+  if (fan_in_ == 0) {
+    // The fan-in from the model (rank_tree.hpp): the costs measured with messages of the longest
+    // sum a leaf sends up (rank 0's measurements, on every rank), and a message's wait for its
+    // receiver, which looks between local solves: half the slowest rank's pass.
+    int longest = static_cast<int>(level_.contributed.size());
+    MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_INT, MPI_MAX, level_.comm);
+    MPI_Allreduce(MPI_IN_PLACE, &pass, 1, MPI_DOUBLE, MPI_MAX, level_.comm);
+    model_ = comm::measure_tree_costs(level_.comm, longest + 1);  // + 1: the version
+    model_.poll_wait = level_.ranks > 1 ? pass / 2 : 0.0;
+    fan_in_ = comm::model_fan_in(level_.ranks, model_);
+  }
   tree_ = comm::rank_tree(level_.rank, level_.ranks, fan_in_);
   const std::size_t m = tree_.children.size();
   // The subtree's lists, bottom up: each rank receives its children's (the unions over their

@@ -132,13 +132,15 @@ class FixedPointCoarseCorrection {
 /// The asynchronous tree of sums and corrections (see the top).
 class AsyncCoarseTree {
  public:
-  /// reuse: --coarse-reuse; fan_in: --coarse-fan-in (>= 1).
+  /// reuse: --coarse-reuse; fan_in: --coarse-fan-in (>= 1; 0: from the model, at open_async).
   AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in);
   ~AsyncCoarseTree();
 
   /// Asynchronous: opens the two exchanges of the tree (sums up to the parent, corrections down to
-  /// the children) over `transport`. Collective.
-  void open_async(const comm::TransportConfig& transport);
+  /// the children) over `transport`. Collective. Fan-in from the model (the first time): `pass`,
+  /// this rank's seconds between two looks for messages (a local solve's), gives the model's
+  /// poll_wait, half the slowest rank's.
+  void open_async(const comm::TransportConfig& transport, double pass = 0);
   /// Closes them (collective), nothing left pending, after every rank has applied the newest
   /// correction to x (so the final iterate is one version everywhere). `it`: this rank's iteration.
   void close_async(std::int64_t it, double* x);
@@ -150,6 +152,10 @@ class AsyncCoarseTree {
   std::int64_t version() const { return version_; }
   /// async: this rank's place in the tree (open_async).
   const comm::RankTree& tree() const { return tree_; }
+  /// The tree's fan-in (open_async: the given one, or the model's).
+  int fan_in() const { return fan_in_; }
+  /// Fan-in from the model: the costs measured at open_async (zeros when the fan-in was given).
+  const comm::TreeCosts& fan_in_model() const { return model_; }
   /// One pass, first half: takes the newest correction and applies it to x's owned rows. True if
   /// one was applied (the ghosts must be lifted again).
   bool pull(std::int64_t it, double* x);
@@ -172,6 +178,7 @@ class AsyncCoarseTree {
 
   CoarseLevel& level_;
   int reuse_ = 0, fan_in_ = 1;
+  comm::TreeCosts model_;
   std::int64_t version_ = 0;
   std::deque<std::vector<double>> cumulative_;  // U_v over needed_, the newest last; front is version front_version_
   std::int64_t front_version_ = 0;

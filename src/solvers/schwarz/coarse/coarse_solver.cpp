@@ -136,11 +136,11 @@ class GatheredCoarseSolver : public CoarseSolver {
     // The right-hand side and the solution centralised on rank 0, the status after them.
     const auto N = static_cast<std::size_t>(n_);
     std::vector<double> buf(N + 1, 0.0);
-    std::copy(c.begin(), c.begin() + n_, buf.begin());
+    std::copy_n(c.data(), N, buf.data());
     buf[N] = static_cast<double>(solve_centralised(buf.data()));
     if (coarse_ranks_ > 1) MPI_Bcast(buf.data(), n_ + 1, MPI_DOUBLE, 0, sub_);
     if (buf[N] < 0) throw std::runtime_error(fmt::format("MUMPS's coarse solve stopped with INFOG(1) = {}", buf[N]));
-    std::copy(buf.begin(), buf.begin() + n_, c.begin());
+    std::copy_n(buf.data(), N, c.data());
   }
 
   void solve_sum(MPI_Comm comm, std::span<double> c) const override {

@@ -429,13 +429,13 @@ def tree_effect(data):
 @value("coarse.fan_in_sweep")
 def fan_in_sweep(data):
     """Asynchronous GDSW's simulated time by the coarse tree's fan-in, at each rank count where the
-    study coarse-noise has runs labelled 'fan-in K' or 'flat tree' (with the coarse-weak run at the
-    default fan-in)."""
+    study coarse-noise has runs labelled 'fan-in K' or 'flat tree' (with the coarse-weak run, at fan-in
+    8; not the 'fan-in auto' runs: coarse.fan_in_auto)."""
     weak = _sim_rows(data)
     by_ranks = {}
     for r in _noise_rows(data):
         label = r["label"]
-        tree = label.endswith(" flat tree") or " fan-in " in label
+        tree = label.endswith(" flat tree") or (" fan-in " in label and not label.endswith(" fan-in auto"))
         if label.startswith("schwarz async gdsw ") and tree and _done(r) and "coarse" in r:
             by_ranks.setdefault(r["ranks"], []).append(r)
     out = []
@@ -450,6 +450,51 @@ def fan_in_sweep(data):
                  f"{r['coarse']['coarse_solves']} cycles)" for r in runs]
         out.append(f"at {p} ranks, fan-in {'; '.join(cells)}; the fastest fan-in {best['coarse']['coarse_fan_in']}")
     return "; ".join(out) if out else "not measured"
+
+
+@value("coarse.fan_in_auto")
+def fan_in_auto(data):
+    """Asynchronous GDSW with --coarse-fan-in auto (the study coarse-noise's runs labelled 'fan-in auto'):
+    the fan-in the model chose, the costs it measured, the time against the default fan-in's (8, the
+    study coarse-weak's run) and against the fastest and the slowest fan-in of the sweep at the same count
+    (coarse.fan_in_sweep's runs), and whether auto was at least as fast as the default at every count."""
+    weak = _sim_rows(data)
+    rows = _noise_rows(data)
+    out, against_default = [], []
+    for r in rows:
+        if not (r["label"].startswith("schwarz async gdsw ") and r["label"].endswith(" fan-in auto")):
+            continue
+        p = r["ranks"]
+        if not _done(r) or "coarse" not in r:
+            out.append(f"at {p} ranks not finished")
+            continue
+        sweep = [s for s in rows if s["ranks"] == p and s["label"].startswith("schwarz async gdsw ") and _done(s)
+                 and "coarse" in s and (s["label"].endswith(" flat tree")
+                                        or (" fan-in " in s["label"] and not s["label"].endswith(" fan-in auto")))]
+        default = _sim_find(weak, "async", "gdsw", p)
+        if _done(default) and "coarse" in default:
+            sweep.append(default)
+        c, m = r["coarse"], r["coarse"].get("coarse_fan_in_model") or {}
+        text = (f"at {p} ranks the model chose fan-in {c['coarse_fan_in']} (height {c['coarse_tree_height']}; "
+                f"latency {m.get('latency', 0) * 1e6:.2f} µs, {m.get('per_message', 0) * 1e6:.2f} µs per message, "
+                f"poll wait {m.get('poll_wait', 0) * 1e6:.2f} µs): {_sim.ms(r['time'])} ms")
+        if _done(default) and "coarse" in default:
+            against_default.append(r["time"] / default["time"])
+            text += f", {fixed(r['time'] / default['time'])}× fan-in {default['coarse']['coarse_fan_in']}'s"
+        if sweep:
+            best, worst = min(sweep, key=lambda s: s["time"]), max(sweep, key=lambda s: s["time"])
+            text += (f", {fixed(r['time'] / best['time'])}× the sweep's fastest (fan-in "
+                     f"{best['coarse']['coarse_fan_in']}, {_sim.ms(best['time'])} ms) and "
+                     f"{fixed(r['time'] / worst['time'])}× its slowest (fan-in {worst['coarse']['coarse_fan_in']}, "
+                     f"{_sim.ms(worst['time'])} ms) of {len(sweep)} fan-ins")
+        out.append(text)
+    if not out:
+        return "not measured"
+    verdict = ("" if not against_default else
+               ": auto at least as fast as the default at every count" if max(against_default) <= 1 else
+               ": auto slower than the default where measured" if min(against_default) > 1 else
+               ": auto faster than the default at some counts, slower at others")
+    return "; ".join(out) + verdict
 
 
 @value("coarse.reuse_effect")
