@@ -5,7 +5,9 @@
 
 #include <initializer_list>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -377,6 +379,25 @@ std::optional<T> parse_auto_choice(const std::string& option, const std::string&
     names += (++i == choices.size() ? " or " : ", ") + std::string(name);
   }
   throw InputError(option + " '" + text + "': expected " + names);
+}
+
+/// The whole of `text` as an int or a double (std::stoi / std::stod); nullopt when it is not one:
+/// empty, out of range, or with characters after the number. The commands' checks of a value that
+/// is a number or a word (--alpha inf, --coarse-fan-in auto, --local) say their own message.
+template <class T>
+std::optional<T> parse_number(const std::string& text) {
+  static_assert(std::is_same_v<T, int> || std::is_same_v<T, double>);
+  try {
+    std::size_t used = 0;
+    T v{};
+    if constexpr (std::is_same_v<T, int>)
+      v = std::stoi(text, &used);
+    else
+      v = std::stod(text, &used);
+    if (used == text.size()) return v;
+  } catch (const std::exception&) {  // std::invalid_argument, std::out_of_range
+  }
+  return std::nullopt;
 }
 
 /// The help text of a --method / --mode option: "a | b | c", then each method with its description.

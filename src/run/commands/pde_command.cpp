@@ -168,14 +168,9 @@ void PdeCommand::finalise(MPI_Comm comm) {
   if (!local.empty() && !global.empty()) throw InputError("give either --local or --global, not both");
 
   auto number = [](const std::string& t, const char* what) {
-    try {
-      std::size_t used = 0;
-      const int v = std::stoi(t, &used);
-      if (used != t.size() || v < 1) throw std::invalid_argument(t);
-      return v;
-    } catch (const std::exception&) {
-      throw InputError(std::string(what) + " '" + t + "': expected a number of points >= 1");
-    }
+    const auto v = detail::parse_number<int>(t);
+    if (!v || *v < 1) throw InputError(std::string(what) + " '" + t + "': expected a number of points >= 1");
+    return *v;
   };
   if (s.problem == solvers::PdeProblem::advection_diffusion1d) {
     if (!dims.empty() && dims != std::to_string(nranks) && dims != fmt::format("{}x1x1", nranks))

@@ -204,14 +204,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   if (coarse_fan_in_text == "auto") {
     coarse_fan_in = 0;
   } else {
-    std::size_t used = 0;
-    try {
-      coarse_fan_in = std::stoi(coarse_fan_in_text, &used);
-    } catch (const std::exception&) {
-      used = 0;
-    }
-    if (used == 0 || used != coarse_fan_in_text.size())
-      throw InputError(fmt::format("--coarse-fan-in {}: an integer >= 1 or auto", coarse_fan_in_text));
+    const auto k = detail::parse_number<int>(coarse_fan_in_text);
+    if (!k) throw InputError(fmt::format("--coarse-fan-in {}: an integer >= 1 or auto", coarse_fan_in_text));
+    coarse_fan_in = *k;
     if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1 or auto", coarse_fan_in));
   }
   s.coarse_form = core::parse_named(solvers::coarse_form_names, coarse_form, "--coarse-form", "coarse form");
@@ -293,13 +288,9 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
   } else if (alpha == "inf") {
     s.alpha = solvers::schwarz_classical;
   } else {
-    try {
-      std::size_t used = 0;
-      s.alpha = std::stod(alpha, &used);
-      if (used != alpha.size()) throw std::invalid_argument(alpha);
-    } catch (const std::exception&) {
-      throw InputError("--alpha '" + alpha + "': expected a number, inf or auto");
-    }
+    const auto a = detail::parse_number<double>(alpha);
+    if (!a) throw InputError("--alpha '" + alpha + "': expected a number, inf or auto");
+    s.alpha = *a;
     if (!(s.alpha > 0))
       throw InputError("--alpha " + alpha + ": must be > 0 (the local problem of an interior subdomain would be singular)");
   }
