@@ -374,10 +374,15 @@ void Channel::send(std::int64_t time_level) {
 void Channel::progress_receiving() {
   // A receive that finds nothing new means this process is idle on the channel layer: complete
   // every deferred put (overlap schemes) now rather than at the next put, so the last message of a
-  // sender that stops sending still becomes visible.
+  // sender that stops sending still becomes visible. Not a wait, though (an asynchronous iteration
+  // receives so every pass): atomic stores already issued are flushed by this channel's next such
+  // receive at the latest (receive_idle), not all of them at every one.
   const long before = core_.stats.messages_arrived + core_.stats.pieces_arrived;
   backend_->progress(false);
-  if (core_.stats.messages_arrived + core_.stats.pieces_arrived == before) detail::complete_all_deferred();
+  if (core_.stats.messages_arrived + core_.stats.pieces_arrived == before) {
+    detail::complete_all_deferred(/*flush_atomics=*/false);
+    backend_->receive_idle();
+  }
 }
 
 bool Channel::can_recv() {

@@ -42,6 +42,9 @@ class TransportBackend {
   /// block: this process is about to wait in the channel layer; first complete every deferred
   /// completion of every channel (so no peer waits on us), then wait for something to happen.
   virtual void progress(bool block) = 0;
+  /// A receive on this channel found nothing new: work this end left for later that is now due
+  /// (one-sided: atomic stores issued before the previous call, still unflushed).
+  virtual void receive_idle() {}
   virtual int in_flight() const = 0;
   /// Close: stop sending, drain and drop arriving traffic, finish what was sent.
   virtual void begin_close() = 0;
@@ -66,9 +69,13 @@ std::unique_ptr<TransportBackend> make_shmem_backend(ChannelCore& core, MPI_Comm
 /// Deferred completions (overlap schemes): a backend with work that must happen before its peer can
 /// see a message registers here; a process about to block in the channel layer completes them all,
 /// so two processes that each wait for the other never hold back each other's notifications.
-void defer_completion(TransportBackend* backend, void (*complete)(TransportBackend*));
+/// `complete(backend, flush_atomics)`: the pending puts always; with flush_atomics, also the atomic
+/// stores already issued (notifications, acknowledgements) that no flush has completed yet.
+void defer_completion(TransportBackend* backend, void (*complete)(TransportBackend*, bool));
 void cancel_deferred(TransportBackend* backend);
-void complete_all_deferred();
+/// Every registered completion. flush_atomics false (a receive that found nothing new, not a wait):
+/// the pending puts are completed and announced, the issued atomic stores left to their next flush.
+void complete_all_deferred(bool flush_atomics = true);
 
 /// shmem runtime (transport_shmem.cpp).
 bool shmem_built();

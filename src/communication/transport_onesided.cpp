@@ -14,13 +14,14 @@ namespace desync::comm::detail {
 // ----------------------------------------------------------------------------------------------
 // Deferred completions of this process (single-threaded: the channel layer is used by one thread).
 namespace {
-std::vector<std::pair<TransportBackend*, void (*)(TransportBackend*)>>& deferred() {
-  static std::vector<std::pair<TransportBackend*, void (*)(TransportBackend*)>> list;
+using Deferred = std::pair<TransportBackend*, void (*)(TransportBackend*, bool)>;
+std::vector<Deferred>& deferred() {
+  static std::vector<Deferred> list;
   return list;
 }
 }  // namespace
 
-void defer_completion(TransportBackend* backend, void (*complete)(TransportBackend*)) {
+void defer_completion(TransportBackend* backend, void (*complete)(TransportBackend*, bool)) {
   auto& d = deferred();
   for (auto& e : d)
     if (e.first == backend) return;
@@ -32,10 +33,10 @@ void cancel_deferred(TransportBackend* backend) {
   d.erase(std::remove_if(d.begin(), d.end(), [&](const auto& e) { return e.first == backend; }), d.end());
 }
 
-void complete_all_deferred() {
+void complete_all_deferred(bool flush_atomics) {
   auto d = std::move(deferred());
   deferred().clear();
-  for (auto& [backend, complete] : d) complete(backend);
+  for (auto& [backend, complete] : d) complete(backend, flush_atomics);  // may register again
 }
 
 // ----------------------------------------------------------------------------------------------
@@ -65,16 +66,48 @@ void OneSidedBackend::initialise_region(unsigned char* region) const {
 
 void OneSidedBackend::put_notify(const void* src, std::size_t bytes, std::size_t slot, std::int64_t tag) {
   put(src, bytes, slot_offset(slot));
-  stamp_out_[slot] = tag;
-  pending_.push_back(slot);
+  pending_.emplace_back(slot, tag);
 }
 
 void OneSidedBackend::complete_notified() {
   if (pending_.empty()) return;
-  complete_remote();  // the data is complete at the target first ...
-  for (std::size_t slot : pending_) store_remote(counters + slot, &stamp_out_[slot]);  // ... then its stamp
-  flush_atomics();
+  complete_remote();  // the data is complete at the target first (and every atomic store issued before) ...
+  issued_remote_completed();
+  for (const auto& [slot, tag] : pending_) {  // ... then its stamp
+    stamp_out_[slot] = tag;  // the source of the slot's previous stamp store is free: that store completed
+    store_remote(counters + slot, &stamp_out_[slot]);
+  }
   pending_.clear();
+  atomics_issued();
+  // in send() (rma flush): the notification is visible when send() returns
+  if (completion_ == Completion::in_send) flush_issued_atomics();
+}
+
+// Atomic stores (stamps, acknowledgements) are issued without waiting for them: under an MPI
+// without asynchronous progress (MPICH) each MPI_Win_flush of an accumulate waits for the target to
+// enter MPI, and a rank that flushed every stamp and every acknowledgement at once waited for each
+// neighbour several times per iteration (with more ranks than cores: for it to be scheduled). They
+// are completed by the next flush to the peer anyway (the next message's data), by a wait or close
+// in the channel layer, or, at the latest, by the second call on this channel after they were
+// issued that finds nothing new (receive_idle): before then, a new store may not reuse a source.
+void OneSidedBackend::atomics_issued() {
+  if (atomics_ == Atomics::none) defer_completion(this, &complete_deferred_cb);
+  atomics_ = Atomics::fresh;
+}
+
+void OneSidedBackend::issued_remote_completed() {
+  atomics_ = Atomics::none;
+  ack_sources_.clear();
+}
+
+void OneSidedBackend::flush_issued_atomics() {
+  if (atomics_ == Atomics::none) return;
+  flush_atomics();
+  issued_remote_completed();
+}
+
+void OneSidedBackend::receive_idle() {
+  if (atomics_ == Atomics::aged) flush_issued_atomics();
 }
 
 void OneSidedBackend::poll_notifications(std::int64_t* tags) {
@@ -87,18 +120,30 @@ void OneSidedBackend::consume_notifications(const std::size_t* slot_list, std::s
 }
 
 void OneSidedBackend::set_remote(Counter c, std::int64_t value) {
+  if (c == acks) {  // visible at the latest when flush_issued_atomics() returns
+    ack_sources_.push_back(value);  // a deque: the sources of earlier stores stay where they are
+    store_remote(static_cast<std::size_t>(c), &ack_sources_.back());
+    atomics_issued();
+    return;
+  }
   counter_out_[c] = value;
   store_remote(static_cast<std::size_t>(c), &counter_out_[c]);
   flush_atomics();
+  issued_remote_completed();
 }
 
 // ----------------------------------------------------------------------------------------------
 
-void OneSidedBackend::complete_pending_cb(TransportBackend* b) { static_cast<OneSidedBackend*>(b)->complete_pending(); }
+void OneSidedBackend::complete_deferred_cb(TransportBackend* b, bool flush_atomics) {
+  auto* self = static_cast<OneSidedBackend*>(b);
+  self->complete_pending();
+  if (flush_atomics) self->flush_issued_atomics();
+  if (self->atomics_ != Atomics::none) defer_completion(self, &complete_deferred_cb);  // still to flush
+}
 
 void OneSidedBackend::complete_pending() {
   complete_notified();
-  cancel_deferred(this);
+  if (atomics_ == Atomics::none) cancel_deferred(this);
 }
 
 void OneSidedBackend::take_arrivals() {
@@ -138,6 +183,7 @@ void OneSidedBackend::due_at_call() {
 }
 
 void OneSidedBackend::progress(bool block) {
+  if (atomics_ == Atomics::fresh) atomics_ = Atomics::aged;  // a new call on this channel
   if (block) complete_all_deferred();
   due_at_call();
   take_arrivals();
@@ -178,15 +224,20 @@ void OneSidedBackend::send(std::int64_t time_level) {
   put_notify(buf, slot_bytes(), s, sent_);
   ++sent_;
   if (local_flush_after_put_) complete_local();
-  if (completion_ == Completion::in_send)
+  if (completion_ == Completion::in_send) {
     complete_pending();
-  else
-    defer_completion(this, &complete_pending_cb);
+  } else {
+    // Deferred completions announce messages in the order they were put, across channels: a
+    // channel registered only for its unflushed stores moves behind those with earlier puts.
+    if (pending_.size() == 1) cancel_deferred(this);
+    defer_completion(this, &complete_deferred_cb);
+  }
 }
 
 void OneSidedBackend::begin_close() {
   closing_ = true;
   complete_pending();
+  flush_issued_atomics();
 }
 
 bool OneSidedBackend::test_close() {
@@ -200,8 +251,13 @@ bool OneSidedBackend::test_close() {
     set_remote(done, 1);
     done_sent_ = true;
   }
-  if (!(done_sent_ && peer_done_ == 1)) return false;
+  if (!(done_sent_ && peer_done_ == 1)) {
+    flush_issued_atomics();  // the acknowledgements the peer's draining waits for
+    return false;
+  }
   complete_all();
+  issued_remote_completed();
+  cancel_deferred(this);
   return true;
 }
 

@@ -23,7 +23,9 @@
 // notification was observed and rewritten only after its acknowledgement, so the plain copy out of
 // it never races with a put.
 #include <cstdint>
+#include <deque>
 #include <limits>
+#include <utility>
 #include <vector>
 
 #include "transport_backend.hpp"
@@ -71,6 +73,7 @@ class OneSidedBackend : public TransportBackend, public NotifiedPut {
   bool can_send() override;
   void send(std::int64_t time_level) override;
   void progress(bool block) override;
+  void receive_idle() override;
   int in_flight() const override { return static_cast<int>(sent_ - acked_); }
   void begin_close() override;
   bool test_close() override;
@@ -127,7 +130,13 @@ class OneSidedBackend : public TransportBackend, public NotifiedPut {
  private:
   void set_remote(Counter c, std::int64_t value);
   void complete_pending();  // remote completion + notification of messages sent but not yet notified
-  static void complete_pending_cb(TransportBackend* b);
+  static void complete_deferred_cb(TransportBackend* b, bool flush_atomics);
+  // Atomic stores issued and not yet flushed: none; fresh (in the current call on the channel);
+  // aged (before it: flushed by a receive that finds nothing new, receive_idle).
+  enum class Atomics { none, fresh, aged };
+  void atomics_issued();           // a store was issued: registers the deferred flush
+  void issued_remote_completed();  // a flush to the peer completed every store issued so far
+  void flush_issued_atomics();
   void take_arrivals();
   void due_at_call();
 
@@ -136,7 +145,9 @@ class OneSidedBackend : public TransportBackend, public NotifiedPut {
   std::vector<std::vector<double>> send_buffers_;  // the puts' sources, in turn (at most 2)
   std::vector<std::int64_t> stamp_out_;            // per slot: source of its pending stamp store
   std::vector<std::int64_t> slot_sequence_;        // per slot of the peer: our last message put there (-1: none)
-  std::vector<std::size_t> pending_;               // slots put but not yet notified
+  std::vector<std::pair<std::size_t, std::int64_t>> pending_;  // (slot, message number) put, not yet notified
+  std::deque<std::int64_t> ack_sources_;           // sources of the acknowledgements not yet flushed
+  Atomics atomics_ = Atomics::none;
   std::int64_t counter_out_[counters] = {0, 0};    // sources of the counter stores
   std::vector<std::int64_t> control_;              // last read of this end's control words
   std::vector<std::size_t> consumed_slots_;
