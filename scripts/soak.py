@@ -668,7 +668,10 @@ def draw_matrix(rng, transports, max_ranks, features):
             args += ["--coarse", coarse]
             # the asynchronous coarse solve is rank 0's alone: --coarse-ranks 0 or 1
             args += coarse_ranks_choice(rng, ranks, features, allow_many=mode == "sync")
-            if mode == "sync" and rng.random() < 0.3:
+            # Asynchronously the fixed-point form needs a symmetric matrix, exact local solves and
+            # --coarse-reuse 1 (refused otherwise); drawn on the symmetric kinds.
+            fixed_point = rng.random() < 0.3 and (mode == "sync" or "spd" in props or "sym" in props)
+            if fixed_point:
                 # The fixed-point coarse form: its correction is a Petrov-Galerkin projection, not an
                 # A-orthogonal one, and can diverge (beta = 0.5 on 2D Poisson; classical Nicolaides on
                 # the badly scaled matrix, soak seed 2: docs/matrices.md), so exit code 3 saying so is
@@ -677,7 +680,7 @@ def draw_matrix(rng, transports, max_ranks, features):
                 d["may_diverge"] = True
                 if rng.random() < 0.5:
                     args += ["--robin", rng.choice(("0.8", "0.9"))]
-            if mode == "async":
+            if mode == "async" and not fixed_point:
                 if rng.random() < 0.4:
                     reuse = rng.randint(0, 3)
                     args += ["--coarse-reuse", str(reuse)]

@@ -102,6 +102,8 @@ ANSWERS = [
      dict(solver="schwarz", mode="async", local_solver="ilu1", tol=1e-10, partition="metis")),
     ("schwarz-fixed-point", poisson2d,
      dict(solver="schwarz", mode="sync", coarse="nicolaides", robin=0.6, coarse_form="fixed-point", tol=1e-10)),
+    ("schwarz-fixed-point-async", poisson2d,
+     dict(solver="schwarz", mode="async", coarse="nicolaides", robin=0.6, coarse_form="fixed-point", tol=1e-10)),
     ("cg-asm-pieces", poisson2d, dict(solver="cg", pc="asm", subdomains_per_rank=4, overlap=2, tol=1e-10)),
     ("schwarz-pieces-async", convdiff,
      dict(solver="schwarz", mode="async", subdomains_per_rank=3, tol=1e-10, partition="metis")),

@@ -56,10 +56,10 @@ void record_coarse_iterations(RunRecord& r, nlohmann::json& details, const Coars
   const double delay_mean = corrections > 0 ? delay_sum / static_cast<double>(corrections) : 0.0;
   r.performance_lines.push_back(
       {"coarse", s.asynchronous
-                     ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks), delay mean {:.2f} "
+                     ? fmt::format("{} coarse solves on rank 0, {} corrections applied (all ranks, {} form), delay mean {:.2f} "
                                    "max {} iterations, {} passes held (--coarse-reuse {}), tree fan-in {}{} height {}, "
                                    "{:.4f} s (slowest rank)",
-                                   solves, corrections, delay_mean, delay_max, held, s.reuse, s.fan_in,
+                                   solves, corrections, s.form, delay_mean, delay_max, held, s.reuse, s.fan_in,
                                    s.fan_in_auto ? fmt::format(" (auto: latency {:.3g} s, {:.3g} s per message, "
                                                                "poll wait {:.3g} s)",
                                                                s.fan_in_model.latency, s.fan_in_model.per_message,
@@ -68,7 +68,7 @@ void record_coarse_iterations(RunRecord& r, nlohmann::json& details, const Coars
                                    s.tree_height, seconds)
                      : fmt::format("{} coarse corrections ({} form), {:.4f} s (slowest rank)", solves, s.form,
                                    seconds)});
-  if (!s.asynchronous) details["coarse_form"] = s.form;
+  details["coarse_form"] = s.form;
   details["coarse_seconds"] = seconds;
   details["coarse_solves"] = solves;
   details["coarse_corrections"] = corrections;

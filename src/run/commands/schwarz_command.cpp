@@ -151,7 +151,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "measured at set-up (a ping-pong, P - 1 messages to rank 0, half a trial local solve)")
       ->capture_default_str();
   form_opt_ = app.add_option("--coarse-form", coarse_form,
-                              "sync with --coarse: the coarse problem, " + core::named_help(solvers::coarse_form_names))
+                              "with --coarse: the coarse problem, " + core::named_help(solvers::coarse_form_names))
                    ->capture_default_str();
   grid_options_.push_back(app.add_option(
       "--export-system", export_dir,
@@ -210,8 +210,8 @@ void SchwarzCommand::finalise(MPI_Comm comm) {
     if (coarse_fan_in < 1) throw InputError(fmt::format("--coarse-fan-in {}: must be >= 1 or auto", coarse_fan_in));
   }
   s.coarse_form = core::parse_named(solvers::coarse_form_names, coarse_form, "--coarse-form", "coarse form");
-  if (form_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || async))
-    throw InputError("--coarse-form goes with --mode sync and --coarse " + solvers::coarse_space_names("|"));
+  if (form_opt_->count() > 0 && coarse_kind == solvers::no_coarse)
+    throw InputError("--coarse-form goes with --coarse " + solvers::coarse_space_names("|"));
   if (fan_in_opt_->count() > 0 && (coarse_kind == solvers::no_coarse || !async))
     throw InputError("--coarse-fan-in goes with --mode async and --coarse " + solvers::coarse_space_names("|"));
   if (async && coarse_ranks > 1)

@@ -12,6 +12,7 @@
 #include "desync/core/error.hpp"
 #include "desync/core/simulation.hpp"
 #include "desync/core/timer.hpp"
+#include "desync/linalg/system_io.hpp"
 #include "desync/solvers/driver/iteration_driver.hpp"
 #include "coarse/coarse_level.hpp"
 #include "schwarz_run.hpp"
@@ -28,8 +29,24 @@ SchwarzResult solve_algebraic_schwarz(const linalg::DistributedCsr& A, std::span
                  fmt::format("--mode {}: schwarz runs sync or async", comm::to_string(o.mode)));
   agree_or_throw(A.comm, o.transport.max_in_flight >= 1,
                  fmt::format("--inflight {}: R must be >= 1", o.transport.max_in_flight));
-  agree_or_throw(A.comm, o.coarse_form == CoarseForm::galerkin || (o.subdomains.coarse.two_level() && !o.asynchronous()),
-                 "--coarse-form fixed-point: the synchronous two-level iteration only (--mode sync with --coarse)");
+  agree_or_throw(A.comm, o.coarse_form == CoarseForm::galerkin || o.subdomains.coarse.two_level(),
+                 "--coarse-form fixed-point: a two-level iteration only (with --coarse)");
+  if (o.coarse_form == CoarseForm::fixed_point && o.asynchronous()) {
+    // The asynchronous fixed-point form sums Phi^T M^-1 (b - A u) from each rank's own values with
+    // Wt = A^T M^-T Phi, set up as A M^-1 Phi (coarse_level.hpp): A and the local solves symmetric.
+    // Its corrections land on the values they were computed from only with one local solve per
+    // coarse solution (--coarse-reuse 1); with 4 the 2D Poisson problem diverged at 4 ranks.
+    agree_or_throw(A.comm, o.coarse_reuse == 1,
+                   fmt::format("--coarse-form fixed-point with --mode async: --coarse-reuse 1 only (got {}): each "
+                               "correction must land on the values its residual was taken from",
+                               o.coarse_reuse));
+    agree_or_throw(A.comm, o.subdomains.subdomains_per_rank <= 1 && linalg::exact(o.subdomains.local_solver),
+                   "--coarse-form fixed-point with --mode async: exact local solves, one subdomain per rank "
+                   "(not ilu0-ilu3, no --subdomains-per-rank)");
+    agree_or_throw(A.comm, linalg::is_symmetric(A),
+                   "--coarse-form fixed-point with --mode async: the matrix must be symmetric (its coarse "
+                   "right-hand side uses A^T = A); use --mode sync");
+  }
   core::Stopwatch setup;
   OverlappingSubdomain sub(A, o.subdomains);
   const double setup_seconds = setup.seconds();

@@ -60,10 +60,13 @@ class SchwarzRun final : public LocalIteration {
     }
     if (coarse_) {
       if (o.coarse_form == CoarseForm::fixed_point)
-        fixed_point_.emplace(*coarse_, o.transport);  // (sync only: solve_algebraic_schwarz)
+        fixed_point_.emplace(*coarse_, o.transport);
       else
         sync_coarse_.emplace(*coarse_);
-      if (o.asynchronous()) tree_ = std::make_unique<AsyncCoarseTree>(*coarse_, o.coarse_reuse, o.coarse_fan_in);
+      if (o.asynchronous() && fixed_point_) fixed_point_->prepare_async(o.transport);
+      if (o.asynchronous())
+        tree_ = std::make_unique<AsyncCoarseTree>(*coarse_, o.coarse_reuse, o.coarse_fan_in,
+                                                  fixed_point_ ? &*fixed_point_ : nullptr);
       // async: the halo values carry their sender's coarse version (x_[n_]) and are lifted to
       // this rank's (coarse_level.hpp); raw_ keeps them as received.
       carry_async_ = true;
@@ -151,7 +154,8 @@ class SchwarzRun final : public LocalIteration {
       for (std::size_t i = 0; i < n_; ++i) next_[i] += x_[i];
     }
     // --coarse-form fixed-point: y <- y + (Phi - W) c, c = B0^-1 Phi^T (y - u) (coarse_level.hpp)
-    if (fixed_point_) fixed_point_->correct(x_.data(), next_.data());
+    // (asynchronous: the tree's sums are Phi^T M^-1 (b - A u), its corrections Phi c, coarse_level.hpp)
+    if (fixed_point_ && !async_coarse_) fixed_point_->correct(x_.data(), next_.data());
     core::charge("schwarz.solve", static_cast<double>(n_));
     solve_s_ += t_solve.seconds();
     if (async_coarse_) tree_->after_solve();

@@ -101,7 +101,7 @@ struct SubdomainOptions {
   solvers::CoarseOptions coarse;
 };
 
-/// The synchronous two-level iteration's coarse problem (--coarse-form).
+/// The two-level iteration's coarse problem (--coarse-form).
 ///   galerkin     before each round of local solves, u <- u + Phi A0^-1 Phi^T (b - A u), A0 = Phi^T A Phi
 ///                (the hybrid form; Toselli and Widlund, 2005, section 2.5.2).
 ///   fixed-point  the coarse problem of the iteration's own fixed-point equation M^-1 A u = M^-1 b,
@@ -112,12 +112,18 @@ struct SubdomainOptions {
 ///                once: one subdomain solve per coarse function) the hybrid step needs no second
 ///                round of local solves: with d = M^-1 (b - A u) from this round,
 ///                u <- u + d + (Phi - W) c, c = B0^-1 Phi^T d (coarse_level.hpp).
+///                Asynchronously (A symmetric, exact local solves, --coarse-reuse 1) the tree sums
+///                Phi^T M^-1 (b - A u) = sum over owned rows j of (Phi_j v_j - Wt_j u_j), v = M^-1 b,
+///                Wt = A^T M^-T Phi, from each rank's own values, rank 0 solves B0 c = that sum and
+///                the correction is Phi c (FixedPointCoarseCorrection::prepare_async).
 enum class CoarseForm { galerkin, fixed_point };
 inline constexpr core::Named<CoarseForm> coarse_form_names[] = {
     {CoarseForm::galerkin, "galerkin", "A0 = Phi^T A Phi, from the residual before the local solves"},
     {CoarseForm::fixed_point, "fixed-point",
      "B0 = Phi^T M^-1 A Phi, the coarse problem of the iteration's fixed-point equation, from the local solves' "
-     "correction (sync; M^-1 A Phi set up with one subdomain solve per coarse function)"},
+     "correction (M^-1 A Phi set up with one subdomain solve per coarse function; async: symmetric matrices, "
+     "exact local solves, --coarse-reuse 1, the coarse right-hand side Phi^T M^-1 (b - A u) summed from each "
+     "rank's own values)"},
 };
 inline const char* to_string(CoarseForm f) { return core::name_of(coarse_form_names, f); }
 

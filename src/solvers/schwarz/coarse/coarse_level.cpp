@@ -31,6 +31,20 @@ void to_positions(solvers::CoarseSpace::Rows& rows, const std::vector<int>& need
 }
 
 // out[i] += sum_k phi(i, k) v[k] over the rows of `rows` (columns positions in v).
+/// Compressed rows from per-row lists of (column, value).
+solvers::CoarseSpace::Rows compress_rows(const std::vector<std::vector<std::pair<int, double>>>& lists) {
+  solvers::CoarseSpace::Rows r;
+  r.ptr.assign(1, 0);
+  for (const auto& row : lists) {
+    for (const auto& [j, v] : row) {
+      r.cols.push_back(j);
+      r.vals.push_back(v);
+    }
+    r.ptr.push_back(static_cast<std::int64_t>(r.cols.size()));
+  }
+  return r;
+}
+
 double row_dot(const solvers::CoarseSpace::Rows& rows, std::size_t i, const double* v) {
   double s = 0;
   for (auto m = rows.ptr[i]; m < rows.ptr[i + 1]; ++m)
@@ -155,14 +169,7 @@ FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const
       if (y_ext[own + i] != 0.0) w_rows[i].emplace_back(j, y_ext[own + i]);
   }
   restrict_to_subdomains.close();
-  w_.ptr.assign(1, 0);
-  for (const auto& row : w_rows) {
-    for (const auto& [j, v] : row) {
-      w_.cols.push_back(j);
-      w_.vals.push_back(v);
-    }
-    w_.ptr.push_back(static_cast<std::int64_t>(w_.cols.size()));
-  }
+  w_ = compress_rows(w_rows);
   // B0 = Phi^T W, summed over the ranks' rows.
   const auto n = static_cast<std::size_t>(n0);
   std::vector<double> b0(n * n, 0.0);
@@ -183,6 +190,53 @@ FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const
   agree_or_throw(L.comm, singular.empty(), singular);
   setup_seconds_ = t.seconds();
   L.stats.seconds += setup_seconds_;
+}
+
+void FixedPointCoarseCorrection::prepare_async(const comm::TransportConfig& transport) {
+  core::Stopwatch t;
+  auto& L = level_;
+  const auto& sub = L.sub;
+  const auto own = static_cast<std::size_t>(sub.own_begin());
+  const std::size_t n_ext = sub.size(), ghosts = sub.ghost_count();
+  std::vector<double> z(n_ext), rhs(n_ext, 0.0), te(n_ext, 0.0), tg(ghosts, 0.0),
+      slots(sub.prolongation_rows().size(), 0.0), t_own(L.owned);
+  sub.solver().solve(sub.rhs(), z.data());  // v = M^-1 b: the restricted local solve of b
+  v_.assign(z.begin() + static_cast<std::ptrdiff_t>(own), z.begin() + static_cast<std::ptrdiff_t>(own + L.owned));
+  comm::PlanExchangeConfig config;
+  config.mode = comm::HaloMode::sync;
+  config.transport = transport;
+  comm::PlanExchange prolong(L.comm, sub.prolongation_plan(), config);
+  comm::PlanExchange halo(L.comm, sub.ghost_plan(), config);
+  std::vector<std::vector<std::pair<int, double>>> rows(L.owned);
+  const int n0 = L.space->size();
+  for (int f = 0; f < n0; ++f) {  // column f of Wt = A^T M^-T phi_f
+    const auto at = std::lower_bound(L.needed.begin(), L.needed.end(), f);
+    const bool touches = at != L.needed.end() && *at == f;
+    if (touches) cn_[static_cast<std::size_t>(at - L.needed.begin())] = 1.0;
+    for (std::size_t i = 0; i < L.owned; ++i) rhs[own + i] = touches ? row_dot(L.own, i, cn_.data()) : 0.0;  // Rt_p phi_f
+    if (touches) cn_[static_cast<std::size_t>(at - L.needed.begin())] = 0.0;
+    if (touches)
+      sub.solver().solve(rhs.data(), z.data());  // A_p^-1 Rt_p phi_f (A_p symmetric: A_p^-T)
+    else
+      std::fill(z.begin(), z.end(), 0.0);
+    for (std::size_t i = 0; i < L.owned; ++i) t_own[i] = z[own + i];
+    prolong.start(z.data(), f);  // the overlap rows' values to their owners, added there: R_p^T
+    prolong.finish(slots.data(), f);
+    for (std::size_t k = 0; k < slots.size(); ++k)
+      t_own[static_cast<std::size_t>(sub.prolongation_rows()[k])] += slots[k];
+    std::copy(t_own.begin(), t_own.end(), te.begin() + static_cast<std::ptrdiff_t>(own));
+    halo.start(te.data() + own, f);  // (M^-T phi_f) at the ghosts
+    halo.finish(tg.data(), f);
+    for (std::size_t k = 0; k < L.owned; ++k) {  // (A^T M^-T phi_f)_k = (A M^-T phi_f)_k, A symmetric
+      const double w = owned_row_product(sub, k, te.data(), tg.data());
+      if (w != 0.0) rows[k].emplace_back(f, w);
+    }
+  }
+  prolong.close();
+  halo.close();
+  wt_ = compress_rows(rows);
+  setup_seconds_ += t.seconds();
+  L.stats.seconds += t.seconds();
 }
 
 void FixedPointCoarseCorrection::correct(const double* x, double* y) {
@@ -206,8 +260,8 @@ void FixedPointCoarseCorrection::correct(const double* x, double* y) {
   L.stats.seconds += t.seconds();
 }
 
-AsyncCoarseTree::AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in)
-    : level_(level), reuse_(reuse), fan_in_(fan_in) {
+AsyncCoarseTree::AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in, const FixedPointCoarseCorrection* fixed_point)
+    : level_(level), reuse_(reuse), fan_in_(fan_in), fixed_point_(fixed_point) {
   cumulative_.emplace_back(level.needed.size(), 0.0);  // U_0 = 0
 }
 
@@ -233,6 +287,12 @@ void AsyncCoarseTree::open_async(const comm::TransportConfig& transport, double 
   std::vector<std::vector<int>> child_up(m), child_down(m);
   up_functions_ = level_.contributed;
   down_needed_ = level_.needed;
+  if (fixed_point_) {  // the sums reach Wt's columns too
+    const auto& wc = fixed_point_->wt().cols;
+    up_functions_.insert(up_functions_.end(), wc.begin(), wc.end());
+    std::sort(up_functions_.begin(), up_functions_.end());
+    up_functions_.erase(std::unique(up_functions_.begin(), up_functions_.end()), up_functions_.end());
+  }
   MPI_Comm tc = MPI_COMM_NULL;
   MPI_Comm_dup(level_.comm, &tc);
   for (std::size_t j = 0; j < m; ++j) {
@@ -258,6 +318,13 @@ void AsyncCoarseTree::open_async(const comm::TransportConfig& transport, double 
   }
   MPI_Comm_free(&tc);
   own_up_pos_ = positions(level_.contributed, up_functions_);
+  if (fixed_point_) {
+    phi_up_ = level_.own;  // columns: positions in needed -> function numbers -> positions in up_functions_
+    for (auto& c : phi_up_.cols) c = level_.needed[static_cast<std::size_t>(c)];
+    phi_up_.cols = positions(phi_up_.cols, up_functions_);
+    wt_up_ = fixed_point_->wt();
+    wt_up_.cols = positions(wt_up_.cols, up_functions_);
+  }
   own_down_pos_ = positions(level_.needed, down_needed_);
   // Messages: up [sum at the subtree's functions..., version], down [c at the functions the
   // subtree needs..., version]; the trailing version keeps every message non-empty.
@@ -339,7 +406,16 @@ void AsyncCoarseTree::sum_up(std::int64_t it, const double* b_ext, const double*
   std::fill(up_out_.begin(), up_out_.end(), 0.0);
   double* g = up_out_.data();
   const auto own = static_cast<std::size_t>(level_.sub.own_begin());
-  for (std::size_t j = 0; j < level_.owned; ++j) {
+  if (fixed_point_) {  // Phi^T M^-1 (b - A u): sum over owned rows j of Phi_j v_j - Wt_j u_j
+    const auto& v = fixed_point_->v();
+    for (std::size_t j = 0; j < level_.owned; ++j) {
+      for (auto k = phi_up_.ptr[j]; k < phi_up_.ptr[j + 1]; ++k)
+        g[phi_up_.cols[static_cast<std::size_t>(k)]] += phi_up_.vals[static_cast<std::size_t>(k)] * v[j];
+      for (auto k = wt_up_.ptr[j]; k < wt_up_.ptr[j + 1]; ++k)
+        g[wt_up_.cols[static_cast<std::size_t>(k)]] -= wt_up_.vals[static_cast<std::size_t>(k)] * x[own + j];
+    }
+  }
+  for (std::size_t j = 0; j < level_.owned && !fixed_point_; ++j) {
     for (auto k = level_.phi_b.ptr[j]; k < level_.phi_b.ptr[j + 1]; ++k)
       g[own_up_pos_[static_cast<std::size_t>(level_.phi_b.cols[static_cast<std::size_t>(k)])]] +=
           level_.phi_b.vals[static_cast<std::size_t>(k)] * b_ext[own + j];
@@ -366,7 +442,10 @@ void AsyncCoarseTree::sum_up(std::int64_t it, const double* b_ext, const double*
   // Rank 0: c_{v+1} = A0^-1 Phi^T r, kept as its own correction (applied and sent down by pull).
   std::vector<double> c(static_cast<std::size_t>(level_.space->size()), 0.0);
   for (std::size_t k = 0; k < up_functions_.size(); ++k) c[static_cast<std::size_t>(up_functions_[k])] = g[k];
-  level_.space->solve(c);
+  if (fixed_point_)
+    fixed_point_->solve(c);  // c_{v+1} = B0^-1 Phi^T M^-1 (b - A u)
+  else
+    level_.space->solve(c);
   charge_coarse_solve(*level_.space);
   ++root_version_;
   ++level_.stats.solves;

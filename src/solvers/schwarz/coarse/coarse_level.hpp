@@ -36,6 +36,7 @@
 #include <deque>
 #include <memory>
 #include <optional>
+#include <span>
 #include <vector>
 
 #include "desync/communication/halo_plan.hpp"
@@ -121,9 +122,24 @@ class FixedPointCoarseCorrection {
   /// Set-up seconds on this rank (W, B0 and its factorisation).
   double setup_seconds() const { return setup_seconds_; }
 
+  /// The asynchronous form's set-up (collective; A and the subdomain matrices symmetric): v = M^-1 b
+  /// and Wt = A^T M^-T Phi at the owned rows, so that a rank's part of the coarse right-hand side
+  ///     Phi^T M^-1 (b - A u) = sum over owned rows j of (Phi_j v_j - Wt_j u_j)
+  /// reads its own values alone (as the Galerkin form's Phi^T b - (A^T Phi)^T u does). M^-T =
+  /// sum_p R_p^T A_p^-1 Rt_p: per function, a solve on phi restricted to the owned rows, its overlap
+  /// rows added into their owners' (the prolongation's plan), then A applied (one ghost exchange).
+  void prepare_async(const comm::TransportConfig& transport);
+  /// v = M^-1 b at the owned rows; Wt at the owned rows, columns the global function numbers.
+  const std::vector<double>& v() const { return v_; }
+  const solvers::CoarseSpace::Rows& wt() const { return wt_; }
+  /// c = B0^-1 c in place (the whole coarse vector).
+  void solve(std::span<double> c) const { b0_.solve(c); }
+
  private:
   CoarseLevel& level_;
   solvers::CoarseSpace::Rows w_;  // W at the owned rows, columns the global function numbers
+  solvers::CoarseSpace::Rows wt_;  // prepare_async: A^T M^-T Phi at the owned rows (global columns)
+  std::vector<double> v_;          // prepare_async: M^-1 b at the owned rows
   solvers::DenseLu b0_;
   std::vector<double> d_, cn_;
   double setup_seconds_ = 0;
@@ -133,7 +149,9 @@ class FixedPointCoarseCorrection {
 class AsyncCoarseTree {
  public:
   /// reuse: --coarse-reuse; fan_in: --coarse-fan-in (>= 1; 0: from the model, at open_async).
-  AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in);
+  /// fixed_point (prepared for the asynchronous form), or null: the sums are Phi^T M^-1 (b - A u)
+  /// and rank 0 solves B0 c = that (--coarse-form fixed-point); the correction is Phi c, as Galerkin's.
+  AsyncCoarseTree(CoarseLevel& level, int reuse, int fan_in, const FixedPointCoarseCorrection* fixed_point = nullptr);
   ~AsyncCoarseTree();
 
   /// Asynchronous: opens the two exchanges of the tree (sums up to the parent, corrections down to
@@ -178,6 +196,8 @@ class AsyncCoarseTree {
 
   CoarseLevel& level_;
   int reuse_ = 0, fan_in_ = 1;
+  const FixedPointCoarseCorrection* fixed_point_ = nullptr;
+  solvers::CoarseSpace::Rows phi_up_, wt_up_;  // fixed-point form: Phi and Wt at the owned rows, columns positions in up_functions_
   comm::TreeCosts model_;
   std::int64_t version_ = 0;
   std::deque<std::vector<double>> cumulative_;  // U_v over needed_, the newest last; front is version front_version_
