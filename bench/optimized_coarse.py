@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
-"""Optimized Schwarz with a coarse level: desync's synchronous two-level iteration with the Robin
-(optimized) transmission condition, its two coarse forms, against one-level optimized Schwarz and
-classical two-level Schwarz, by iteration counts.
+"""Optimized Schwarz with a coarse level: desync's two-level iteration with the Robin (optimized)
+transmission condition, its two coarse forms, against one-level optimized Schwarz and classical
+two-level Schwarz, by iteration counts, synchronous and asynchronous.
 
 On the built-in 2D Poisson problem (`desync schwarz --local m` on a q x q process grid, which with
 --coarse runs the assembled 5-point matrix, overlap by graph distance 1, GDSW), per subdomain count:
@@ -15,6 +15,11 @@ On the built-in 2D Poisson problem (`desync schwarz --local m` on a q x q proces
                                the same with the Robin weight beta = 1/(1 + alpha h) held at b for
                                every subdomain count (alpha = (1/b - 1)/h, h = 1/(q m + 1)); alpha
                                auto's beta grows towards 1 as h shrinks
+
+--modes sync,async (the default) runs the asynchronous iteration too, for one level, classical
+two-level and every fixed-point row (the fixed-point form's asynchronous setting: --coarse-reuse 1,
+one local solve per coarse cycle); its count is the most local solves of a rank. The Galerkin form
+with the Robin condition is not run asynchronously (it diverges there: docs/matrices.md).
 
 Ranks are oversubscribed on small hosts: counts only, never times.
 
@@ -47,10 +52,17 @@ def methods(q, m, betas):
     return rows
 
 
-def run(args, ranks, extra):
+def async_extra(key, extra):
+    """The arguments of the asynchronous run of method `key`, or None for a method not run so."""
+    if key.startswith("galerkin"):
+        return None
+    return extra + (["--coarse-reuse", "1"] if key.startswith("fixed-point") else [])
+
+
+def run(args, ranks, extra, mode="sync"):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        cmd = shlex.split(args.mpirun) + ["-np", str(ranks), args.desync, "schwarz", "--mode", "sync", "--local",
+        cmd = shlex.split(args.mpirun) + ["-np", str(ranks), args.desync, "schwarz", "--mode", mode, "--local",
                                           str(args.local), "--tol", f"{args.tol:g}", "--max-iters",
                                           str(args.max_iters), "--quiet", "--json", out] + extra
         p = run_measured(cmd, env=child_env(ranks), capture_output=True, text=True, timeout=args.timeout)
@@ -59,7 +71,8 @@ def run(args, ranks, extra):
         with open(out) as f:
             rec = json.load(f)
         d = rec.get("details", {})
-        return {"iterations": rec["iterations"]["max"], "converged": rec["converged"],
+        return {"iterations": rec["iterations"]["max"], "converged": rec["converged"], "mode": mode,
+                "true_residual": rec.get("true_residual"),
                 "stop": rec.get("stop_reason"), "robin": d.get("robin"), "alpha": d.get("alpha"),
                 "coarse_functions": d.get("coarse_functions"), "coarse_form": d.get("coarse_form"),
                 "command": shlex.join(cmd)}
@@ -72,6 +85,7 @@ def main(argv):
     ap.add_argument("--grids", default="4,6,8", help="process grids q (q x q subdomains), comma-separated")
     ap.add_argument("--local", type=int, default=12, help="points per subdomain side")
     ap.add_argument("--betas", default="0.5,0.8,0.9,0.95", help="Robin weights held fixed, comma-separated")
+    ap.add_argument("--modes", default="sync,async", help="sync, async or both, comma-separated")
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--max-iters", type=int, default=1000)
     ap.add_argument("--timeout", type=float, default=600)
@@ -79,18 +93,27 @@ def main(argv):
     args = ap.parse_args(argv)
     grids = [int(x) for x in args.grids.split(",")]
     betas = [float(x) for x in args.betas.split(",")]
+    modes = [m for m in args.modes.split(",") if m]
+    if not modes or any(m not in ("sync", "async") for m in modes):
+        ap.error(f"--modes {args.modes}: sync, async or both")
     rows = []
-    for q in grids:
-        for key, label, extra in methods(q, args.local, betas):
-            r = run(args, q * q, extra)
-            r.update(subdomains=q * q, method=key, label=label)
-            rows.append(r)
-            print(f"{q * q:>4} {label:<28} robin {r['robin'] if r['robin'] is not None else '-':<10} "
-                  f"{r['iterations']:>5} {'' if r['converged'] else 'NOT CONVERGED (' + str(r['stop']) + ')'}",
-                  flush=True)
+    for mode in modes:
+        for q in grids:
+            for key, label, extra in methods(q, args.local, betas):
+                if mode == "async":
+                    extra = async_extra(key, extra)
+                    if extra is None:
+                        continue
+                r = run(args, q * q, extra, mode)
+                r.update(subdomains=q * q, method=key, label=label + (", async" if mode == "async" else ""))
+                rows.append(r)
+                print(f"{q * q:>4} {r['label']:<36} robin {r['robin'] if r['robin'] is not None else '-':<10} "
+                      f"{r['iterations']:>5} {'' if r['converged'] else 'NOT CONVERGED (' + str(r['stop']) + ')'}",
+                      flush=True)
     if args.json:
         write_json(args.json, {"benchmark": "optimized_coarse", "local": args.local, "overlap": 1, "tol": args.tol,
-                               "max_iters": args.max_iters, "grids": grids, "betas": betas, "rows": rows})
+                               "max_iters": args.max_iters, "grids": grids, "betas": betas, "modes": modes,
+                               "rows": rows})
     return 0
 
 

@@ -591,8 +591,8 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
     quick, full = rp.studies(False), rp.studies(True)
     assert [s for s, _, _ in quick] == ["jacobi-weak", "jacobi-slow-core", "pde-jitter", "cg-family", "cg-strong",
                                         "cg-overlap", "schwarz-weak"]
-    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 220
-    assert len(full) == 21
+    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 236
+    assert len(full) == 22
     for study, paper, rows in full:
         labels = [label for label, _, _, _ in rows]
         assert paper and len(set(labels)) == len(labels), study
@@ -620,17 +620,24 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
         if label.startswith("schwarz async ") and "--coarse" in argv and " none" not in label:
             fan = argv[argv.index("--coarse-fan-in") + 1]
             assert fan == ("255" if "flat tree" in label else label.split("fan-in ")[1] if "fan-in " in label else "8"), label
-    # coarse-large: 64² points per subdomain in every run; the fixed-point form only sync, with the
-    # optimized condition; the asynchronous GDSW runs at the fan-in the other studies default to
-    large = next(rows for s, _, rows in full if s == "coarse-large")
-    assert len(large) == 20 and {r for _, r, _, _ in large} == {64, 256}
-    for label, _, argv, _ in large:
-        assert argv[argv.index("--local") + 1] == "64", label
-        assert (argv[argv.index("--noise") + 1] == "jitter") == label.endswith(" jitter"), label
-        if "fixed-point" in label:
-            assert argv[argv.index("--mode") + 1] == "sync" and argv[argv.index("--alpha") + 1] == "auto", label
-        if label.startswith("gdsw async"):
-            assert argv[argv.index("--coarse-fan-in") + 1] == "8", label
+    # coarse-large (64² points per subdomain, 64 and 256 ranks) and coarse-large128 (128², 64 ranks):
+    # the fixed-point form with the optimized condition, its asynchronous form with --coarse-reuse 1
+    # (its only setting); the asynchronous GDSW runs at the fan-in the other studies default to
+    for study, local, counts in (("coarse-large", "64", {64, 256}), ("coarse-large128", "128", {64})):
+        large = next(rows for s, _, rows in full if s == study)
+        assert len(large) == 12 * len(counts) and {r for _, r, _, _ in large} == counts, study
+        for label, _, argv, _ in large:
+            assert argv[argv.index("--local") + 1] == local, label
+            assert (argv[argv.index("--noise") + 1] == "jitter") == label.endswith(" jitter"), label
+            mode = argv[argv.index("--mode") + 1]
+            assert f" {mode} P=" in label, label
+            if "fixed-point" in label:
+                assert argv[argv.index("--alpha") + 1] == "auto", label
+                assert ("--coarse-reuse" in argv) == (mode == "async"), label
+                if mode == "async":
+                    assert argv[argv.index("--coarse-reuse") + 1] == "1", label
+            if label.startswith("gdsw async") or label.startswith("gdsw fixed-point auto async"):
+                assert argv[argv.index("--coarse-fan-in") + 1] == "8", label
     assert runs["pipecg progress (Alg. 3i) P=64 128^3"][1][-6:] == ["--reduction", "doubling", "--progress", "test",
                                                                    "--test-interval", "512"]
     # coarse-weak is ordered by rank count (study_order = "ranks"), the file's order at each count

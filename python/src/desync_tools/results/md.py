@@ -15,14 +15,14 @@ def md_table(headers, rows, align=None):
 
 
 def fmt(x, digits=3):
-    """A number with `digits` significant digits; '–' for None or NaN."""
+    """A number with `digits` significant digits (from 10**digits on, rounded to units); '–' for None or NaN."""
     if x is None or (isinstance(x, float) and math.isnan(x)):
         return "–"
     if isinstance(x, int):
         return str(x)
     if x != 0 and (abs(x) < 1e-3 or abs(x) >= 1e6):
         return f"{x:.{max(digits - 1, 0)}e}"
-    return f"{x:.{digits}g}" if abs(x) >= 10 ** digits else _fixed(x, digits)
+    return f"{x:.0f}" if abs(x) >= 10 ** digits else _fixed(x, digits)  # 1126, not 1.13e+03
 
 
 def _fixed(x, digits):

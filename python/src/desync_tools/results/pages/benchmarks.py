@@ -17,7 +17,7 @@ RATE = "benchmarks/transport-rate.json"  # bench/transport_rate.py (bench-transp
 POSTED = "host-2026-11-27b/posted-receives.json"
 POSTED_JITTER = "host-2026-11-27c/jitter-posted-receives.json"
 LOOP = {"Open MPI": "host-2026-11-27c/bounded-loop-openmpi-3.json", "MPICH": "host-2026-11-27c/bounded-loop-mpich-2.json"}
-IDLE = {"MPICH": "host-2026-11-27d/idle-mpich.json", "Open MPI": "host-2026-11-27d/idle-openmpi.json"}
+IDLE = {"MPICH": "host-2026-12-01/idle-mpich.json", "Open MPI": "host-2026-12-01/idle-openmpi.json"}
 SCHWARZ_PETSC = "benchmarks/schwarz-petsc.json"
 BEFORE_AFTER = "before-after-2026-11-27"
 STACK = "schwarz-stack-2026-11-29/before-after.json"  # bench/stack_before_after.py
@@ -371,6 +371,23 @@ def transport_range(data):
     return f"{min(others):.2f}–{max(others):.2f}"
 
 
+TRANSPORT_BEFORE_AFTER = "host-2026-12-01/transport-{side}-r{r}.json"  # 3 rounds, old and new alternating
+
+
+@value("benchmarks.transport_before_after")
+def transport_before_after(data):
+    """The one-sided channels' deferred stores (0b4d7bd) against the tree before them (3106e0c): each
+    transport's median rate over the 3 rounds' 9 samples, new over old."""
+    import statistics
+    samples = {}
+    for side in ("old", "new"):
+        for r in (1, 2, 3):
+            for row in data.json(TRANSPORT_BEFORE_AFTER.format(side=side, r=r))["rows"]:
+                samples.setdefault(row["config"], {}).setdefault(side, []).extend(row["samples"])
+    return "; ".join(f"{c} {statistics.median(v['new']) / statistics.median(v['old']):.2f}"
+                     for c, v in samples.items())
+
+
 @figure("benchmarks.transport")
 def transport_figure(data):
     import matplotlib.pyplot as plt
@@ -543,6 +560,32 @@ def idle_its_skip(data):
 def idle_its_yield(data):
     r = _idle_row(data, "MPICH", "schwarz", 3, "rma", "yield")
     return f"{r['it_min_median']:.0f} / {r['it_max_median']:.0f}"
+
+
+@value("benchmarks.idle_spin_starves")
+def idle_spin_starves(data):
+    """MPICH, 3 ranks over rma: spin's ratio to sync against yield's, per case."""
+    parts = []
+    for case in sorted({r["case"] for r in data.json(IDLE["MPICH"])["rows"]}):
+        try:
+            spin, yld = (_idle_row(data, "MPICH", case, 3, "rma", p) for p in ("spin", "yield"))
+        except KeyError:
+            continue
+        parts.append(f"{case} {_idle_cell(spin)} against {_idle_cell(yld)}")
+    return "; ".join(parts)
+
+
+@value("benchmarks.idle_jacobi_yield")
+def idle_jacobi_yield(data):
+    """Jacobi at 2 ranks (one per core): yield's ratio to sync over spin's, the range over the cases,
+    transports and MPIs."""
+    q = []
+    for mpi in IDLE:
+        for r in data.json(IDLE[mpi])["rows"]:
+            if r["case"].startswith("jacobi") and r["ranks"] == 2 and r["policy"] == "yield":
+                spin = _idle_row(data, mpi, r["case"], 2, r["transport"], "spin")
+                q.append(r["ratio_to_sync"] / spin["ratio_to_sync"])
+    return f"{min(q):.2f}–{max(q):.2f}"
 
 
 @value("benchmarks.idle_hung")

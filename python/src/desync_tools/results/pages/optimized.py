@@ -1,6 +1,6 @@
-"""docs/results/two-level-rate.md, section "Optimized Schwarz with a coarse level": the synchronous
-optimized two-level iteration's counts with its two coarse forms (bench/optimized_coarse.py,
-docs/data/two-level/optimized.json)."""
+"""docs/results/two-level-rate.md, section "Optimized Schwarz with a coarse level": the optimized
+two-level iteration's counts with its two coarse forms, synchronous and asynchronous
+(bench/optimized_coarse.py, docs/data/two-level/optimized.json)."""
 from ..md import md_table
 from ..registry import table, value
 
@@ -8,11 +8,14 @@ OPTIMIZED = "two-level/optimized.json"
 LEVEL_OFF = 1.1  # the target: counts from 36 to 64 subdomains within this factor
 
 
-def _counts(data):
-    """{method: {subdomains: row}}, the methods in the file's order, and the subdomain counts."""
+def _counts(data, mode="sync"):
+    """{method: {subdomains: row}} of one mode (rows without a mode are sync), the methods in the
+    file's order, and the subdomain counts."""
     doc = data.json(OPTIMIZED)
     by, order = {}, []
     for r in doc["rows"]:
+        if r.get("mode", "sync") != mode:
+            continue
         if r["method"] not in by:
             order.append(r["method"])
         by.setdefault(r["method"], {})[r["subdomains"]] = r
@@ -21,50 +24,74 @@ def _counts(data):
 
 
 def _cell(r):
+    if r is None:
+        return "–"
     return str(int(r["iterations"])) if r["converged"] else f"diverged ({int(r['iterations'])})"
 
 
 @table("coarse.optimized_forms")
 def optimized_forms(data):
-    doc, by, order, sizes = _counts(data)
-    rows = []
-    for m in order:
-        first = by[m][sizes[0]]
-        rows.append([first["label"]] + [_cell(by[m][s]) for s in sizes])
-    return md_table(["method (iterations to 10⁻⁶)"] + [f"{s} subdomains" for s in sizes], rows)
+    rows, sizes = [], []
+    for mode in ("sync", "async"):
+        _, by, order, sizes = _counts(data, mode)
+        for m in order:
+            first = next(iter(by[m].values()))
+            rows.append([first["label"]] + [_cell(by[m].get(s)) for s in sizes])
+    return md_table(["method (iterations to 10⁻⁶; async: the most of a rank)"] + [f"{s} subdomains" for s in sizes],
+                    rows)
 
 
-def _best_fixed(by, sizes):
-    """The fixed-point rows at a held beta that converge everywhere, with their growth over the
-    last two sizes, smallest growth first."""
+def _fixed_rows(by, sizes, held_only):
+    """The fixed-point rows (held_only: at a held beta) that converge at every count, with their
+    growth over the last two counts, smallest growth first."""
     out = []
     for m, per in by.items():
-        if not m.startswith("fixed-point-") or m.endswith("auto"):
+        if not m.startswith("fixed-point-") or (held_only and m.endswith("auto")):
             continue
-        if all(per[s]["converged"] for s in sizes):
+        if all(s in per and per[s]["converged"] for s in sizes):
             out.append((per[sizes[-1]]["iterations"] / per[sizes[-2]]["iterations"], m))
     return sorted(out)
+
+
+def _judge(by, sizes, fixed):
+    """[(met, growth, beats, label)] of the fixed-point rows against one level and classical two-level
+    of the same mode."""
+    parts = []
+    for growth, m in fixed:
+        per = by[m]
+        refs = [by.get("one-level-auto", {}), by.get("classical", {})]
+        beats = all(s in ref and per[s]["iterations"] < ref[s]["iterations"] for ref in refs for s in sizes)
+        parts.append((growth <= LEVEL_OFF and beats, growth, beats, per[sizes[0]]["label"]))
+    return parts
+
+
+def _text(parts, lo, hi):
+    return "; ".join(f"{label}: {lo}→{hi} subdomains {growth:.2f}×, "
+                     f"{'fewer iterations than' if beats else 'not below'} one-level optimized and classical "
+                     f"two-level {'(async) ' if label.endswith('async') else ''}at every count"
+                     for _, growth, beats, label in parts)
 
 
 @value("coarse.optimized_verdict")
 def optimized_verdict(data):
     doc, by, order, sizes = _counts(data)
-    best = _best_fixed(by, sizes)
+    best = _fixed_rows(by, sizes, held_only=True)
     if not best:
         return "**not met**: no fixed-point run at a held Robin weight converges at every count"
     lo, hi = sizes[-2], sizes[-1]
-    parts = []
-    for growth, m in best:
-        per = by[m]
-        beats = all(per[s]["iterations"] < by["one-level-auto"][s]["iterations"] and
-                    per[s]["iterations"] < by["classical"][s]["iterations"] for s in sizes)
-        parts.append((growth <= LEVEL_OFF and beats, growth, beats, per[sizes[0]]["label"]))
-    met = [p for p in parts if p[0]]
+    parts = _judge(by, sizes, best)
+    met = any(p[0] for p in parts)
     g_auto = by["galerkin-auto"][hi]["iterations"] / by["galerkin-auto"][lo]["iterations"]
-    text = "; ".join(f"{label}: {lo}→{hi} subdomains {growth:.2f}×, "
-                     f"{'fewer iterations than' if beats else 'not below'} one-level optimized and classical "
-                     f"two-level at every count" for _, growth, beats, label in parts)
     diverged = [by[m][sizes[0]]["label"] for m in order if any(not by[m][s]["converged"] for s in sizes)]
     tail = f"; diverged: {', '.join(diverged)}" if diverged else ""
-    return ((f"**met** (sync)" if met else "**not met**") +
-            f": {text} (Galerkin at alpha auto {g_auto:.2f}×){tail}")
+    sync = (f"**met** (sync)" if met else "**not met** (sync)") + f": {_text(parts, lo, hi)} (Galerkin at alpha auto {g_auto:.2f}×){tail}"
+    _, aby, aorder, _ = _counts(data, "async")
+    if not aby:
+        return sync + "; async: not run"
+    aparts = _judge(aby, sizes, _fixed_rows(aby, sizes, held_only=False))
+    amet = any(p[0] for p in aparts)
+    adiverged = [next(iter(aby[m].values()))["label"] for m in aorder
+                 if any(s in aby[m] and not aby[m][s]["converged"] for s in sizes)]
+    atext = _text(aparts, lo, hi) if aparts else "no fixed-point run converges at every count"
+    atail = f"; diverged or stopped: {', '.join(adiverged)}" if adiverged else ""
+    return sync + f". Async: {'**met**' if amet else '**not met**'}: {atext}{atail}"
