@@ -272,7 +272,7 @@ void AsyncCoarseTree::open_async(const comm::TransportConfig& transport, double 
   if (fan_in_ == 0) {
     // The fan-in from the model (rank_tree.hpp): the costs measured with messages of the longest
     // sum a leaf sends up (rank 0's measurements, on every rank), and a message's wait for its
-    // receiver, which looks between local solves: half the slowest rank's pass.
+    // receiver, which looks once per pass (halo exchange and local solve): half the slowest rank's pass.
     int longest = static_cast<int>(level_.contributed.size());
     MPI_Allreduce(MPI_IN_PLACE, &longest, 1, MPI_INT, MPI_MAX, level_.comm);
     MPI_Allreduce(MPI_IN_PLACE, &pass, 1, MPI_DOUBLE, MPI_MAX, level_.comm);

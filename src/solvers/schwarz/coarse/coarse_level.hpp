@@ -156,7 +156,7 @@ class AsyncCoarseTree {
 
   /// Asynchronous: opens the two exchanges of the tree (sums up to the parent, corrections down to
   /// the children) over `transport`. Collective. Fan-in from the model (the first time): `pass`,
-  /// this rank's seconds between two looks for messages (a local solve's), gives the model's
+  /// this rank's seconds between two looks for messages (a halo exchange and a local solve), gives the model's
   /// poll_wait, half the slowest rank's.
   void open_async(const comm::TransportConfig& transport, double pass = 0);
   /// Closes them (collective), nothing left pending, after every rank has applied the newest
