@@ -1,5 +1,6 @@
 """The results pages (docs/results/, docs/benchmarks.md, README.md) against their data: a page whose
 generated table or number differs from what the committed records render fails here."""
+import json
 import os
 import re
 import subprocess
@@ -265,3 +266,36 @@ def test_a_disturbed_experiment_runs_once_more(monkeypatch, tmp_path):
     assert load["attempts"] == 1 and log.read_text().count("x") == 3
     rc, load = cli.run_watched(command, str(tmp_path), dict(os.environ), 30, False)
     assert load is None and log.read_text().count("x") == 4
+
+
+def test_fan_in_pages_prefer_the_sweeps_own_default_run(tmp_path):
+    # The fan-in verdicts compare against the default fan-in (8): the sweep's own run of it (made with
+    # the same build as the others) where there is one, the study coarse-weak's only where not.
+    from desync_tools.results.pages import coarse
+
+    def run(label, fan, time, ranks=256):
+        return {"label": label, "ranks": ranks, "time": time, "coarse": {
+            "coarse_fan_in": fan, "coarse_tree_height": 3, "coarse_solves": 40,
+            "coarse_fan_in_model": {"latency": 5e-7, "per_message": 4e-7, "poll_wait": 6e-6}}}
+    sim = tmp_path / "simulated"
+    sim.mkdir()
+    weak = [run("schwarz async gdsw P=256", 8, 4.0e-3)]
+    noise = [run("schwarz async gdsw P=256 fan-in auto", 16, 4.4e-3),
+             run("schwarz async gdsw P=256 flat tree", 255, 9.0e-3),
+             run("schwarz async gdsw P=256 fan-in 16", 16, 4.3e-3)]
+    (sim / "coarse-weak.json").write_text(json.dumps({"rows": weak}))
+    (sim / "coarse-noise.json").write_text(json.dumps({"rows": noise}))
+    data = Data([str(tmp_path)])
+    # no fan-in 8 run in the sweep: coarse-weak's (4.0 ms) is the default
+    auto = coarse.fan_in_auto(data)
+    assert "1.10× fan-in 8's" in auto and "at least as fast" not in auto and "of 3 fan-ins" in auto
+    assert "against 4.00 ms with fan-in 8" in coarse.tree_effect(data)
+    # the sweep's own fan-in 8 run (4.8 ms) replaces it, counted once
+    noise.append(run("schwarz async gdsw P=256 fan-in 8", 8, 4.8e-3))
+    (sim / "coarse-noise.json").write_text(json.dumps({"rows": noise}))
+    data = Data([str(tmp_path)])
+    auto = coarse.fan_in_auto(data)
+    assert "0.92× fan-in 8's" in auto and "of 3 fan-ins" in auto
+    assert auto.endswith("auto at least as fast as the default at every count")
+    assert "against 4.80 ms with fan-in 8" in coarse.tree_effect(data)
+    assert coarse.fan_in_sweep(data).count("8: 4.80 ms") == 1 and "4.00 ms" not in coarse.fan_in_sweep(data)

@@ -42,6 +42,15 @@ def simulate(tmp_path, costs, ranks, args, sim_args=(), name="r.json"):
     return p, record
 
 
+def with_and_without(tmp_path, costs, ranks, args, kind, per_unit):
+    """The run on the simulated cluster twice: with the cost model `costs`, and with `kind` charged
+    `per_unit` seconds besides: ((process, record) without, (process, record) with)."""
+    with_kind = tmp_path / "costs-with.json"
+    with_kind.write_text(json.dumps({"costs": {**{k: COST for k in KINDS}, kind: per_unit}}))
+    return (simulate(tmp_path, costs, ranks, args, name="without.json"),
+            simulate(tmp_path, str(with_kind), ranks, args, name="with.json"))
+
+
 def real(tmp_path, ranks, args):
     out = tmp_path / "real.json"
     cmd = [mpirun(), "-np", str(ranks), desync_path(), *args, "--quiet", "--json", str(out)]
@@ -183,10 +192,7 @@ def test_halo_message_charges_each_message_at_both_ends_and_may_be_left_out(tmp_
     args = ["jacobi", "--mode", "sync", "--local", "2", "--dims", "2x1x1", "--tol", "1e-300", "--max-iters", "2000",
             "--check-every", "100000"]
     per_message = 5e-7
-    with_kind = tmp_path / "with.json"
-    with_kind.write_text(json.dumps({"costs": {**{k: COST for k in KINDS}, "halo.message": per_message}}))
-    p0, without = simulate(tmp_path, costs, 2, args, name="without.json")
-    p1, charged = simulate(tmp_path, str(with_kind), 2, args, name="with.json")
+    (p0, without), (p1, charged) = with_and_without(tmp_path, costs, 2, args, "halo.message", per_message)
     assert p0.returncode == 1 and p1.returncode == 1, (p0.stderr + p1.stderr)[-2000:]  # 1: --max-iters reached
     for a, b in zip(without["per_rank"], charged["per_rank"]):
         assert a["messages_sent"] == b["messages_sent"] == 2001 and b["messages_received"] == 2001
@@ -200,13 +206,28 @@ def test_halo_open_charges_each_exchange_opened(tmp_path, costs):
     # charge more, on both ranks alike, so the run is 3 charges longer.
     args = ["schwarz", "--mode", "sync", "--local", "16"]
     per_open = 1e-4
-    with_kind = tmp_path / "with.json"
-    with_kind.write_text(json.dumps({"costs": {**{k: COST for k in KINDS}, "halo.open": per_open}}))
-    p0, without = simulate(tmp_path, costs, 2, args, name="without.json")
-    p1, charged = simulate(tmp_path, str(with_kind), 2, args, name="with.json")
+    (p0, without), (p1, charged) = with_and_without(tmp_path, costs, 2, args, "halo.open", per_open)
     assert p0.returncode == 0 and p1.returncode == 0, (p0.stderr + p1.stderr)[-2000:]
     assert without["iterations"] == charged["iterations"]
     for a, b in zip(without["per_rank"], charged["per_rank"]):
         assert a["exchange_opens"] == b["exchange_opens"] == 3
         assert (b["exchange_open_seconds"] - a["exchange_open_seconds"]) / 3 == pytest.approx(per_open, rel=0.02)
     assert charged["wall_time"] - without["wall_time"] == pytest.approx(3 * per_open, rel=0.05)
+
+
+def test_fan_in_model_sees_a_channels_work_per_message(tmp_path, costs):
+    # --coarse-fan-in auto measures what one more message costs the parent that takes them all: on
+    # a simulated cluster, the messages' transfers overlap (rank 0 posts its receives ahead, as the
+    # tree's channels do) and each message costs what a channel's taking it in is charged,
+    # halo.message. So the per-message cost the record keeps is about that charge, with it and
+    # without it: the transfers' latency is paid once, not once per message (a blocking receive
+    # after another would pay it each time, about 2 us a message across the simulated links).
+    args = ["schwarz", "--mode", "async", "--local", "6", "--alpha", "inf", "--coarse", "gdsw", "--coarse-ranks", "1",
+            "--coarse-fan-in", "auto", "--tol", "1e-6", "--max-iters", "400"]
+    charge = 4e-6
+    (p0, without), (p1, charged) = with_and_without(tmp_path, costs, 9, args, "halo.message", charge)
+    assert p0.returncode == 0 and p1.returncode == 0, (p0.stderr + p1.stderr)[-2000:]
+    m0, m1 = without["details"]["coarse_fan_in_model"], charged["details"]["coarse_fan_in_model"]
+    assert m0["latency"] > 0 and m0["per_message"] < 0.25 * charge
+    assert m1["per_message"] == pytest.approx(charge + m0["per_message"], rel=0.05)
+    assert 1 <= charged["details"]["coarse_fan_in"] <= 8

@@ -45,11 +45,12 @@ struct TreeCosts {
 int model_fan_in(int ranks, const TreeCosts& costs);
 
 /// Measures the model's two costs on `comm` with messages of `doubles` values: rank 0 and rank 1
-/// ping-pong (latency: the least half round trip of 5), then every other rank sends rank 0 one
-/// message at once (per_message: (the least time rank 0 takes to receive them all, of 3) - latency,
-/// over P - 1; 0 on two ranks). Collective; every rank returns rank 0's figures (so every rank
-/// builds the same tree); one rank: zeros. Blocking point-to-point messages on a duplicate of comm.
-/// poll_wait is the caller's (0 here).
+/// ping-pong (latency: the least half round trip of 5), then the first m = min(P - 1, 32) other ranks
+/// send rank 0 one message at once, into receives rank 0 posted before, as a tree's channels do,
+/// and rank 0 takes each in with a channel's work per message (per_message: (the least time rank 0
+/// takes to receive them all, of 3) - latency, over m; 0 on two ranks). Collective; every rank returns rank 0's
+/// figures (so every rank builds the same tree); one rank: zeros. Point-to-point messages on a
+/// duplicate of comm. poll_wait is the caller's (0 here).
 TreeCosts measure_tree_costs(MPI_Comm comm, int doubles);
 
 }  // namespace desync::comm

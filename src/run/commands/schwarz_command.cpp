@@ -148,7 +148,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "subtrees) that sums the residuals up and sends the corrections down: rank 0 exchanges with K "
                  "ranks, a cycle takes about 2 log_K P hops; K >= P - 1: rank 0 with every rank; auto: the K "
                  "that minimises the model's cycle, 2 height (latency + poll wait + K per-message cost), the costs "
-                 "measured at set-up (a ping-pong, P - 1 messages to rank 0, half a trial pass: a halo exchange and a local solve)")
+                 "measured at set-up (a ping-pong, up to 32 messages to rank 0 at once, half a trial pass: a halo exchange and a local solve)")
       ->capture_default_str();
   form_opt_ = app.add_option("--coarse-form", coarse_form,
                               "with --coarse: the coarse problem, " + core::named_help(solvers::coarse_form_names))

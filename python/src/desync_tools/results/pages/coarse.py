@@ -415,9 +415,15 @@ def _variants(data, mode, suffix):
 
 @value("coarse.tree_effect")
 def tree_effect(data):
-    """Asynchronous GDSW on a flat tree (rank 0 exchanging with every rank) against the default tree."""
+    """Asynchronous GDSW on a flat tree (rank 0 exchanging with every rank) against the default tree
+    (fan-in 8: the study coarse-noise's own run where it has one, else the study coarse-weak's)."""
     out = []
+    noise = _noise_rows(data)
     for r, tree in _variants(data, "async", "flat tree"):
+        # the sweep's own run at the default fan-in, made with the same build, where there is one
+        same = [s for s in noise if s["ranks"] == r["ranks"] and s["label"].endswith(" fan-in 8") and _done(s)
+                and "coarse" in s]
+        tree = same[0] if same else tree
         flat, fan = r["coarse"], tree["coarse"]
         out.append(f"at {r['ranks']} ranks {_sim.ms(r['time'])} ms on the flat tree ({flat['coarse_solves']} "
                    f"coarse cycles, {_sim.ms(r['time'] / flat['coarse_solves'])} ms each) against "
@@ -426,11 +432,24 @@ def tree_effect(data):
     return "; ".join(out) if out else "not measured"
 
 
+DEFAULT_FAN_IN = 8  # schwarz --coarse-fan-in's default
+
+
+def _with_default(runs, default):
+    """The sweep's runs with the study coarse-weak's run at the default fan-in (8) where the sweep has
+    no run of that fan-in itself (a run of the sweep's own is made beside the others, with the same
+    build)."""
+    if not (_done(default) and "coarse" in default):
+        return runs
+    fan = default["coarse"]["coarse_fan_in"]
+    return runs if any(r["coarse"]["coarse_fan_in"] == fan for r in runs) else runs + [default]
+
+
 @value("coarse.fan_in_sweep")
 def fan_in_sweep(data):
     """Asynchronous GDSW's simulated time by the coarse tree's fan-in, at each rank count where the
-    study coarse-noise has runs labelled 'fan-in K' or 'flat tree' (with the coarse-weak run, at fan-in
-    8; not the 'fan-in auto' runs: coarse.fan_in_auto)."""
+    study coarse-noise has runs labelled 'fan-in K' or 'flat tree' (with the study coarse-weak's run at
+    fan-in 8 where the sweep has no fan-in 8 run; not the 'fan-in auto' runs: coarse.fan_in_auto)."""
     weak = _sim_rows(data)
     by_ranks = {}
     for r in _noise_rows(data):
@@ -440,9 +459,7 @@ def fan_in_sweep(data):
             by_ranks.setdefault(r["ranks"], []).append(r)
     out = []
     for p, runs in sorted(by_ranks.items()):
-        default = _sim_find(weak, "async", "gdsw", p)
-        if _done(default) and "coarse" in default:
-            runs = runs + [default]
+        runs = _with_default(runs, _sim_find(weak, "async", "gdsw", p))
         runs.sort(key=lambda r: r["coarse"]["coarse_fan_in"])
         best = min(runs, key=lambda r: r["time"])
         cells = [f"{r['coarse']['coarse_fan_in']}{' (flat)' if r['coarse']['coarse_fan_in'] >= p - 1 else ''}: "
@@ -455,8 +472,8 @@ def fan_in_sweep(data):
 @value("coarse.fan_in_auto")
 def fan_in_auto(data):
     """Asynchronous GDSW with --coarse-fan-in auto (the study coarse-noise's runs labelled 'fan-in auto'):
-    the fan-in the model chose, the costs it measured, the time against the default fan-in's (8, the
-    study coarse-weak's run) and against the fastest and the slowest fan-in of the sweep at the same count
+    the fan-in the model chose, the costs it measured, the time against the default fan-in's (8: the
+    sweep's run, else the study coarse-weak's) and against the fastest and the slowest fan-in of the sweep at the same count
     (coarse.fan_in_sweep's runs), and whether auto was at least as fast as the default at every count."""
     weak = _sim_rows(data)
     rows = _noise_rows(data)
@@ -471,9 +488,8 @@ def fan_in_auto(data):
         sweep = [s for s in rows if s["ranks"] == p and s["label"].startswith("schwarz async gdsw ") and _done(s)
                  and "coarse" in s and (s["label"].endswith(" flat tree")
                                         or (" fan-in " in s["label"] and not s["label"].endswith(" fan-in auto")))]
-        default = _sim_find(weak, "async", "gdsw", p)
-        if _done(default) and "coarse" in default:
-            sweep.append(default)
+        sweep = _with_default(sweep, _sim_find(weak, "async", "gdsw", p))
+        default = next((s for s in sweep if s["coarse"]["coarse_fan_in"] == DEFAULT_FAN_IN), None)
         c, m = r["coarse"], r["coarse"].get("coarse_fan_in_model") or {}
         text = (f"at {p} ranks the model chose fan-in {c['coarse_fan_in']} (height {c['coarse_tree_height']}; "
                 f"latency {m.get('latency', 0) * 1e6:.2f} µs, {m.get('per_message', 0) * 1e6:.2f} µs per message, "
