@@ -591,7 +591,7 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
     quick, full = rp.studies(False), rp.studies(True)
     assert [s for s, _, _ in quick] == ["jacobi-weak", "jacobi-slow-core", "pde-jitter", "cg-family", "cg-strong",
                                         "cg-overlap", "schwarz-weak"]
-    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 236
+    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 240
     assert len(full) == 22
     for study, paper, rows in full:
         labels = [label for label, _, _, _ in rows]
