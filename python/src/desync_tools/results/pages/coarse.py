@@ -421,9 +421,8 @@ def tree_effect(data):
     noise = _noise_rows(data)
     for r, tree in _variants(data, "async", "flat tree"):
         # the sweep's own run at the default fan-in, made with the same build, where there is one
-        same = [s for s in noise if s["ranks"] == r["ranks"] and s["label"].endswith(" fan-in 8") and _done(s)
-                and "coarse" in s]
-        tree = same[0] if same else tree
+        tree = next((s for s in _with_default([s for s in noise if s["ranks"] == r["ranks"] and _in_sweep(s)], tree)
+                     if s["coarse"]["coarse_fan_in"] == DEFAULT_FAN_IN), tree)
         flat, fan = r["coarse"], tree["coarse"]
         out.append(f"at {r['ranks']} ranks {_sim.ms(r['time'])} ms on the flat tree ({flat['coarse_solves']} "
                    f"coarse cycles, {_sim.ms(r['time'] / flat['coarse_solves'])} ms each) against "
@@ -433,6 +432,13 @@ def tree_effect(data):
 
 
 DEFAULT_FAN_IN = 8  # schwarz --coarse-fan-in's default
+
+
+def _in_sweep(r):
+    """A finished run of the study coarse-noise's fan-in sweep ('fan-in K' or 'flat tree', not 'fan-in auto')."""
+    label = r["label"]
+    return (label.startswith("schwarz async gdsw ") and _done(r) and "coarse" in r
+            and (label.endswith(" flat tree") or (" fan-in " in label and not label.endswith(" fan-in auto"))))
 
 
 def _with_default(runs, default):
@@ -485,9 +491,7 @@ def fan_in_auto(data):
         if not _done(r) or "coarse" not in r:
             out.append(f"at {p} ranks not finished")
             continue
-        sweep = [s for s in rows if s["ranks"] == p and s["label"].startswith("schwarz async gdsw ") and _done(s)
-                 and "coarse" in s and (s["label"].endswith(" flat tree")
-                                        or (" fan-in " in s["label"] and not s["label"].endswith(" fan-in auto")))]
+        sweep = [s for s in rows if s["ranks"] == p and _in_sweep(s)]
         sweep = _with_default(sweep, _sim_find(weak, "async", "gdsw", p))
         default = next((s for s in sweep if s["coarse"]["coarse_fan_in"] == DEFAULT_FAN_IN), None)
         c, m = r["coarse"], r["coarse"].get("coarse_fan_in_model") or {}
