@@ -884,6 +884,22 @@ TEST(AlgebraicSchwarz, TwoLevelSyncMatchesTheSerialReference) {
     // last residual also solves; its result is not taken)
     EXPECT_EQ(rf.coarse.corrections, iterations + 1);
     EXPECT_LT(world_max(max_abs_diff(xf, part(ref_fixed, offsets, me))), 1e-11 * max_abs(ref_fixed));
+    // With --coarse-ranks 1, B0 sparse on rank 0 (its entries gathered there, an unsymmetric sparse
+    // LU; Phi^T d reduced to rank 0, c broadcast): the same iterates.
+    SchwarzOptions fixed_rank0 = fixed;
+    fixed_rank0.subdomains.coarse.coarse_ranks = 1;
+    std::vector<double> xr(x.size(), 0.25);
+    const auto rr = solvers::solve_algebraic_schwarz(A, part(b, offsets, me), xr, fixed_rank0);
+    EXPECT_EQ(rr.run.stats.iterations, iterations);
+    EXPECT_EQ(rr.coarse.corrections, iterations + 1);
+    EXPECT_LT(world_max(max_abs_diff(xr, part(ref_fixed, offsets, me))), 1e-11 * max_abs(ref_fixed));
+    // The record describes B0: dense on every rank (its n^2 entries factored) or sparse on rank 0.
+    const auto n0 = static_cast<std::int64_t>(space.size());
+    EXPECT_EQ(rf.coarse_level.solver, "dense-lu");
+    EXPECT_EQ(rf.coarse_level.factor_nonzeros, n0 * n0);
+    EXPECT_NE(rr.coarse_level.solver, "dense-lu");
+    EXPECT_GT(rr.coarse_level.nonzeros, 0);
+    EXPECT_LE(rr.coarse_level.nonzeros, n0 * n0);
   }
   // Asynchronously only with one local solve per coarse solution (TwoLevelAsyncFixedPoint...).
   SchwarzOptions async = fixed_iterations(iterations, 1);
@@ -969,14 +985,18 @@ TEST(AlgebraicSchwarz, TwoLevelAsyncReuseOneFollowsTheSyncIteration) {
     const char* kind;
     CoarseForm form;
     double robin;
+    int coarse_ranks = 0;  // 1: A0 (or B0) sparse on rank 0, the root solving there (as the CLI's async runs)
   };
   for (const Case c : {Case{"nicolaides", CoarseForm::galerkin, 0.0}, Case{"gdsw", CoarseForm::galerkin, 0.0},
                        Case{"nicolaides", CoarseForm::fixed_point, 0.0}, Case{"gdsw", CoarseForm::fixed_point, 0.0},
-                       Case{"nicolaides", CoarseForm::fixed_point, 0.6}, Case{"gdsw", CoarseForm::fixed_point, 0.6}}) {
-    SCOPED_TRACE(std::string(c.kind) + ", " + to_string(c.form) + ", robin " + std::to_string(c.robin));
+                       Case{"nicolaides", CoarseForm::fixed_point, 0.6}, Case{"gdsw", CoarseForm::fixed_point, 0.6},
+                       Case{"gdsw", CoarseForm::fixed_point, 0.0, 1}, Case{"gdsw", CoarseForm::fixed_point, 0.6, 1}}) {
+    SCOPED_TRACE(std::string(c.kind) + ", " + to_string(c.form) + ", robin " + std::to_string(c.robin) +
+                 ", coarse ranks " + std::to_string(c.coarse_ranks));
     SchwarzOptions o;
     o.subdomains.overlap = 1;
     o.subdomains.coarse.kind = c.kind;
+    o.subdomains.coarse.coarse_ranks = c.coarse_ranks;
     o.subdomains.robin = c.robin;
     o.coarse_form = c.form;
     o.iteration.tol = 1e-8;

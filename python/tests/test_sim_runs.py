@@ -231,3 +231,22 @@ def test_fan_in_model_sees_a_channels_work_per_message(tmp_path, costs):
     assert m0["latency"] > 0 and m0["per_message"] < 0.25 * charge
     assert m1["per_message"] == pytest.approx(charge + m0["per_message"], rel=0.05)
     assert 1 <= charged["details"]["coarse_fan_in"] <= 8
+
+
+def test_fixed_point_sync_coarse_step_is_halo_time_not_the_sweeps(tmp_path, costs):
+    """The synchronous fixed-point form corrects inside the update, after the local solves (a
+    reduction, rank 0's coarse solve, a broadcast). That collective is halo time, as the Galerkin
+    form's correction in the exchange is, and not part of the sweep that compute counts and a jitter
+    pause is a multiple of: the local solves' time per iteration (schwarz's `solve`) matches
+    one-level Schwarz's, and the halo time (`p2p`) takes the coarse step."""
+    base = ["schwarz", "--mode", "sync", "--local", "16", "--alpha", "auto", "--tol", "1e-6"]
+    p1, one = simulate(tmp_path, costs, 9, base, name="one.json")
+    p2, fp = simulate(tmp_path, costs, 9, base + ["--coarse", "gdsw", "--coarse-ranks", "1", "--coarse-form",
+                                                  "fixed-point"], name="fp.json")
+    assert p1.returncode == 0 and p2.returncode == 0, (p1.stderr[-1000:], p2.stderr[-1000:])
+
+    def per_iteration(record, part):
+        return max(r["time"][part] / (r["iterations"] + 1) for r in record["per_rank"])
+
+    assert per_iteration(fp, "solve") == pytest.approx(per_iteration(one, "solve"), rel=0.25)
+    assert per_iteration(fp, "p2p") > 1.5 * per_iteration(one, "p2p")

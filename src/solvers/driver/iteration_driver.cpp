@@ -143,8 +143,10 @@ StopReason IterationDriver::run_sync(LocalIteration& local, IterationPhase which
     const bool check = it % phase.check_every == 0 || at_limit;
     core::Stopwatch t_update;
     const double local_sq = local.update(it, check);  // candidate <- one local iteration
-    const double update_s = t_update.seconds();
+    const double coarse_s = local.update_coarse_seconds();
+    const double update_s = t_update.seconds() - coarse_s;
     time.compute += update_s;
+    time.halo += coarse_s;
     time.noise += noise_.after_sweep(update_s);
     if (check) {
       // The test judged the current iterate; stopping keeps it and drops the candidate.
@@ -191,8 +193,10 @@ StopReason IterationDriver::run_sync_untested(LocalIteration& local, std::int64_
     perturb(local, it);
     core::Stopwatch t_update;
     local.update(it, /*want_residual=*/false);
-    const double update_s = t_update.seconds();
+    const double coarse_s = local.update_coarse_seconds();
+    const double update_s = t_update.seconds() - coarse_s;
     time.compute += update_s;
+    time.halo += coarse_s;
     time.noise += noise_.after_sweep(update_s);
     local.advance();
     if (timed && own == none) {
@@ -467,8 +471,10 @@ void IterationDriver::async_update(LocalIteration& local, std::int64_t it, bool 
   } else {
     local.update(it, false);
   }
-  const double update_s = t_update.seconds();
+  const double coarse_s = local.update_coarse_seconds();
+  const double update_s = t_update.seconds() - coarse_s;
   st.time.compute += update_s;
+  st.time.halo += coarse_s;
   st.time.noise += noise_.after_sweep(update_s);
   if (want_residual) record_local(it, local_sq);
 }

@@ -95,6 +95,7 @@ class SchwarzRun final : public LocalIteration {
     r.solve_seconds = solve_s_;
     if (coarse_) {
       r.coarse_level = coarse_->space->summary();
+      if (fixed_point_) fixed_point_->describe(r.coarse_level);  // B0, the matrix its coarse solves use
       const auto& st = coarse_->stats;
       r.coarse = {st.corrections,
                   st.solves,
@@ -155,15 +156,21 @@ class SchwarzRun final : public LocalIteration {
     }
     // --coarse-form fixed-point: y <- y + (Phi - W) c, c = B0^-1 Phi^T (y - u) (coarse_level.hpp)
     // (asynchronous: the tree's sums are Phi^T M^-1 (b - A u), its corrections Phi c, coarse_level.hpp)
-    if (fixed_point_ && !async_coarse_) fixed_point_->correct(x_.data(), next_.data());
     core::charge("schwarz.solve", static_cast<double>(n_));
-    solve_s_ += t_solve.seconds();
+    coarse_in_update_ = 0;
+    if (fixed_point_ && !async_coarse_) {  // collective: halo time, not the sweep's (update_coarse_seconds)
+      core::Stopwatch t_coarse;
+      fixed_point_->correct(x_.data(), next_.data());
+      coarse_in_update_ = t_coarse.seconds();
+    }
+    solve_s_ += t_solve.seconds() - coarse_in_update_;
     if (async_coarse_) tree_->after_solve();
     return r2;
   }
   // advance(): u_i <- y_p,i on the owned points (the rest of y_p is read by nobody: restricted
   // Schwarz; the grid's overlap values are the neighbours' ghosts, never read from here).
   void advance() override { std::swap(x_, next_); }
+  double update_coarse_seconds() const override { return coarse_in_update_; }
   void perturb(double value) override { x_[sub_.owned_index(0)] = value; }
   // The candidate is A_p^-1 rhs, rhs from b and the ghosts alone, except where the Robin data reads
   // an owned u_i or the solve is approximate (its correction step reads u_p). Not with a coarse
@@ -291,6 +298,7 @@ class SchwarzRun final : public LocalIteration {
   bool exact_ = true;  // the local solver solves exactly (else the correction step of update())
   std::optional<comm::PlanExchange> exchange_;
   double spmv_s_ = 0, update_s_ = 0, solve_s_ = 0;
+  double coarse_in_update_ = 0;  // the last update's fixed-point correction (update_coarse_seconds)
   CoarseLevel* coarse_;                          // two-level: what both forms share
   std::optional<SyncCoarseCorrection> sync_coarse_;  // the synchronous phases' hybrid step
   std::optional<FixedPointCoarseCorrection> fixed_point_;  // its fixed-point form, after the local solves

@@ -158,6 +158,11 @@ class LocalIteration : public LocalProblem {
   /// want_residual: return this rank's part of the squared residual of the current iterate (the
   /// one the update starts from) with the external values installed now; otherwise return 0.
   virtual double update(std::int64_t it, bool want_residual) = 0;
+  /// Seconds of the last update() that went to a collective coarse step inside it (two-level
+  /// Schwarz's fixed-point form: its correction after the local solves, a reduction, a coarse
+  /// solve and a broadcast). The driver counts them as halo time, as it does the Galerkin form's
+  /// correction in exchange(), and leaves them out of the sweep a jitter pause is a multiple of.
+  virtual double update_coarse_seconds() const { return 0; }
   /// The candidate becomes the current iterate. Not called after a synchronous test that stops
   /// the phase: the run keeps the iterate that test judged.
   virtual void advance() = 0;

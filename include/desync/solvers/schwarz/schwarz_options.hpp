@@ -121,7 +121,8 @@ inline constexpr core::Named<CoarseForm> coarse_form_names[] = {
     {CoarseForm::galerkin, "galerkin", "A0 = Phi^T A Phi, from the residual before the local solves"},
     {CoarseForm::fixed_point, "fixed-point",
      "B0 = Phi^T M^-1 A Phi, the coarse problem of the iteration's fixed-point equation, from the local solves' "
-     "correction (M^-1 A Phi set up with one subdomain solve per coarse function; async: symmetric matrices, "
+     "correction (M^-1 A Phi set up with a subdomain solve per coarse function reaching it; B0 factored where "
+     "--coarse-ranks puts A0; async: symmetric matrices, "
      "exact local solves, --coarse-reuse 1, the coarse right-hand side Phi^T M^-1 (b - A u) summed from each "
      "rank's own values)"},
 };

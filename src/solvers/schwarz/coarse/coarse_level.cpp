@@ -6,6 +6,7 @@
 #include <numeric>
 #include <stdexcept>
 #include <string>
+#include <unordered_map>
 #include <utility>
 
 #include "desync/core/error.hpp"
@@ -139,9 +140,11 @@ FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const
   core::Stopwatch t;
   auto& L = level_;
   const int n0 = L.space->size();
-  agree_or_throw(L.comm, n0 <= max_functions,
-                 fmt::format("--coarse-form fixed-point: B0 is dense on every rank, at most {} coarse functions "
-                             "(this space has {})", max_functions, n0));
+  const int coarse_ranks = L.space->coarse_ranks();  // where the Galerkin level factors A0, B0 too
+  agree_or_throw(L.comm, coarse_ranks >= 1 || n0 <= max_dense_functions,
+                 fmt::format("--coarse-form fixed-point with --coarse-ranks 0: B0 is dense on every rank, at most {} "
+                             "coarse functions (this space has {}); --coarse-ranks 1 keeps it sparse on rank 0",
+                             max_dense_functions, n0));
   const auto& sub = L.sub;
   const auto own = static_cast<std::size_t>(sub.own_begin());
   const std::size_t n_ext = sub.size(), ghosts = sub.ghost_count();
@@ -164,28 +167,54 @@ FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const
     std::copy(a_phi.begin(), a_phi.end(), r_ext.begin() + static_cast<std::ptrdiff_t>(own));
     restrict_to_subdomains.start(a_phi.data(), j);
     restrict_to_subdomains.finish(r_ext.data(), j);
-    sub.solver().solve(r_ext.data(), y_ext.data());  // A_p^-1 R_p A phi_j (or the approximate solve's M_p^-1)
-    for (std::size_t i = 0; i < L.owned; ++i)         // restricted: the owned rows
+    // A_p^-1 R_p A phi_j (or the approximate solve's M_p^-1), where phi_j reaches Omega_p: a
+    // solve of zero is zero, and most functions lie away from most subdomains.
+    if (std::all_of(r_ext.begin(), r_ext.end(), [](double v) { return v == 0.0; })) continue;
+    sub.solver().solve(r_ext.data(), y_ext.data());
+    for (std::size_t i = 0; i < L.owned; ++i)  // restricted: the owned rows
       if (y_ext[own + i] != 0.0) w_rows[i].emplace_back(j, y_ext[own + i]);
   }
   restrict_to_subdomains.close();
   w_ = compress_rows(w_rows);
-  // B0 = Phi^T W, summed over the ranks' rows.
+  // B0 = Phi^T W, summed over the ranks' rows: (B0)_fc = sum over owned rows i of phi_if w_ic.
   const auto n = static_cast<std::size_t>(n0);
-  std::vector<double> b0(n * n, 0.0);
-  for (std::size_t i = 0; i < L.owned; ++i)
-    for (auto m = L.own.ptr[i]; m < L.own.ptr[i + 1]; ++m) {
-      const auto f = static_cast<std::size_t>(L.needed[static_cast<std::size_t>(L.own.cols[static_cast<std::size_t>(m)])]);
-      const double phi = L.own.vals[static_cast<std::size_t>(m)];
-      for (auto q = w_.ptr[i]; q < w_.ptr[i + 1]; ++q)
-        b0[f * n + static_cast<std::size_t>(w_.cols[static_cast<std::size_t>(q)])] += phi * w_.vals[static_cast<std::size_t>(q)];
-    }
-  MPI_Allreduce(MPI_IN_PLACE, b0.data(), static_cast<int>(b0.size()), MPI_DOUBLE, MPI_SUM, L.comm);
   std::string singular;
-  try {
-    b0_ = solvers::DenseLu(std::move(b0), n0);
-  } catch (const std::runtime_error& e) {
-    singular = fmt::format("--coarse-form fixed-point: the coarse matrix B0 = Phi^T M^-1 A Phi is singular ({})", e.what());
+  const auto singular_message = [](const std::exception& e) {
+    return fmt::format("--coarse-form fixed-point: the coarse matrix B0 = Phi^T M^-1 A Phi is singular ({})", e.what());
+  };
+  const auto for_each_entry = [&](auto&& add) {
+    for (std::size_t i = 0; i < L.owned; ++i)
+      for (auto m = L.own.ptr[i]; m < L.own.ptr[i + 1]; ++m) {
+        const auto f = static_cast<std::size_t>(L.needed[static_cast<std::size_t>(L.own.cols[static_cast<std::size_t>(m)])]);
+        const double phi = L.own.vals[static_cast<std::size_t>(m)];
+        for (auto q = w_.ptr[i]; q < w_.ptr[i + 1]; ++q)
+          add(f, static_cast<std::size_t>(w_.cols[static_cast<std::size_t>(q)]), phi * w_.vals[static_cast<std::size_t>(q)]);
+      }
+  };
+  if (coarse_ranks >= 1) {  // sparse: this rank's entries to the coarse ranks, factored there
+    std::unordered_map<std::int64_t, double> mine;
+    for_each_entry([&](std::size_t f, std::size_t c, double v) { mine[static_cast<std::int64_t>(f * n + c)] += v; });
+    std::vector<solvers::CoarseSolver::Entry> entries;
+    entries.reserve(mine.size());
+    for (const auto& [place, value] : mine)
+      entries.push_back({static_cast<int>(place / static_cast<std::int64_t>(n)),
+                         static_cast<int>(place % static_cast<std::int64_t>(n)), value});
+    try {  // fails on every rank alike (make_distributed_coarse_solver)
+      b0_ = solvers::make_distributed_coarse_solver(L.comm, n0, coarse_ranks, std::move(entries));
+      b0_nonzeros_ = b0_->nonzeros();
+    } catch (const std::runtime_error& e) {
+      singular = singular_message(e);
+    }
+  } else {  // dense on every rank
+    std::vector<double> b0(n * n, 0.0);
+    for_each_entry([&](std::size_t f, std::size_t c, double v) { b0[f * n + c] += v; });
+    MPI_Allreduce(MPI_IN_PLACE, b0.data(), static_cast<int>(b0.size()), MPI_DOUBLE, MPI_SUM, L.comm);
+    b0_nonzeros_ = std::count_if(b0.begin(), b0.end(), [](double v) { return v != 0.0; });
+    try {
+      b0_ = solvers::make_dense_coarse_solver(std::move(b0), n0);
+    } catch (const std::runtime_error& e) {
+      singular = singular_message(e);
+    }
   }
   agree_or_throw(L.comm, singular.empty(), singular);
   setup_seconds_ = t.seconds();
@@ -239,14 +268,24 @@ void FixedPointCoarseCorrection::prepare_async(const comm::TransportConfig& tran
   L.stats.seconds += t.seconds();
 }
 
+void FixedPointCoarseCorrection::charge_solve() const {
+  core::charge("schwarz.residual", b0_->solve_multiply_adds() / 10.0);  // as charge_coarse_solve, with B0's factors
+}
+
+void FixedPointCoarseCorrection::describe(solvers::CoarseSummary& c) const {
+  c.solver = b0_->name();
+  c.nonzeros = b0_nonzeros_;
+  c.factor_nonzeros = b0_->factor_nonzeros();
+}
+
 void FixedPointCoarseCorrection::correct(const double* x, double* y) {
   core::Stopwatch t;
   auto& L = level_;
   const auto own = static_cast<std::size_t>(L.sub.own_begin());
   for (std::size_t i = 0; i < L.owned; ++i) d_[i] = y[own + i] - x[own + i];  // d = M^-1 (b - A u)
-  std::vector<double> c = L.space->restrict_to_coarse(d_);                  // Phi^T d (one MPI_Allreduce)
-  b0_.solve(c);                                                               // c = B0^-1 Phi^T d
-  charge_coarse_solve(*L.space);
+  std::vector<double> c = L.space->local_sums(d_);  // this rank's part of Phi^T d
+  b0_->solve_sum(L.comm, c);                         // c = B0^-1 Phi^T d, summed over the ranks
+  charge_solve();
   for (std::size_t k = 0; k < L.needed.size(); ++k) cn_[k] = c[static_cast<std::size_t>(L.needed[k])];
   for (std::size_t i = 0; i < L.owned; ++i) {
     double wc = 0;
@@ -442,11 +481,13 @@ void AsyncCoarseTree::sum_up(std::int64_t it, const double* b_ext, const double*
   // Rank 0: c_{v+1} = A0^-1 Phi^T r, kept as its own correction (applied and sent down by pull).
   std::vector<double> c(static_cast<std::size_t>(level_.space->size()), 0.0);
   for (std::size_t k = 0; k < up_functions_.size(); ++k) c[static_cast<std::size_t>(up_functions_[k])] = g[k];
-  if (fixed_point_)
+  if (fixed_point_) {
     fixed_point_->solve(c);  // c_{v+1} = B0^-1 Phi^T M^-1 (b - A u)
-  else
+    fixed_point_->charge_solve();
+  } else {
     level_.space->solve(c);
-  charge_coarse_solve(*level_.space);
+    charge_coarse_solve(*level_.space);
+  }
   ++root_version_;
   ++level_.stats.solves;
   for (std::size_t k = 0; k < down_needed_.size(); ++k) down_in_[k] = c[static_cast<std::size_t>(down_needed_[k])];

@@ -104,18 +104,22 @@ class SyncCoarseCorrection {
 /// the coarse problem of the iteration's fixed-point equation M^-1 A u = M^-1 b, M^-1 the round of
 /// restricted local solves (with their Robin condition, exact or approximate), instead of A's
 /// Galerkin problem. Set up once (collective): W = M^-1 A Phi at the owned rows, one restriction
-/// exchange and one subdomain solve per coarse function, and B0 = Phi^T W, dense on every rank
-/// (one MPI_Allreduce), factored by LU with partial pivoting. Each iteration, after the local
+/// exchange per coarse function and a subdomain solve where it reaches the subdomain (elsewhere the
+/// restricted right-hand side is zero, and so is the solve), and B0 = Phi^T W, factored where the
+/// Galerkin level factors A0 (coarse_solver.hpp): with --coarse-ranks 0 dense on every rank (one
+/// MPI_Allreduce, LU with partial pivoting); with k >= 1 sparse (B0 couples only functions whose
+/// supports lie a few subdomains apart), its entries gathered on the coarse ranks and factored
+/// there by an unsymmetric sparse LU (MUMPS, or UMFPACK on rank 0). Each iteration, after the local
 /// solves gave y = u + d, d = M^-1 (b - A u) on the owned rows:
-///     c = B0^-1 Phi^T d          (one MPI_Allreduce of the coarse dimension)
+///     c = B0^-1 Phi^T d          (an MPI_Allreduce, or MPI_Reduce, solve and MPI_Bcast)
 ///     y <- y + (Phi - W) c       = u + Phi c + M^-1 (b - A (u + Phi c)),
 /// the hybrid iteration (coarse step, then local solves) with one round of local solves.
 class FixedPointCoarseCorrection {
  public:
-  /// Collective. InputError (every rank alike) if B0 is singular or the space has more than
-  /// max_functions functions (B0 is dense on every rank).
+  /// Collective. InputError (every rank alike) if B0 is singular, or, with --coarse-ranks 0 (B0
+  /// dense on every rank), the space has more than max_dense_functions functions.
   FixedPointCoarseCorrection(CoarseLevel& level, const comm::TransportConfig& transport);
-  static constexpr int max_functions = 4000;
+  static constexpr int max_dense_functions = 4000;
   /// x: the iterate on Omega_p before the local solves; y: their result (its owned rows corrected).
   /// Collective.
   void correct(const double* x, double* y);
@@ -132,15 +136,22 @@ class FixedPointCoarseCorrection {
   /// v = M^-1 b at the owned rows; Wt at the owned rows, columns the global function numbers.
   const std::vector<double>& v() const { return v_; }
   const solvers::CoarseSpace::Rows& wt() const { return wt_; }
-  /// c = B0^-1 c in place (the whole coarse vector).
-  void solve(std::span<double> c) const { b0_.solve(c); }
+  /// c = B0^-1 c in place (the whole coarse vector): on this rank alone with --coarse-ranks 0; on
+  /// rank 0 with --coarse-ranks 1 (the asynchronous form's root; CoarseSolver::solve).
+  void solve(std::span<double> c) const { b0_->solve(c); }
+  /// Charges one solve with B0's factors to a simulated cluster's clock (free elsewhere).
+  void charge_solve() const;
+  /// What a run reports of B0 in place of A0 (CoarseSummary's solver, nonzeros, factor_nonzeros):
+  /// how it is factored (CoarseSolver::name), its nonzeros (dense: its n^2 places) and its factors'.
+  void describe(solvers::CoarseSummary& c) const;
 
  private:
   CoarseLevel& level_;
   solvers::CoarseSpace::Rows w_;  // W at the owned rows, columns the global function numbers
   solvers::CoarseSpace::Rows wt_;  // prepare_async: A^T M^-T Phi at the owned rows (global columns)
   std::vector<double> v_;          // prepare_async: M^-1 b at the owned rows
-  solvers::DenseLu b0_;
+  std::unique_ptr<solvers::CoarseSolver> b0_;
+  std::int64_t b0_nonzeros_ = 0;
   std::vector<double> d_, cn_;
   double setup_seconds_ = 0;
 };

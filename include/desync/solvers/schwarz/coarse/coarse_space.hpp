@@ -83,6 +83,8 @@ class CoarseSpace {
   static constexpr int dense_copy_limit = 1000;
   /// Phi on this rank's rows as a dense local_rows x size() row-major matrix (for tests).
   std::vector<double> local_basis() const;
+  /// (Phi^T r)_c over this rank's rows only, all size() entries: this rank's part of Phi^T r.
+  std::vector<double> local_sums(std::span<const double> r) const;
   /// c = Phi^T r, on every rank (one MPI_Allreduce). Collective.
   std::vector<double> restrict_to_coarse(std::span<const double> r) const;
   /// z += Phi c on this rank's rows.
@@ -143,8 +145,6 @@ class CoarseSpace {
   /// ranks' rows `ghosts` (ascending) into `input`. Collective.
   void subdomain_pieces(const linalg::DistributedCsr& A, int K, const std::vector<std::int64_t>& ghosts,
                         CoarseBasisInput& input) const;
-  /// (Phi^T r)_c over this rank's rows only, all size() entries.
-  std::vector<double> local_sums(std::span<const double> r) const;
   std::vector<double> a0_;
   std::unique_ptr<CoarseSolver> solver_;
   double setup_seconds_ = 0;
