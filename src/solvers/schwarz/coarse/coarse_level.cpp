@@ -53,12 +53,10 @@ double row_dot(const solvers::CoarseSpace::Rows& rows, std::size_t i, const doub
   return s;
 }
 
-// A simulated cluster's clock: one solve with A0's factors is solve_multiply_adds() multiply-adds
-// (solvers/schwarz/coarse/coarse_solver.hpp: one or two per factor entry); a residual unit (one row of a sparse
-// residual, about five couplings) about ten.
-void charge_coarse_solve(const solvers::CoarseSpace& space) {
-  core::charge("schwarz.residual", space.solve_multiply_adds() / 10.0);
-}
+// A simulated cluster's clock: one solve with the coarse matrix's factors (A0's, or the fixed-point
+// form's B0's) is solve_multiply_adds() multiply-adds (solvers/schwarz/coarse/coarse_solver.hpp: one
+// or two per factor entry); a residual unit (one row of a sparse residual, about five couplings) about ten.
+void charge_coarse_solve(double solve_multiply_adds) { core::charge("schwarz.residual", solve_multiply_adds / 10.0); }
 
 // (A u)_k = sum_j a_kj u_j at owned row k, u from the local iterate x (on Omega_p) and the ghosts.
 double owned_row_product(const solvers::OverlappingSubdomain& sub, std::size_t k, const double* x,
@@ -123,7 +121,7 @@ void SyncCoarseCorrection::correct(const double* b_ext, double* x, double* ghost
   auto& L = level_;
   residual(b_ext, x, ghost);                                     // r = b - A u
   const std::vector<double> c = L.space->coarse_solution(r_);   // c = A0^-1 Phi^T r (one MPI_Allreduce)
-  charge_coarse_solve(*L.space);
+  charge_coarse_solve(L.space->solve_multiply_adds());
   std::vector<double> cn(L.needed.size());
   for (std::size_t k = 0; k < L.needed.size(); ++k) cn[k] = c[static_cast<std::size_t>(L.needed[k])];
   const auto own = static_cast<std::size_t>(L.sub.own_begin());
@@ -194,13 +192,8 @@ FixedPointCoarseCorrection::FixedPointCoarseCorrection(CoarseLevel& level, const
   if (coarse_ranks >= 1) {  // sparse: this rank's entries to the coarse ranks, factored there
     std::unordered_map<std::int64_t, double> mine;
     for_each_entry([&](std::size_t f, std::size_t c, double v) { mine[static_cast<std::int64_t>(f * n + c)] += v; });
-    std::vector<solvers::CoarseSolver::Entry> entries;
-    entries.reserve(mine.size());
-    for (const auto& [place, value] : mine)
-      entries.push_back({static_cast<int>(place / static_cast<std::int64_t>(n)),
-                         static_cast<int>(place % static_cast<std::int64_t>(n)), value});
     try {  // fails on every rank alike (make_distributed_coarse_solver)
-      b0_ = solvers::make_distributed_coarse_solver(L.comm, n0, coarse_ranks, std::move(entries));
+      b0_ = solvers::make_distributed_coarse_solver(L.comm, n0, coarse_ranks, solvers::sparse_entries(mine, n0));
       b0_nonzeros_ = b0_->nonzeros();
     } catch (const std::runtime_error& e) {
       singular = singular_message(e);
@@ -269,7 +262,7 @@ void FixedPointCoarseCorrection::prepare_async(const comm::TransportConfig& tran
 }
 
 void FixedPointCoarseCorrection::charge_solve() const {
-  core::charge("schwarz.residual", b0_->solve_multiply_adds() / 10.0);  // as charge_coarse_solve, with B0's factors
+  charge_coarse_solve(b0_->solve_multiply_adds());
 }
 
 void FixedPointCoarseCorrection::describe(solvers::CoarseSummary& c) const {
@@ -486,7 +479,7 @@ void AsyncCoarseTree::sum_up(std::int64_t it, const double* b_ext, const double*
     fixed_point_->charge_solve();
   } else {
     level_.space->solve(c);
-    charge_coarse_solve(*level_.space);
+    charge_coarse_solve(level_.space->solve_multiply_adds());
   }
   ++root_version_;
   ++level_.stats.solves;

@@ -379,6 +379,13 @@ class Rank0CoarseSolver final : public GatheredCoarseSolver {
 
 }  // namespace
 
+std::vector<CoarseSolver::Entry> sparse_entries(const std::unordered_map<std::int64_t, double>& map, int n) {
+  std::vector<CoarseSolver::Entry> out;
+  out.reserve(map.size());
+  for (const auto& [place, value] : map) out.push_back({static_cast<int>(place / n), static_cast<int>(place % n), value});
+  return out;
+}
+
 std::unique_ptr<CoarseSolver> make_dense_coarse_solver(std::vector<double> a0, int n) {
   return std::make_unique<DenseCoarseSolver>(std::move(a0), n);
 }

@@ -23,18 +23,6 @@ namespace desync::solvers {
 using namespace linalg;  // the matrices and factorisations this level is built from
 
 namespace {
-
-/// The entries of a map from c * n + d to (A0)_cd, in the map's order.
-std::vector<CoarseSolver::Entry> sparse_entries(const std::unordered_map<std::int64_t, double>& map, int n) {
-  std::vector<CoarseSolver::Entry> out;
-  out.reserve(map.size());
-  for (const auto& [place, value] : map) out.push_back({static_cast<int>(place / n), static_cast<int>(place % n), value});
-  return out;
-}
-
-}  // namespace
-
-namespace {
 const CoarseSpaceInfo& registered(MPI_Comm comm, const CoarseOptions& options) {
   agree_or_throw(comm, options.two_level(), "CoarseSpace: kind none has no coarse space");
   return find_coarse_space(options.kind);

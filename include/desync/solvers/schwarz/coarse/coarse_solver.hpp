@@ -28,6 +28,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "desync/linalg/local_solver.hpp"
@@ -107,6 +108,10 @@ class CoarseSolver {
   double solve_multiply_adds_ = 0;
   std::string name_;
 };
+
+/// The entries of a map from c * n + d to the coarse matrix's (c, d) entry, in the map's order (a
+/// rank's summed contributions, for make_distributed_coarse_solver).
+std::vector<CoarseSolver::Entry> sparse_entries(const std::unordered_map<std::int64_t, double>& map, int n);
 
 /// Dense LU of the n x n row-major `a0` (the same on every rank) on every rank. Throws
 /// std::runtime_error if A0 is singular (DenseLu).
