@@ -104,6 +104,78 @@ TEST(ChooseDims, FillsZerosAndKeepsFixedEntries) {
   EXPECT_EQ(choose_dims(1, {0, 0, 0}), (Index3{1, 1, 1}));
 }
 
+namespace {
+
+/// Every split of m into k factors, largest first (k <= 3), by brute force: the reference the
+/// balanced split is checked against.
+std::vector<Index3> all_splits(int m, int k) {
+  std::vector<Index3> out;
+  for (int a = 1; a <= m; ++a) {
+    if (m % a != 0) continue;
+    if (k == 1) {
+      if (a == m) out.push_back({a, 1, 1});
+      continue;
+    }
+    for (int b = 1; b <= a; ++b) {
+      if ((m / a) % b != 0) continue;
+      const int c = m / a / b;
+      if (k == 2 && c == 1 && a * b == m) out.push_back({a, b, 1});
+      if (k == 3 && c <= b) out.push_back({a, b, c});
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(ChooseDims, BalancedFactorsIsTheMostBalancedSplit) {
+  // The largest factor as small as any split's, and for that largest the smallest as large.
+  for (int k = 1; k <= 3; ++k) {
+    for (int m = 1; m <= 400; ++m) {
+      const Index3 f = balanced_factors(m, k);
+      ASSERT_EQ(static_cast<long long>(f[0]) * f[1] * f[2], m) << "m=" << m << " k=" << k;
+      EXPECT_GE(f[0], f[1]);
+      EXPECT_GE(f[1], f[2]);
+      if (k < 3) {
+        EXPECT_EQ(f[2], 1);
+      }
+      if (k < 2) {
+        EXPECT_EQ(f[1], 1);
+      }
+      const int smallest = f[k - 1];
+      for (const Index3& s : all_splits(m, k)) {
+        EXPECT_LE(f[0], s[0]) << "m=" << m << " k=" << k << ": " << s[0] << "x" << s[1] << "x" << s[2];
+        if (s[0] == f[0]) {
+          EXPECT_GE(smallest, s[k - 1]) << "m=" << m << " k=" << k;
+        }
+      }
+    }
+  }
+  // Counts MPI libraries split differently (Open MPI 4.1 12x6 for 72, MPICH 4.0 9x8) or wrongly
+  // (SimGrid 3.32: 9 -> 9x1, 36 -> 9x4, 100 -> 25x4).
+  EXPECT_EQ(choose_dims(9, {0, 0, 1}), (Index3{3, 3, 1}));
+  EXPECT_EQ(choose_dims(36, {0, 0, 1}), (Index3{6, 6, 1}));
+  EXPECT_EQ(choose_dims(100, {0, 0, 1}), (Index3{10, 10, 1}));
+  EXPECT_EQ(choose_dims(72, {0, 0, 1}), (Index3{9, 8, 1}));
+  EXPECT_EQ(choose_dims(36, {0, 0, 0}), (Index3{4, 3, 3}));
+  EXPECT_EQ(choose_dims(1024, {0, 0, 0}), (Index3{16, 8, 8}));
+  EXPECT_EQ(choose_dims(216, {0, 0, 0}), (Index3{6, 6, 6}));
+  EXPECT_EQ(choose_dims(12, {0, 1, 0}), (Index3{4, 1, 3}));  // free entries non-increasing, fixed kept
+}
+
+TEST(ChooseDims, MatchesMpiDimsCreateOnSquaresCubesAndPowersOfTwo) {
+  // Where the balanced grid is unambiguous (a square, a cube, a power of two), the grid is the one
+  // MPI_Dims_create gives under a real MPI library, so runs decomposed before desync chose its
+  // own grids keep them.
+  for (int m : {1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 9, 25, 49, 81, 121, 27, 125, 343, 1000}) {
+    for (int k = 2; k <= 3; ++k) {
+      int d[3] = {0, 0, k == 2 ? 1 : 0};
+      MPI_Dims_create(m, 3, d);
+      EXPECT_EQ(choose_dims(m, {0, 0, k == 2 ? 1 : 0}), (Index3{d[0], d[1], d[2]})) << "m=" << m << " k=" << k;
+    }
+  }
+}
+
 TEST(ChooseDims, RejectsImpossibleHints) {
   EXPECT_THROW(choose_dims(4, {3, 0, 0}), InputError);   // 3 does not divide 4
   EXPECT_THROW(choose_dims(4, {2, 2, 2}), InputError);   // 8 ranks, not 4

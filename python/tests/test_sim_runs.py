@@ -78,6 +78,21 @@ def test_simulated_sync_jacobi_iterates_as_the_real_run_and_charges_its_sweeps(t
     assert sim["mpi_library"].startswith("SMPI")
 
 
+def test_simulated_grid_of_nine_ranks_is_the_real_runs(tmp_path, costs):
+    # 9 ranks in 2D: 3 x 3 on every MPI library. SimGrid 3.32's MPI_Dims_create gives 9 x 1, which
+    # made the simulated run a strip decomposition (8 coarse functions and 453 iterations against
+    # the real run's 28 and 53) before desync chose its grids itself.
+    args = ["schwarz", "--mode", "sync", "--local", "8", "--coarse", "gdsw", "--alpha", "inf", "--tol", "1e-6"]
+    p, sim = simulate(tmp_path, costs, 9, args)
+    assert p.returncode == 0, p.stderr[-2000:]
+    extended = sim["details"]["extended_rows"]
+    assert (extended["min"], extended["max"]) == (8 * 8 + 2 * 8, 8 * 8 + 4 * 8)  # corners and the middle: a 3 x 3 grid
+    if os.path.exists(desync_path()):
+        r = real(tmp_path, 9, args)
+        assert sim["details"]["coarse_functions"] == r["details"]["coarse_functions"]
+        assert sim["iterations"] == r["iterations"]
+
+
 def test_charges_below_a_microsecond_are_not_dropped(tmp_path, costs):
     # 4^3 points per rank: a sweep costs 64 x 2e-9 s = 0.13 us, below SMPI's smpi/cpu-threshold (1 us),
     # which smpi_execute would silently discard.

@@ -2,6 +2,7 @@
 
 #include <cctype>
 #include <string>
+#include <utility>
 
 #include "desync/core/error.hpp"
 
@@ -58,8 +59,51 @@ Index3 choose_dims(int nranks, Index3 hint) {
                        std::to_string(nranks));
     return hint;
   }
-  MPI_Dims_create(nranks, 3, dims);
+  // The free entries take the most balanced split of what the fixed ones leave (balanced_factors),
+  // in non-increasing order as MPI_Dims_create would give them. desync does not call
+  // MPI_Dims_create: Open MPI and MPICH split some counts differently (72 ranks in 2D: 12 x 6 and
+  // 9 x 8), and SimGrid 3.32's splits counts with a squared odd prime badly (9 ranks in 2D: 9 x 1;
+  // 36: 9 x 4), so a simulated run would decompose otherwise than the real run it stands for.
+  int free_axes[3];
+  int nfree = 0;
+  for (int a = 0; a < 3; ++a)
+    if (dims[a] == 0) free_axes[nfree++] = a;
+  const Index3 f = balanced_factors(static_cast<int>(nranks / fixed), nfree);
+  for (int i = 0; i < nfree; ++i) dims[free_axes[i]] = f[i];
   return {dims[0], dims[1], dims[2]};
+}
+
+namespace {
+
+/// m = a * b with a >= b and a as small as it can be (so b as large): the most balanced pair.
+std::pair<int, int> balanced_pair(int m) {
+  int a = 1;
+  while (static_cast<long long>(a) * a < m) ++a;
+  while (m % a != 0) ++a;
+  return {a, m / a};
+}
+
+}  // namespace
+
+Index3 balanced_factors(int m, int k) {
+  if (m < 1 || k < 0 || k > 3) throw InputError("balanced_factors: m >= 1 and 0 <= k <= 3");
+  if (k == 0) {
+    if (m != 1) throw InputError("balanced_factors: " + std::to_string(m) + " ranks and no free axis");
+    return {1, 1, 1};
+  }
+  if (k == 1) return {m, 1, 1};
+  if (k == 2) {
+    const auto [a, b] = balanced_pair(m);
+    return {a, b, 1};
+  }
+  // k == 3: the smallest largest factor a for which the rest splits into two no larger than a;
+  // the rest's most balanced pair then also makes the smallest factor as large as it can be.
+  for (int a = 1; a <= m; ++a) {
+    if (m % a != 0 || static_cast<long long>(a) * a * a < m) continue;
+    const auto [b, c] = balanced_pair(m / a);
+    if (b <= a) return {a, b, c};
+  }
+  return {m, 1, 1};  // not reached: a = m always splits
 }
 
 std::string check_split(Index3 global, Index3 dims) {

@@ -410,7 +410,7 @@ inline std::string method_help(const std::vector<MethodInfo>& methods) {
   return names + lines;
 }
 
-/// --dims PXxPYxPZ. Zeros are allowed (MPI_Dims_create chooses them), which parse_extent rejects.
+/// --dims PXxPYxPZ. Zeros are allowed (choose_dims fills them in), which parse_extent rejects.
 inline decomposition::Index3 parse_dims(const std::string& dims) {
   decomposition::Index3 d{0, 0, 0};
   int count = 0;

@@ -2,7 +2,7 @@
 // Cartesian process grid and the block of global cells each rank owns.
 //
 // The global interior is nx x ny x nz cells, x fastest. Ranks form a Px x Py x Pz grid from
-// MPI_Dims_create / MPI_Cart_create, non-periodic unless asked (a periodic dimension wraps: the
+// choose_dims / MPI_Cart_create, non-periodic unless asked (a periodic dimension wraps: the
 // first block's lower neighbour is the last block); a dimension of n cells split over p ranks gives
 // blocks whose sizes differ by at most one, the first n % p blocks one cell larger.
 #include <mpi.h>
@@ -31,9 +31,15 @@ int block_start(int n, int p, int c);
 /// Parses "50" (cube) or "200x100x80" into cell counts; throws desync::InputError on bad text.
 Index3 parse_extent(const std::string& text, const char* what);
 
-/// Process-grid dimensions for `nranks`: zero entries of `hint` are chosen by MPI_Dims_create.
-/// Throws desync::InputError if the non-zero entries do not divide `nranks`.
+/// Process-grid dimensions for `nranks`: the non-zero entries of `hint` are kept, the zero entries
+/// take balanced_factors of what those leave, in non-increasing order (as MPI_Dims_create orders
+/// them; desync computes them itself, so that every MPI library, the simulated one too, decomposes
+/// a run alike). Throws desync::InputError if the non-zero entries do not divide `nranks`.
 Index3 choose_dims(int nranks, Index3 hint);
+
+/// The most balanced split of `m` into `k` (0..3) factors, largest first, ones after the k-th:
+/// the largest factor as small as it can be, and for that largest the smallest as large.
+Index3 balanced_factors(int m, int k);
 
 /// Empty when `global` cells can be split over `dims`, otherwise the reason (e.g. more ranks than
 /// cells along a dimension).

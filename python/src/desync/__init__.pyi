@@ -83,7 +83,7 @@ def solve(
     Options (desync jacobi --help):
         local: Cells per rank, N or NXxNYxNZ (weak scaling; default 50)
         global_: Total cells, N or NXxNYxNZ (strong scaling)
-        dims: Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create [default 0x0x0]
+        dims: Process grid PXxPYxPZ; 0 entries: the most balanced grid [default 0x0x0]
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
         variant: With --matrix: point | block point: one row at a time: x_i <- (b_i - sum_{j != i} a_ij x_j) / a_ii block: each rank's diagonal block solved exactly (CHOLMOD or UMFPACK) [default point]
         spectral_steps: With --matrix: power-iteration steps estimating the spectral radius of the iteration matrix before the run; an estimate >= 1 stops the run as diverged (0: no estimate) [default 30]
@@ -186,7 +186,7 @@ def solve(
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
         local: Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, elasticity3d 16)
         global_: Total grid points (elasticity3d: nodes), N or NXxNYxNZ (strong scaling)
-        dims: Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create [default 0x0x0]
+        dims: Process grid PXxPYxPZ; 0 entries: the most balanced grid [default 0x0x0]
         operator: poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)
         engine: Ghost exchange: p2p | neighbor | blocking p2p: a channel per neighbour (over --transport), overlapped with the interior rows neighbor: MPI_Ineighbor_alltoallv on a topology communicator, overlapped blocking: completed before any row is computed (the reference, no overlap) [default p2p]
         progress: Exchange progress during the interior rows: none | test | thread none: no MPI calls between start and wait: the library's own progress test: MPI_Test every --test-interval rows (the polls also advance a --reduction doubling in flight, there and in the preconditioner) thread: a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE) [default none]
@@ -272,7 +272,7 @@ def solve(
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
         local: Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, elasticity3d 16)
         global_: Total grid points (elasticity3d: nodes), N or NXxNYxNZ (strong scaling)
-        dims: Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create [default 0x0x0]
+        dims: Process grid PXxPYxPZ; 0 entries: the most balanced grid [default 0x0x0]
         operator: poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)
         engine: Ghost exchange: p2p | neighbor | blocking p2p: a channel per neighbour (over --transport), overlapped with the interior rows neighbor: MPI_Ineighbor_alltoallv on a topology communicator, overlapped blocking: completed before any row is computed (the reference, no overlap) [default p2p]
         progress: Exchange progress during the interior rows: none | test | thread none: no MPI calls between start and wait: the library's own progress test: MPI_Test every --test-interval rows (the polls also advance a --reduction doubling in flight, there and in the preconditioner) thread: a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE) [default none]
@@ -351,7 +351,7 @@ def solve(
         problem: poisson2d | laplace3d poisson2d: the unit square, a known smooth solution laplace3d: Jacobi's 3D problem of Bethune et al., 2011: 7-point, overlap in 3D [default poisson2d]
         local: Points per rank, M or MxN (laplace3d: M or MxNxP; weak scaling; default 32, laplace3d 16)
         global_: Interior points of the domain, M or MxN (laplace3d: MxNxP) (strong scaling)
-        dims: Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create
+        dims: Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries: the most balanced grid
         partition_seed: With --partition metis or ptscotch: the partitioner's seed [default 0]
         mode: sync | async sync: two-sided exchange of the interface values and an allreduce of the local flags every iteration async: interface values pushed over the channel transport, newest whole message used; non-blocking votes [default sync]
         alpha: Robin parameter of the interface condition du/dn + alpha u (OO0): a number > 0, inf (classical Schwarz, Dirichlet interface) or auto (the OO0 optimum for the overlap and mesh, Gander 2006) [default auto]
@@ -449,7 +449,7 @@ def run(
     Options (desync jacobi --help):
         local: Cells per rank, N or NXxNYxNZ (weak scaling; default 50)
         global_: Total cells, N or NXxNYxNZ (strong scaling)
-        dims: Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create [default 0x0x0]
+        dims: Process grid PXxPYxPZ; 0 entries: the most balanced grid [default 0x0x0]
         matrix: Run Jacobi on this matrix's system: a Matrix Market (.mtx) or PETSc binary (.petsc, .bin, .dat) file, any square real matrix (replaces the built-in problem)
         rhs: With --matrix: the right-hand side (Matrix Market, PETSc binary Vec or .npy; default A 1)
         partition: With --matrix: which rank owns which rows: rows (the file's contiguous row blocks) | metis (k-way on the graph of A + A^T, on rank 0) | ptscotch (distributed) | a file with one part number per row [default rows]
@@ -561,7 +561,7 @@ def run(
         export_system: Write the built-in problem's assembled system (DIR/A.petsc, DIR/b.petsc in this run's rank-major order, DIR/partition.txt: each row's rank) and exit
         local: Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, elasticity3d 16)
         global_: Total grid points (elasticity3d: nodes), N or NXxNYxNZ (strong scaling)
-        dims: Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create [default 0x0x0]
+        dims: Process grid PXxPYxPZ; 0 entries: the most balanced grid [default 0x0x0]
         operator: poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)
         engine: Ghost exchange: p2p | neighbor | blocking p2p: a channel per neighbour (over --transport), overlapped with the interior rows neighbor: MPI_Ineighbor_alltoallv on a topology communicator, overlapped blocking: completed before any row is computed (the reference, no overlap) [default p2p]
         progress: Exchange progress during the interior rows: none | test | thread none: no MPI calls between start and wait: the library's own progress test: MPI_Test every --test-interval rows (the polls also advance a --reduction doubling in flight, there and in the preconditioner) thread: a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE) [default none]
@@ -652,7 +652,7 @@ def run(
         export_system: Write the built-in problem's assembled system (DIR/A.petsc, DIR/b.petsc in this run's rank-major order, DIR/partition.txt: each row's rank) and exit
         local: Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, elasticity3d 16)
         global_: Total grid points (elasticity3d: nodes), N or NXxNYxNZ (strong scaling)
-        dims: Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create [default 0x0x0]
+        dims: Process grid PXxPYxPZ; 0 entries: the most balanced grid [default 0x0x0]
         operator: poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)
         engine: Ghost exchange: p2p | neighbor | blocking p2p: a channel per neighbour (over --transport), overlapped with the interior rows neighbor: MPI_Ineighbor_alltoallv on a topology communicator, overlapped blocking: completed before any row is computed (the reference, no overlap) [default p2p]
         progress: Exchange progress during the interior rows: none | test | thread none: no MPI calls between start and wait: the library's own progress test: MPI_Test every --test-interval rows (the polls also advance a --reduction doubling in flight, there and in the preconditioner) thread: a progress thread calls MPI_Test while the interior is computed (MPI_THREAD_MULTIPLE) [default none]
@@ -732,7 +732,7 @@ def run(
         problem: poisson2d | laplace3d poisson2d: the unit square, a known smooth solution laplace3d: Jacobi's 3D problem of Bethune et al., 2011: 7-point, overlap in 3D [default poisson2d]
         local: Points per rank, M or MxN (laplace3d: M or MxNxP; weak scaling; default 32, laplace3d 16)
         global_: Interior points of the domain, M or MxN (laplace3d: MxNxP) (strong scaling)
-        dims: Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create
+        dims: Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries: the most balanced grid
         matrix: Run restricted additive Schwarz on this matrix's system: a Matrix Market (.mtx) or PETSc binary (.petsc, .bin, .dat) file, any square real matrix (replaces the built-in problem)
         rhs: With --matrix: the right-hand side (Matrix Market, PETSc binary Vec or .npy; default A 1)
         partition: With --matrix: which rank owns which rows: rows (the file's contiguous row blocks) | metis (k-way on the graph of A + A^T, on rank 0) | ptscotch (distributed) | a file with one part number per row [default rows]
@@ -834,7 +834,7 @@ def run(
         delay_seed: Seed of the delay model [default 1]
         local: Points per rank: M (1D) or M (an M^3 block, 3D; on a periodic box of whole 2pi periods along each axis in proportion to the ranks along it) (weak scaling; default 48 in 3D, 256 in 1D)
         global_: Points of the periodic domain per axis: N (strong scaling)
-        dims: Process grid (3D: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create
+        dims: Process grid (3D: PXxPYxPZ); 0 entries: the most balanced grid
         steps: Timed steps after the warm-up [default 1000]
         warmup: Untimed steps first (fill the rings of levels) [default 30]
         end_time: Run to this time instead of --steps (warm-up included; 0: off) [default 0]

@@ -59,7 +59,7 @@ class JacobiCommand final : public SolverCommand {
 
   std::string local;                // --local: cells per rank (weak scaling)
   std::string global;               // --global: total cells (strong scaling)
-  std::string dims = "0x0x0";       // --dims: process grid, 0 = chosen by MPI_Dims_create
+  std::string dims = "0x0x0";       // --dims: process grid, 0 = chosen by choose_dims
   std::string mode = "sync";        // --mode
   std::string reduction = "iallreduce";
   std::string idle = "yield";       // --idle: spin | yield (skip does not apply to a sweep)
@@ -85,7 +85,7 @@ void JacobiCommand::add_options(CLI::App& app) {
   auto& s = solver;
   grid_options_.push_back(app.add_option("--local", local, "Cells per rank, N or NXxNYxNZ (weak scaling; default 50)"));
   grid_options_.push_back(app.add_option("--global", global, "Total cells, N or NXxNYxNZ (strong scaling)"));
-  grid_options_.push_back(app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
+  grid_options_.push_back(app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries: the most balanced grid")
       ->capture_default_str());
   system_cli.add(app, "Run Jacobi on this matrix's system");
   matrix_options_.push_back(

@@ -193,7 +193,7 @@ void CgCommand::add_options(CLI::App& app) {
                  "Grid points (elasticity3d: nodes) per rank, N or NXxNYxNZ (weak scaling; default 50, "
                  "elasticity3d 16)");
   app.add_option("--global", global, "Total grid points (elasticity3d: nodes), N or NXxNYxNZ (strong scaling)");
-  dims_opt_ = app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries are chosen by MPI_Dims_create")
+  dims_opt_ = app.add_option("--dims", dims, "Process grid PXxPYxPZ; 0 entries: the most balanced grid")
       ->capture_default_str();
   operator_opt_ = app.add_option("--operator", operator_kind,
                                  "poisson3d: matrix-free stencil or the assembled csr matrix (default matrix-free)");

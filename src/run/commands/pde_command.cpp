@@ -89,7 +89,7 @@ void PdeCommand::add_options(CLI::App& app) {
                                    "periods along each axis in proportion to the ranks along it) (weak scaling; "
                                    "default 48 in 3D, 256 in 1D)");
   app.add_option("--global", global, "Points of the periodic domain per axis: N (strong scaling)");
-  app.add_option("--dims", dims, "Process grid (3D: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create");
+  app.add_option("--dims", dims, "Process grid (3D: PXxPYxPZ); 0 entries: the most balanced grid");
   app.add_option("--steps", s.steps, "Timed steps after the warm-up")->capture_default_str();
   app.add_option("--warmup", s.warmup, "Untimed steps first (fill the rings of levels)")->capture_default_str();
   app.add_option("--end-time", s.end_time, "Run to this time instead of --steps (warm-up included; 0: off)")

@@ -118,7 +118,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
   grid_options_.push_back(app.add_option("--local", local, "Points per rank, M or MxN (laplace3d: M or MxNxP; weak scaling; default 32, "
                                    "laplace3d 16)"));
   grid_options_.push_back(app.add_option("--global", global, "Interior points of the domain, M or MxN (laplace3d: MxNxP) (strong scaling)"));
-  grid_options_.push_back(app.add_option("--dims", dims, "Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries are chosen by MPI_Dims_create"));
+  grid_options_.push_back(app.add_option("--dims", dims, "Process grid PXxPY (laplace3d: PXxPYxPZ); 0 entries: the most balanced grid"));
   system_cli.add(app, "Run restricted additive Schwarz on this matrix's system");
   app.add_option("--mode", mode, core::named_help(solvers::schwarz_modes))->capture_default_str();
   grid_options_.push_back(alpha_opt_ = app.add_option("--alpha", alpha,
