@@ -21,9 +21,15 @@ two-level and every fixed-point row (the fixed-point form's asynchronous setting
 one local solve per coarse cycle); its count is the most local solves of a rank. The Galerkin form
 with the Robin condition is not run asynchronously (it diverges there: docs/matrices.md).
 
-Ranks are oversubscribed on small hosts: counts only, never times.
+Ranks are oversubscribed on small hosts: counts only, never times. There an asynchronous rank's count
+also follows the host's scheduler (32 ranks a core at 64 subdomains); --simulate COSTS runs the SMPI
+build (--desync build/smpi/desync) on the simulated cluster instead (desync-sim, InfiniBand EDR, 16
+cores a node: a core per rank, the cost model COSTS), where the counts are those of ranks of equal
+speed and deterministic.
 
     python3 bench/optimized_coarse.py --desync build/openmpi/desync --json optimized.json
+    python3 bench/optimized_coarse.py --desync build/smpi/desync --simulate docs/data/simulated/costs.json \
+        --modes async --json optimized-sim.json
 """
 import argparse
 import json
@@ -33,7 +39,9 @@ import sys
 import tempfile
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from bench_util import child_env, run_measured, write_json  # noqa: E402
+from bench_util import PYTHON_SRC, child_env, run_measured, write_json  # noqa: E402
+
+SIM_PLATFORM = ["--preset", "ib-edr", "--cores", "16"]
 
 
 def methods(q, m, betas):
@@ -62,10 +70,16 @@ def async_extra(key, extra):
 def run(args, ranks, extra, mode="sync"):
     with tempfile.TemporaryDirectory() as tmp:
         out = os.path.join(tmp, "r.json")
-        cmd = shlex.split(args.mpirun) + ["-np", str(ranks), args.desync, "schwarz", "--mode", mode, "--local",
-                                          str(args.local), "--tol", f"{args.tol:g}", "--max-iters",
-                                          str(args.max_iters), "--quiet", "--json", out] + extra
-        p = run_measured(cmd, env=child_env(ranks), capture_output=True, text=True, timeout=args.timeout)
+        desync = [args.desync, "schwarz", "--mode", mode, "--local", str(args.local), "--tol", f"{args.tol:g}",
+                  "--max-iters", str(args.max_iters), "--quiet", "--json", out] + extra
+        env = child_env(ranks)
+        if args.simulate:  # the simulated cluster: a core per rank (bench/simgrid/studies.toml's platform)
+            cmd = [sys.executable, "-m", "desync_tools.sim", "run", *SIM_PLATFORM, "--np", str(ranks),
+                   "--costs", args.simulate, "--cfg", "smpi/test:1e-8", "--", *desync]
+            env["PYTHONPATH"] = os.pathsep.join(x for x in (PYTHON_SRC, env.get("PYTHONPATH")) if x)
+        else:
+            cmd = shlex.split(args.mpirun) + ["-np", str(ranks), *desync]
+        p = run_measured(cmd, env=env, capture_output=True, text=True, timeout=args.timeout)
         if p.returncode not in (0, 1, 3) or not os.path.exists(out):
             raise SystemExit(f"optimized_coarse: {shlex.join(cmd)} failed ({p.returncode}):\n{p.stderr[-2000:]}")
         with open(out) as f:
@@ -89,6 +103,8 @@ def main(argv):
     ap.add_argument("--tol", type=float, default=1e-6)
     ap.add_argument("--max-iters", type=int, default=1000)
     ap.add_argument("--timeout", type=float, default=600)
+    ap.add_argument("--simulate", metavar="COSTS",
+                    help="run on the simulated cluster with this cost model (--desync: the SMPI build)")
     ap.add_argument("--json")
     args = ap.parse_args(argv)
     grids = [int(x) for x in args.grids.split(",")]
@@ -113,6 +129,7 @@ def main(argv):
     if args.json:
         write_json(args.json, {"benchmark": "optimized_coarse", "local": args.local, "overlap": 1, "tol": args.tol,
                                "max_iters": args.max_iters, "grids": grids, "betas": betas, "modes": modes,
+                               "simulated": {"platform": SIM_PLATFORM, "costs": args.simulate} if args.simulate else None,
                                "rows": rows})
     return 0
 

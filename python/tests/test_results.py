@@ -299,3 +299,35 @@ def test_fan_in_pages_prefer_the_sweeps_own_default_run(tmp_path):
     assert auto.endswith("auto at least as fast as the default at every count")
     assert "against 4.80 ms with fan-in 8" in coarse.tree_effect(data)
     assert coarse.fan_in_sweep(data).count("8: 4.80 ms") == 1 and "4.00 ms" not in coarse.fan_in_sweep(data)
+
+
+def test_optimized_verdict_judges_oversubscribed_and_simulated_async_rows_apart(tmp_path):
+    # The asynchronous target (the fixed-point form's count from 36 to 64 subdomains within 1.1x and
+    # below one level and classical two-level at every count) is judged on each file's own rows.
+    from desync_tools.results.pages import optimized
+
+    def rows(mode, counts):
+        out = []
+        for method, per in counts.items():
+            for s, n in zip((16, 36, 64), per):
+                out.append({"method": method, "label": method + (", async" if mode == "async" else ""),
+                            "mode": mode, "subdomains": s, "iterations": n, "converged": True})
+        return out
+    sync = rows("sync", {"one-level-auto": [28, 41, 51], "classical": [43, 62, 74], "galerkin-auto": [21, 30, 39],
+                         "fixed-point-0.9": [26, 27, 28]})
+    over = rows("async", {"one-level-auto": [55, 112, 126], "classical": [36, 40, 46], "fixed-point-0.9": [28, 30, 34]})
+    sim = rows("async", {"one-level-auto": [84, 113, 130], "classical": [46, 66, 70], "fixed-point-0.9": [26, 30, 32]})
+    (tmp_path / "two-level").mkdir()
+    (tmp_path / "two-level" / "optimized.json").write_text(json.dumps({"rows": sync + over}))
+    data = Data([str(tmp_path)])
+    text = optimized.optimized_verdict(data)
+    assert "Async, oversubscribed ranks: **not met**: fixed-point-0.9, async: 36→64 subdomains 1.13×" in text
+    assert "simulated" not in text
+    (tmp_path / "two-level" / "optimized-sim.json").write_text(json.dumps({"rows": sim}))
+    data = Data([str(tmp_path)])
+    text = optimized.optimized_verdict(data)
+    assert text.endswith("Async on the simulated cluster, a core per rank: **met**: fixed-point-0.9, async: "
+                         "36→64 subdomains 1.07×, fewer iterations than one-level optimized and classical "
+                         "two-level (async) at every count")
+    table = optimized.optimized_async_sim(data)
+    assert "| fixed-point-0.9, async | 26 | 30 | 32 |" in table
