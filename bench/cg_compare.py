@@ -13,7 +13,8 @@ preconditioner (none, jacobi), and every PETSc method (cg = KSPCG, cg-sr = KSPCG
 reduction variant, pipecg = KSPPIPECG, groppcg = KSPGROPPCG). Both solve the nx*ny*nz interior points
 of the 7-point stencil (6 on the diagonal, -1 to each neighbour), b = the boundary value 1 moved to the
 right-hand side, from a zero initial guess, until ||r_k||_2 <= rtol * ||b||_2 (unpreconditioned
-residual), on the process grid MPI_Dims_create chooses.
+residual), on the same process grid (desync's balanced grid; the PETSc driver's MPI_Dims_create, the
+same grid below 360 ranks, or --dims for both).
 
 Every repetition visits all configurations in a rotated order, every other one reversed, so slow drift
 of the machine spreads over all of them. The table reports per configuration the median, minimum and
@@ -65,7 +66,7 @@ def parse_args(argv):
     add_mpirun_option(p)
     p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
     p.add_argument("--n", default="128", help="interior points per direction, N or NXxNYxNZ (default 128)")
-    p.add_argument("--dims", help="process grid PXxPYxPZ for both (0 entries: MPI_Dims_create; default: all chosen)")
+    p.add_argument("--dims", help="process grid PXxPYxPZ for both (0 entries: chosen by each side, alike below 360 ranks; default: all chosen)")
     p.add_argument("--rtol", type=float, default=1e-6, help="relative tolerance against ||b|| (default 1e-6)")
     p.add_argument("--reps", type=int, default=3, help="repetitions of each configuration (default 3)")
     p.add_argument("--methods", default=",".join(DESYNC_METHODS),

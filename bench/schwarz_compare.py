@@ -14,7 +14,8 @@ Runs, in one interleaved loop, for every global size N (--global, default 128 an
 is found; L runs over --petsc-local, the last line with the first of them only). Both sides solve
 -Laplace(u) = f on the unit square, 5-point differences on N x N interior points with the Dirichlet values
 on the right-hand side (include/desync/problems/poisson2d.hpp), from a zero initial guess, on the
-process grid MPI_Dims_create chooses, one subdomain per rank: the rank's block extended by G points
+same process grid (desync's balanced grid; the PETSc driver's MPI_Dims_create, the same grid below 72
+ranks, or --dims for both), one subdomain per rank: the rank's block extended by G points
 toward every neighbour, solved exactly. PETSc's rasrich (KSPRICHARDSON + PCASM restrict) is, iteration
 for iteration, desync's sync --alpha inf (classical parallel Schwarz); cgasm is KSPCG + PCASM basic.
 
@@ -73,7 +74,7 @@ def parse_args(argv):
     p.add_argument("--np", type=int, default=2, help="ranks (default 2)")
     p.add_argument("--global", dest="sizes", default="128,256",
                    help="comma-separated global sizes N (N x N interior points; default 128,256)")
-    p.add_argument("--dims", help="process grid PXxPY for both (0 entries: MPI_Dims_create; default: all chosen)")
+    p.add_argument("--dims", help="process grid PXxPY for both (0 entries: chosen by each side, alike below 72 ranks; default: all chosen)")
     p.add_argument("--overlap", type=int, default=1, help="gamma, points of overlap (default 1)")
     p.add_argument("--tol", type=float, default=1e-7, help="relative tolerance (default 1e-7, desync's --tol)")
     p.add_argument("--reps", type=int, default=5, help="repetitions of each configuration (default 5)")
