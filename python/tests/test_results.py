@@ -331,3 +331,39 @@ def test_optimized_verdict_judges_oversubscribed_and_simulated_async_rows_apart(
                          "two-level (async) at every count")
     table = optimized.optimized_async_sim(data)
     assert "| fixed-point-0.9, async | 26 | 30 | 32 |" in table
+
+
+def test_large_study_verdict_takes_the_fastest_of_every_fixed_point_weight(tmp_path):
+    # coarse-large: the target compares the fastest asynchronous two-level method with the fastest
+    # synchronous method of any kind, the fixed-point form at beta 0.9 among them; a method without
+    # an asynchronous run at a count is left out there, and its table cells are dashes.
+    from desync_tools.results.pages import coarse
+
+    def run(label, time, its=50):
+        return {"label": label, "ranks": int(label.split("P=")[1].split()[0]), "time": time, "converged": True,
+                "iterations": {"min": its, "mean": its, "max": its}}
+    rows = []
+    for noise, slow in (("no noise", 1.0), ("jitter", 2.0)):
+        rows += [run(f"gdsw sync P=64 {noise}", 60e-3 * slow), run(f"gdsw async P=64 {noise}", 30e-3 * slow),
+                 run(f"one level auto sync P=64 {noise}", 13e-3 * slow),
+                 run(f"gdsw fixed-point auto sync P=64 {noise}", 7e-3 * slow),
+                 run(f"gdsw fixed-point auto async P=64 {noise}", 10e-3 * slow),
+                 run(f"gdsw fixed-point beta 0.9 sync P=64 {noise}", 6e-3 * slow),
+                 run(f"gdsw fixed-point beta 0.9 async P=64 {noise}", 3e-3 if noise == "jitter" else 8e-3),
+                 run(f"gdsw fixed-point beta 0.9 sync P=256 {noise}", 15e-3 * slow)]
+    (tmp_path / "simulated").mkdir()
+    (tmp_path / "simulated" / "coarse-large.json").write_text(json.dumps({"rows": rows}))
+    (tmp_path / "simulated" / "coarse-large128.json").write_text(json.dumps({"rows": []}))
+    data = Data([str(tmp_path)])
+    text = coarse.large_verdict(data)
+    assert ("at 64 ranks, jitter: the fastest async two-level method (GDSW fixed-point form, beta 0.9) 3.00 ms "
+            "against the fastest sync method (GDSW fixed-point form, beta 0.9) 12.0 ms, sync / async 4.00") in text
+    assert ("at 64 ranks, no noise: the fastest async two-level method (GDSW fixed-point form, beta 0.9) 8.00 ms "
+            "against the fastest sync method (GDSW fixed-point form, beta 0.9) 6.00 ms, sync / async 0.75") in text
+    assert "at 256 ranks, no noise: not measured" in text and text.endswith("not met at 64 and 256 ranks, not measured at 1024")
+    table = coarse.large_sim(data)
+    assert "| 256 | jitter | GDSW fixed-point form, beta 0.9 | 30.0 | 50 | – | – |" in table
+    assert "| 64 | no noise | GDSW fixed-point form, beta 0.9 | 6.00 | 50 | 8.00 | 50 |" in table
+    text = coarse.large_fixed_point_async(data)
+    assert "64², beta 0.9, at 64 ranks, jitter: 3.00 ms against 12.0 ms (0.25×" in text
+    assert "64², `--alpha auto`, at 64 ranks, no noise: 10.0 ms against 7.00 ms (1.43×" in text

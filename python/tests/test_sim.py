@@ -591,7 +591,7 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
     quick, full = rp.studies(False), rp.studies(True)
     assert [s for s, _, _ in quick] == ["jacobi-weak", "jacobi-slow-core", "pde-jitter", "cg-family", "cg-strong",
                                         "cg-overlap", "schwarz-weak"]
-    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 240
+    assert sum(len(rows) for _, _, rows in quick) == 34 and sum(len(rows) for _, _, rows in full) == 250
     assert len(full) == 22
     for study, paper, rows in full:
         labels = [label for label, _, _, _ in rows]
@@ -622,21 +622,27 @@ def test_simulated_studies_are_sweeps_of_the_experiment_format(bench_script):
             assert fan == ("255" if "flat tree" in label else label.split("fan-in ")[1] if "fan-in " in label else "8"), label
     # coarse-large (64² points per subdomain, 64 and 256 ranks) and coarse-large128 (128², 64 ranks):
     # the fixed-point form with the optimized condition, its asynchronous form with --coarse-reuse 1
-    # (its only setting); the asynchronous GDSW runs at the fan-in the other studies default to
-    for study, local, counts in (("coarse-large", "64", {64, 256}), ("coarse-large128", "128", {64})):
+    # (its only setting); the asynchronous GDSW runs at the fan-in the other studies default to. The
+    # fixed-point form also with beta = 1/(1 + alpha h) held at 0.9: sync and async at 64 ranks, sync
+    # only at 256
+    for study, local, counts, beta_runs in (("coarse-large", "64", {64, 256}, 6), ("coarse-large128", "128", {64}, 4)):
         large = next(rows for s, _, rows in full if s == study)
-        assert len(large) == 12 * len(counts) and {r for _, r, _, _ in large} == counts, study
-        for label, _, argv, _ in large:
+        assert len(large) == 12 * len(counts) + beta_runs and {r for _, r, _, _ in large} == counts, study
+        for label, ranks, argv, _ in large:
             assert argv[argv.index("--local") + 1] == local, label
             assert (argv[argv.index("--noise") + 1] == "jitter") == label.endswith(" jitter"), label
             mode = argv[argv.index("--mode") + 1]
             assert f" {mode} P=" in label, label
-            if "fixed-point" in label:
+            if "fixed-point beta 0.9" in label:  # alpha = (1/beta - 1)/h, h = 1/(q m + 1) on a q x q grid
+                h = 1.0 / (math.isqrt(ranks) * int(local) + 1)
+                assert float(argv[argv.index("--alpha") + 1]) == pytest.approx((1 / 0.9 - 1) / h, rel=1e-8), label
+                assert mode == "sync" or ranks == 64, label
+            elif "fixed-point" in label:
                 assert argv[argv.index("--alpha") + 1] == "auto", label
                 assert ("--coarse-reuse" in argv) == (mode == "async"), label
                 if mode == "async":
                     assert argv[argv.index("--coarse-reuse") + 1] == "1", label
-            if label.startswith("gdsw async") or label.startswith("gdsw fixed-point auto async"):
+            if label.startswith("gdsw async") or (label.startswith("gdsw fixed-point") and mode == "async"):
                 assert argv[argv.index("--coarse-fan-in") + 1] == "8", label
     assert runs["pipecg progress (Alg. 3i) P=64 128^3"][1][-6:] == ["--reduction", "doubling", "--progress", "test",
                                                                    "--test-interval", "512"]

@@ -571,7 +571,9 @@ LARGE128 = "simulated/coarse-large128.json"  # the same methods on 128² points 
 LARGE_TARGET = 2.0  # async two-level at least this much faster than the best sync method under jitter
 # (label stem, the page's name) of the study coarse-large's methods: label "<stem> <mode> P=<p> <noise>"
 LARGE_METHODS = [("gdsw", "GDSW, classical"), ("one level auto", "one level, `--alpha auto`"),
-                 ("gdsw fixed-point auto", "GDSW fixed-point form, `--alpha auto`")]
+                 ("gdsw fixed-point auto", "GDSW fixed-point form, `--alpha auto`"),
+                 ("gdsw fixed-point beta 0.9", "GDSW fixed-point form, beta 0.9")]
+LARGE_FIXED_POINT = [(stem, name) for stem, name in LARGE_METHODS if stem.startswith("gdsw fixed-point")]
 LARGE_NOISES = ("no noise", "jitter")
 
 
@@ -643,20 +645,23 @@ def large128_verdict(data):
 @value("coarse.large_fixed_point_async")
 def large_fixed_point_async(data):
     """The fixed-point form's asynchronous runs (--coarse-reuse 1) against its synchronous ones, on 64²
-    and 128² subdomains: time, and time per iteration (the slowest rank's count)."""
+    and 128² subdomains, for each Robin weight the studies have (alpha auto, beta 0.9): time, and time
+    per iteration (the slowest rank's count)."""
     parts = []
     for side, path in (("64²", LARGE), ("128²", LARGE128)):
         rows = _large_rows(data, path)
-        for p in sorted({r["ranks"] for r in rows}):
-            for noise in LARGE_NOISES:
-                s = _large_find(rows, "gdsw fixed-point auto", "sync", p, noise)
-                a = _large_find(rows, "gdsw fixed-point auto", "async", p, noise)
-                if not (_done(s) and _done(a) and s["converged"] and a["converged"]):
-                    continue
-                per = [r["time"] / r["iterations"]["max"] for r in (a, s)]
-                parts.append(f"{side} at {p} ranks, {noise}: {_sim.ms(a['time'])} ms against {_sim.ms(s['time'])} ms "
-                             f"({fixed(a['time'] / s['time'])}×; {_sim.ms(per[0])} against {_sim.ms(per[1])} ms "
-                             f"an iteration)")
+        for stem, name in LARGE_FIXED_POINT:
+            weight = name.split(", ", 1)[1]
+            for p in sorted({r["ranks"] for r in rows}):
+                for noise in LARGE_NOISES:
+                    s = _large_find(rows, stem, "sync", p, noise)
+                    a = _large_find(rows, stem, "async", p, noise)
+                    if not (_done(s) and _done(a) and s["converged"] and a["converged"]):
+                        continue
+                    per = [r["time"] / r["iterations"]["max"] for r in (a, s)]
+                    parts.append(f"{side}, {weight}, at {p} ranks, {noise}: {_sim.ms(a['time'])} ms against "
+                                 f"{_sim.ms(s['time'])} ms ({fixed(a['time'] / s['time'])}×; {_sim.ms(per[0])} "
+                                 f"against {_sim.ms(per[1])} ms an iteration)")
     return "; ".join(parts) if parts else "not measured"
 
 
