@@ -33,6 +33,8 @@ matrix's A.petsc, b.petsc, x.petsc; TOL: --tol, 1e-8 relative residual everywher
      desync cg1-asm-ilu0, cg1-asm-gdsw-ilu0  as cg1-asm, cg1-asm-gdsw with --local-solver ilu0
      desync cg1-asm-rgdsw, -rgdsw-ilu0       as cg1-asm-gdsw with --coarse rgdsw, exact and ILU(0)
      desync cg1-asm-ilu1, -ilu2, -ilu3       as cg1-asm with --local-solver ilu1, ilu2, ilu3 (ILU(k))
+     desync cg1-asm-milu0 .. -milu3          as cg1-asm-ilu0 .. -ilu3 with --ilu-relax R (--ilu-relax, default
+                                             0.99): relaxed modified ILU(k), the dropped fill on the diagonal
      desync cg1-asm-gdsw-pieces, -rgdsw-pieces  as cg1-asm-gdsw, -rgdsw with --subdomains-per-rank K (--pieces,
                                              default 64): K exact subdomain solves per rank and the coarse
                                              level on the K P pieces
@@ -81,7 +83,8 @@ GROUP_TITLES = {
     "f": "(f) two-level Schwarz: desync cg --pc asm, krylov gmres --pc ras, schwarz sync and async with "
          "--coarse gdsw, their one-level counterparts, PETSc GMRES + RAS, CG + GAMG and CG + BoomerAMG",
     "g": "(g) cheaper subdomains and coarse spaces: desync cg --pc asm with ILU(0) subdomain solves "
-         "(--local-solver ilu0..ilu3), the RGDSW coarse space, and K exact subdomains per rank with the coarse level "
+         "(--local-solver ilu0..ilu3, plain and relaxed modified), the RGDSW coarse space, and K exact subdomains per "
+         "rank with the coarse level "
          "on the pieces, beside its exact one- and two-level forms and PETSc "
          "CG + GAMG and CG + BoomerAMG",
 }
@@ -121,6 +124,10 @@ DESYNC_CONFIGS = {
     "cg1-asm-ilu1": ("g", "cg", "cg", False, True),
     "cg1-asm-ilu2": ("g", "cg", "cg", False, True),
     "cg1-asm-ilu3": ("g", "cg", "cg", False, True),
+    "cg1-asm-milu0": ("g", "cg", "cg", False, True),
+    "cg1-asm-milu1": ("g", "cg", "cg", False, True),
+    "cg1-asm-milu2": ("g", "cg", "cg", False, True),
+    "cg1-asm-milu3": ("g", "cg", "cg", False, True),
     "cg1-asm-gdsw-pieces": ("g", "cg", "cg", False, True),
     "cg1-asm-rgdsw-pieces": ("g", "cg", "cg", False, True),
 }
@@ -132,7 +139,10 @@ COARSE = {"cg1-asm-gdsw": "gdsw", "cg1-asm-gdsw-wide": "gdsw", "gmres-ras-gdsw":
 PIECES = ("cg1-asm-gdsw-pieces", "cg1-asm-rgdsw-pieces")
 # The subdomain solver of a desync configuration (--local-solver; the others take the default, auto)
 LOCAL_SOLVER = {"cg1-asm-ilu0": "ilu0", "cg1-asm-gdsw-ilu0": "ilu0", "cg1-asm-rgdsw-ilu0": "ilu0",
-                "cg1-asm-ilu1": "ilu1", "cg1-asm-ilu2": "ilu2", "cg1-asm-ilu3": "ilu3"}
+                "cg1-asm-ilu1": "ilu1", "cg1-asm-ilu2": "ilu2", "cg1-asm-ilu3": "ilu3",
+                "cg1-asm-milu0": "ilu0", "cg1-asm-milu1": "ilu1", "cg1-asm-milu2": "ilu2", "cg1-asm-milu3": "ilu3"}
+# The configurations with --ilu-relax (relaxed modified ILU(k))
+RELAXED = ("cg1-asm-milu0", "cg1-asm-milu1", "cg1-asm-milu2", "cg1-asm-milu3")
 # The pairs of the table: (group, desync config, PETSc config)
 PAIRS = (("a", "schwarz-sync", "rich-ras-localstop"), ("a", "schwarz-sync", "rich-ras"),
          ("b", "gmres-ras", "gmres-ras"), ("c", "cg-asm", "cg-asm"))
@@ -167,6 +177,8 @@ def parse_args(argv):
     p.add_argument("--overlap", type=int, default=1, help="Schwarz overlap delta, both sides (default 1)")
     p.add_argument("--pieces", type=int, default=64,
                    help="group g's -pieces configurations: --subdomains-per-rank K (default 64)")
+    p.add_argument("--ilu-relax", type=float, default=0.99,
+                   help="group g's -milu configurations: desync's --ilu-relax R (default 0.99)")
     p.add_argument("--wide-overlap", type=int, default=8,
                    help="the overlap of (f)'s cg1-asm-gdsw-wide, desync alone (default 8)")
     p.add_argument("--restart", type=int, default=30, help="GMRES restart, both sides (default 30)")
@@ -193,6 +205,8 @@ def parse_args(argv):
         p.error("--reps and --restart must be >= 1, --overlap and --wide-overlap >= 0")
     if not (0 < a.tol < 1):
         p.error("--tol must be in (0, 1)")
+    if not (0 <= a.ilu_relax <= 1):
+        p.error("--ilu-relax must be in [0, 1]")
     if a.petsc is None:
         a.petsc = os.path.join(os.path.dirname(a.desync) or ".", "petsc_matrix_asm")
     return a
@@ -306,6 +320,8 @@ def command(args, cfg, matrix, json_path):
         cmd += ["--coarse", COARSE[name]]
     if name in LOCAL_SOLVER:
         cmd += ["--local-solver", LOCAL_SOLVER[name]]
+    if name in RELAXED:
+        cmd += ["--ilu-relax", f"{args.ilu_relax:g}"]
     if name in PIECES:
         cmd += ["--subdomains-per-rank", str(args.pieces)]
     if slow:
@@ -563,7 +579,8 @@ def main(argv):
             "config": {"desync": args.desync, "petsc": args.petsc, "mpirun": args.mpirun, "matrices": args.matrices,
                        "only": args.only, "ranks": args.ranks, "reps": args.reps, "groups": args.groups, "skip": args.skip,
                        "sides": args.sides, "tol": args.tol, "overlap": args.overlap,
-                       "wide_overlap": args.wide_overlap, "pieces": args.pieces, "restart": args.restart,
+                       "wide_overlap": args.wide_overlap, "pieces": args.pieces, "ilu_relax": args.ilu_relax,
+                       "restart": args.restart,
                        "slow_rank": args.slow_rank, "slow_factor": args.slow_factor, "time_limit": args.time_limit,
                        "petsc_maxit": args.petsc_maxit, "timeout": args.timeout, "desync_extra": args.desync_extra,
                        "petsc_extra": args.petsc_extra},

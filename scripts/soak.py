@@ -382,13 +382,15 @@ def gen_empty_row(rng):
 
 # kind: (generator, properties). spd: symmetric positive definite (every method); sym: symmetric;
 # refuse: desync must refuse it (exit code 2, one message).
+# "dd": diagonally dominant M-matrices, where relaxed ILU (--ilu-relax) keeps its pivots positive
+# (on "scaled" it does not, and desync refuses the factorisation).
 MATRIX_KINDS = {
-    "diffusion2d": (gen_diffusion2d, {"spd"}),
-    "aniso3d": (gen_aniso3d, {"spd"}),
+    "diffusion2d": (gen_diffusion2d, {"spd", "dd"}),
+    "aniso3d": (gen_aniso3d, {"spd", "dd"}),
     "convdiff2d": (gen_convdiff2d, set()),
-    "knn": (gen_knn, {"spd"}),
-    "two-blocks": (gen_two_blocks, {"spd", "disconnected"}),
-    "permuted": (gen_permuted, {"spd"}),
+    "knn": (gen_knn, {"spd", "dd"}),
+    "two-blocks": (gen_two_blocks, {"spd", "disconnected", "dd"}),
+    "permuted": (gen_permuted, {"spd", "dd"}),
     "scaled": (gen_scaled, {"spd"}),
     "indefinite": (gen_indefinite, {"sym"}),
     "empty-row": (gen_empty_row, {"refuse"}),
@@ -589,15 +591,18 @@ def coarse_ranks_choice(rng, ranks, features, allow_many=True):
     return ["--coarse-ranks", str(rng.randint(2, ranks))]
 
 
-def local_solver_args(rng, spd, ilu=False):
+def local_solver_args(rng, spd, ilu=False, relax=()):
     """--local-solver: mostly the default; umfpack; on SPD blocks the CHOLMOD modes and, with ilu
     (the matrix one of the SPD kinds, M-matrices, where ILU(k) exists; no Robin shift), the
-    approximate ilu0..ilu3."""
+    approximate ilu0..ilu3, half of them relaxed (--ilu-relax, one of `relax`, where given)."""
     r = rng.random()
     if r < 0.75:
         return []
     if ilu and r < 0.84:
-        return ["--local-solver", rng.choice(("ilu0", "ilu1", "ilu2", "ilu3"))]
+        args = ["--local-solver", rng.choice(("ilu0", "ilu1", "ilu2", "ilu3"))]
+        if relax and rng.random() < 0.5:
+            args += ["--ilu-relax", rng.choice(relax)]
+        return args
     if r < 0.9 or not spd:
         return ["--local-solver", "umfpack"]
     return ["--local-solver", rng.choice(("cholmod-simplicial", "cholmod-supernodal", "cholmod"))]
@@ -700,7 +705,12 @@ def draw_matrix(rng, transports, max_ranks, features):
             d["may_diverge"] = robin != "0"
         # (CHOLMOD forced only where the local matrices are SPD: not with the Robin diagonal shift,
         # which can make them indefinite on a matrix that is not diagonally dominant)
-        args += local_solver_args(rng, spd and not d.get("may_diverge"), ilu=spd and not d.get("may_diverge"))
+        args += local_solver_args(rng, spd and not d.get("may_diverge"), ilu=spd and not d.get("may_diverge"),
+                                  relax=("0.3", "0.5", "0.9") if "dd" in props else ())
+        if "--ilu-relax" in args:
+            # the relaxed ILU step's M^-1 A has eigenvalues past 2 as the relaxation nears 1 (2D
+            # Poisson: 0.7 converged, 0.9 diverged), so the stationary iteration may diverge
+            d["may_diverge"] = True
         if spd and not d.get("may_diverge"):
             # several pieces per rank make the rank's solve approximate (one step of restricted
             # Schwarz on its pieces), convergent on the M-matrices as ilu0's step is
@@ -739,7 +749,8 @@ def draw_matrix(rng, transports, max_ranks, features):
             robin = method == "gmres" and rng.random() < 0.3
             if robin:
                 args += ["--robin", rng.choice(("0.2", "0.5"))]
-            args += local_solver_args(rng, (spd or method != "gmres") and not robin, ilu=spd and not robin)
+            args += local_solver_args(rng, (spd or method != "gmres") and not robin, ilu=spd and not robin,
+                                      relax=("0.5", "0.9", "0.99", "1") if "dd" in props else ())
             pieces = pieces_args(rng) if kind != "indefinite" else []  # (an indefinite matrix's small pieces can be singular)
             args += pieces
             if rng.random() < (0.6 if pieces else 0.4):  # on the pieces where there are (one rank with pieces has an interface)

@@ -114,7 +114,8 @@ std::vector<int> pieces_of(const Graph& g, std::int64_t first, std::int64_t coun
 
 class BlockSolver final : public LocalSolver {
  public:
-  BlockSolver(const LocalCsr& a, const LocalBlocks& b, LocalSolverKind kind) : restricted_(b.restricted) {
+  BlockSolver(const LocalCsr& a, const LocalBlocks& b, LocalSolverKind kind, double ilu_relax)
+      : restricted_(b.restricted) {
     core::Stopwatch clock;
     rows_ = a.rows;
     approximate_ = true;
@@ -181,7 +182,7 @@ class BlockSolver final : public LocalSolver {
       }
       for (const std::int32_t r : piece.rows) local[static_cast<std::size_t>(r)] = -1;
       try {
-        piece.solver = make_local_solver(ak, kind);
+        piece.solver = make_local_solver(ak, kind, LocalSolverUse::many_solves, ilu_relax);
       } catch (const FactorisationError& e) {
         throw FactorisationError(fmt::format("piece {} of {} ({} rows): {}", k + 1, b.blocks, ak.rows, e.what()));
       }
@@ -253,10 +254,11 @@ std::vector<int> block_pieces(const LocalCsr& a, std::int64_t first, std::int64_
   return pieces_of(symmetric_graph(a), first, rows, blocks);
 }
 
-std::unique_ptr<LocalSolver> make_block_solver(const LocalCsr& a, const LocalBlocks& blocks, LocalSolverKind kind) {
+std::unique_ptr<LocalSolver> make_block_solver(const LocalCsr& a, const LocalBlocks& blocks, LocalSolverKind kind,
+                                               double ilu_relax) {
   if (blocks.blocks == 1 && blocks.first == 0 && (blocks.rows < 0 || blocks.rows == a.rows))
-    return make_local_solver(a, kind);
-  return std::make_unique<BlockSolver>(a, blocks, kind);
+    return make_local_solver(a, kind, LocalSolverUse::many_solves, ilu_relax);
+  return std::make_unique<BlockSolver>(a, blocks, kind, ilu_relax);
 }
 
 }  // namespace desync::linalg

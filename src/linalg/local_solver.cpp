@@ -166,10 +166,12 @@ class UmfpackSolver final : public LocalSolver {
 // lev_ik + lev_kj + 1 (the smallest over the k that make it; Algorithm 10.5's "update the levels").
 // The symbolic pass builds that pattern row by row; the numeric pass is Algorithm 10.4's IKJ loop
 // on it, L unit lower (its multipliers below the diagonal), U upper with the diagonal, fill outside
-// the pattern dropped. k = 0: A's pattern, ILU(0). Solve: L y = b forward, U x = y backward.
+// the pattern dropped, or with relax = omega > 0 moved onto the row's diagonal times omega (relaxed
+// modified ILU, Gustafsson, 1978; Saad, 2003, section 10.3.5: omega = 1 keeps every row sum,
+// L U e = A e). k = 0: A's pattern, ILU(0). Solve: L y = b forward, U x = y backward.
 class IluSolver final : public LocalSolver {
  public:
-  IluSolver(const LocalCsr& a, int levels) {
+  IluSolver(const LocalCsr& a, int levels, double relax) {
     core::Stopwatch clock;
     kind_ = ilu_kind(levels);
     rows_ = a.rows;
@@ -188,20 +190,30 @@ class IluSolver final : public LocalSolver {
       for (auto p = begin; p < end; ++p) where[static_cast<std::size_t>(col_[p])] = static_cast<std::int64_t>(p);
       if (where[i] < 0) throw FactorisationError(fmt::format("zero pivot in ILU({}) at row {} (no diagonal entry)", levels, i));
       diag_[i] = static_cast<std::size_t>(where[i]);
+      const double aii = val_[diag_[i]];
       for (auto p = begin; p < end && static_cast<std::size_t>(col_[p]) < i; ++p) {
         const auto k = static_cast<std::size_t>(col_[p]);
         val_[p] /= val_[diag_[k]];  // l_ik = a_ik / u_kk                           (Alg. 10.4, line 3)
         for (auto q = diag_[k] + 1; q < static_cast<std::size_t>(ptr_[k + 1]); ++q) {
           const std::int64_t at = where[static_cast<std::size_t>(col_[q])];
           if (at >= 0) val_[static_cast<std::size_t>(at)] -= val_[p] * val_[q];  // a_ij -= l_ik u_kj on the pattern (line 5)
+          else if (relax != 0) val_[diag_[i]] -= relax * val_[p] * val_[q];       // dropped: a_ii -= omega l_ik u_kj (MILU)
         }
       }
       for (auto p = begin; p < end; ++p) where[static_cast<std::size_t>(col_[p])] = -1;
       if (!(std::abs(val_[diag_[i]]) > 0) || !std::isfinite(val_[diag_[i]]))
         throw FactorisationError(fmt::format("zero pivot in ILU({}) at row {}", levels, i));
+      // MILU's pivots stay positive on a diagonally dominant M-matrix; elsewhere the fill moved onto
+      // the diagonal can outweigh it (a badly scaled matrix), and M would be indefinite.
+      if (relax != 0 && aii > 0 && !(val_[diag_[i]] > 0))
+        throw FactorisationError(fmt::format("ILU({}) relaxed by {}: pivot {:.3g} <= 0 at row {} (a_ii = {:.3g}): the "
+                                             "dropped fill moved onto the diagonal outweighs it; relaxed ILU needs "
+                                             "a diagonally dominant matrix, or a smaller --ilu-relax",
+                                             levels, relax, val_[diag_[i]], i, aii));
     }
     factor_nonzeros_ = static_cast<std::int64_t>(val_.size());
     factor_seconds_ = clock.seconds();
+    if (relax != 0) reason_ = fmt::format("requested, relaxed: dropped fill onto the diagonal times {}", relax);
   }
 
   void solve(const double* b, double* x) override {
@@ -323,16 +335,22 @@ bool symmetric_positive_diagonal(const LocalCsr& a) {
   return true;
 }
 
-std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind, LocalSolverUse use) {
+std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind, LocalSolverUse use,
+                                               double ilu_relax) {
+  if (!(ilu_relax >= 0 && ilu_relax <= 1))
+    throw std::invalid_argument(fmt::format("ILU relaxation {}: must be in [0, 1]", ilu_relax));
+  if (ilu_relax != 0 && exact(kind))
+    throw std::invalid_argument(fmt::format("ILU relaxation {} with the local solver {}: ilu0-ilu3 only", ilu_relax,
+                                            to_string(kind)));
   switch (kind) {
     case LocalSolverKind::cholmod_simplicial: return std::make_unique<CholmodSolver>(a, CHOLMOD_SIMPLICIAL);
     case LocalSolverKind::cholmod_supernodal: return std::make_unique<CholmodSolver>(a, CHOLMOD_SUPERNODAL);
     case LocalSolverKind::cholmod: return std::make_unique<CholmodSolver>(a, CHOLMOD_AUTO, /*CHOLMOD's own*/ 0.0);
     case LocalSolverKind::umfpack: return std::make_unique<UmfpackSolver>(a);
-    case LocalSolverKind::ilu0: return std::make_unique<IluSolver>(a, 0);
-    case LocalSolverKind::ilu1: return std::make_unique<IluSolver>(a, 1);
-    case LocalSolverKind::ilu2: return std::make_unique<IluSolver>(a, 2);
-    case LocalSolverKind::ilu3: return std::make_unique<IluSolver>(a, 3);
+    case LocalSolverKind::ilu0: return std::make_unique<IluSolver>(a, 0, ilu_relax);
+    case LocalSolverKind::ilu1: return std::make_unique<IluSolver>(a, 1, ilu_relax);
+    case LocalSolverKind::ilu2: return std::make_unique<IluSolver>(a, 2, ilu_relax);
+    case LocalSolverKind::ilu3: return std::make_unique<IluSolver>(a, 3, ilu_relax);
     case LocalSolverKind::automatic: break;
   }
   std::unique_ptr<LocalSolver> s;

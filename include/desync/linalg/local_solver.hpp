@@ -20,6 +20,14 @@
 //                        A's entries have level 0 and l_ik u_kj fills (i, j) at level lev_ik + lev_kj + 1;
 //                        set up by a symbolic pass, then ILU(0)'s loop on that pattern. Nearer the
 //                        exact solve as k grows, with more fill; approximate as ilu0 is.
+//                        With a relaxation omega in (0, 1] (ilu_relax, --ilu-relax; Trilinos
+//                        Ifpack's "fact: relax value") the fill ILU(k) drops from row i is not lost
+//                        but subtracted from u_ii times omega: relaxed modified ILU (Gustafsson,
+//                        1978; Saad, 2003, section 10.3.5). omega = 1, MILU, keeps A's row sums
+//                        (L U e = A e), which on a discrete Laplacian moves the preconditioned
+//                        spectrum's bottom from O(h^2) to O(h); a little below 1 keeps the pivots
+//                        away from zero (2D Poisson n = 512 at 2 ranks, CG + ASM with ILU(1):
+//                        334 iterations plain, 120 with omega 0.99, docs/results/petsc.md).
 //   auto                 chosen per subdomain, with the reason kept (LocalSolver::reason):
 //                        a matrix that is not symmetric, or has a diagonal entry <= 0, goes to UMFPACK;
 //                        otherwise CHOLMOD: simplicial on blocks of fewer than auto_trial_rows rows
@@ -121,16 +129,20 @@ class LocalSolver {
   std::int64_t rows_ = 0, factor_nonzeros_ = 0;
   double factor_seconds_ = 0;
   std::string reason_ = "requested";
-  friend std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr&, LocalSolverKind, LocalSolverUse);
+  friend std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr&, LocalSolverKind, LocalSolverUse, double);
 };
 
 /// Factors `a` (square scalar CSR, columns ascending in each row) with `kind` (auto: chosen for
 /// `use`, see above). Throws
 /// FactorisationError: "singular matrix (UMFPACK: ...)", "not positive definite (...)" (a CHOLMOD
 /// kind asked for explicitly), "out of memory", "zero pivot in ILU(k) at row i" (iluK; also a
-/// missing diagonal entry).
+/// missing diagonal entry), "ILU(k) relaxed by omega: pivot ... <= 0 at row i" (a_ii > 0 made
+/// non-positive by the fill moved onto it: a matrix far from diagonally dominant). `ilu_relax`:
+/// ILU(k)'s relaxation omega in [0, 1] (0: plain ILU(k)); std::invalid_argument outside [0, 1], or
+/// non-zero with a kind that is not ilu0-ilu3.
 std::unique_ptr<LocalSolver> make_local_solver(const LocalCsr& a, LocalSolverKind kind,
-                                               LocalSolverUse use = LocalSolverUse::many_solves);
+                                               LocalSolverUse use = LocalSolverUse::many_solves,
+                                               double ilu_relax = 0.0);
 
 /// Several subdomains in one rank's block (--subdomains-per-rank K, as PETSc's -pc_asm_local_blocks):
 /// the rows [first, first + rows) of the block are split into `blocks` pieces by recursive graph
@@ -153,10 +165,12 @@ struct LocalBlocks {
   bool restricted = false;
 };
 
-/// The block solver above (blocks == 1 and every row split: make_local_solver(a, kind)). Throws
-/// FactorisationError as make_local_solver does, naming the piece ("piece 3 of 4 (812 rows): ..."),
-/// and std::invalid_argument if `blocks` exceeds the rows split or is < 1.
-std::unique_ptr<LocalSolver> make_block_solver(const LocalCsr& a, const LocalBlocks& blocks, LocalSolverKind kind);
+/// The block solver above (blocks == 1 and every row split: make_local_solver(a, kind)), every piece
+/// factored with `kind` and `ilu_relax`. Throws FactorisationError as make_local_solver does, naming
+/// the piece ("piece 3 of 4 (812 rows): ..."), and std::invalid_argument if `blocks` exceeds the rows
+/// split or is < 1, or on a bad `ilu_relax` (make_local_solver).
+std::unique_ptr<LocalSolver> make_block_solver(const LocalCsr& a, const LocalBlocks& blocks, LocalSolverKind kind,
+                                               double ilu_relax = 0.0);
 
 /// A_pp: the owned rows' couplings among themselves, columns renumbered from 0 (block size 1): the
 /// block block Jacobi factors, and the graph block_pieces splits a rank's own rows by. Local.

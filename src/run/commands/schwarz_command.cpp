@@ -136,6 +136,7 @@ void SchwarzCommand::add_options(CLI::App& app) {
                  "1/(1 + alpha h), --alpha inf unless given)");
   matrix_options_.push_back(subdomain_cli.robin_option());
   matrix_options_.push_back(subdomain_cli.local_solver_option());
+  matrix_options_.push_back(subdomain_cli.relax_option());
   matrix_options_.push_back(subdomain_cli.pieces_option());
   matrix_options_.push_back(subdomain_cli.near_kernel_option());
   reuse_opt_ = app.add_option("--coarse-reuse", coarse_reuse,
@@ -596,13 +597,17 @@ int SchwarzCommand::run_matrix(MPI_Comm comm, const detail::LoadedSystem& sys, b
                                                                                 "alone (one correction step per "
                                                                                 "iteration)", pieces)
                                                                   : std::string())});
-    r.setup_lines.push_back({"local solves", fmt::format("{}; {} nonzeros in the factors (all ranks), {:.4f} s (slowest rank)",
+    r.setup_lines.push_back({"local solves", fmt::format("{}{}; {} nonzeros in the factors (all ranks), {:.4f} s (slowest rank)",
                                                          local_solver_counts(names),
+                                                         solver.subdomains.ilu_relax != 0
+                                                             ? fmt::format(", relaxed {}", solver.subdomains.ilu_relax)
+                                                             : std::string(),
                                                          details["factor_nonzeros"].get<std::int64_t>(),
                                                          details["factor_seconds"].get<double>())});
     details["overlap"] = solver.subdomains.overlap;
     details["robin"] = o.subdomains.robin;  // the run's (the built-in problem's from --alpha)
     details["local_solver_option"] = linalg::to_string(solver.subdomains.local_solver);
+    details["ilu_relax"] = solver.subdomains.ilu_relax;
     details["subdomains_per_rank"] = pieces;
     details["local_solvers"] = names;
     details["local_solver_reasons"] = reasons;

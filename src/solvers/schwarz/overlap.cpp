@@ -331,9 +331,9 @@ OverlappingSubdomain::OverlappingSubdomain(const DistributedCsr& A, const Subdom
       pieces.first = own_begin_;
       pieces.rows = owned_;
       pieces.restricted = !additive_pieces;
-      solver_ = make_block_solver(matrix_, pieces, o.local_solver);
+      solver_ = make_block_solver(matrix_, pieces, o.local_solver, o.ilu_relax);
     } else {
-      solver_ = make_local_solver(matrix_, o.local_solver);
+      solver_ = make_local_solver(matrix_, o.local_solver, LocalSolverUse::many_solves, o.ilu_relax);
     }
   } catch (const FactorisationError& e) {
     const std::string why = e.what();
@@ -407,6 +407,7 @@ SchwarzPreconditioner::SchwarzPreconditioner(const DistributedCsr& A, const Subd
       description_ += fmt::format("{} {} ({} of {} ranks)", firstkind ? "" : ",", local_solver_names[k].name, count[k], nranks);
       firstkind = false;
     }
+  if (o.ilu_relax != 0) description_ += fmt::format(", ILU relaxed {}", o.ilu_relax);
   if (o.robin != 0) description_ += fmt::format(", robin {}", o.robin);
   // The transport the exchanges were built with (not the argument: what they use).
   const comm::Transport used = restrict_->config().transport.kind;

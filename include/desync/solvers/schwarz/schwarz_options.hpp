@@ -88,6 +88,9 @@ struct SubdomainOptions {
   /// A matrix's local solver. The grid's subdomains are factored by CHOLMOD with its own choice
   /// of mode (LocalSolverKind::cholmod) whatever this says.
   linalg::LocalSolverKind local_solver = linalg::LocalSolverKind::automatic;
+  /// ilu0-ilu3: the relaxation omega in [0, 1] of the fill they drop (0 plain ILU(k), 1 modified
+  /// ILU: linalg/local_solver.hpp).
+  double ilu_relax = 0.0;
   /// A matrix's subdomains per rank, K >= 1 (PETSc's -pc_asm_local_blocks): each rank's owned rows
   /// split into K pieces, each extended by `overlap` layers and factored alone (linalg::LocalBlocks);
   /// the method is then Schwarz on K pieces per rank, the pieces combined as the method combines
